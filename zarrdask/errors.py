@@ -1,0 +1,142 @@
+"""The exception hierarchy: every error zarrdask raises descends from ``ZarrdaskError``.
+
+Each subclass also inherits the builtin a caller would naturally catch
+(``FileNotFoundError`` for a missing node, ``ValueError`` for bad metadata,
+``IndexError`` for a bad selection), so ``except FileNotFoundError`` keeps working.
+Messages name the key or JSON path, what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "ZarrdaskError",
+    "MetadataError",
+    "Problem",
+    "UnknownExtensionError",
+    "UnsupportedDataTypeError",
+    "NodeNotFoundError",
+    "ArrayNotFoundError",
+    "GroupNotFoundError",
+    "ContainsNodeError",
+    "MissingChunkError",
+    "CodecError",
+    "CorruptChunkError",
+    "ChecksumError",
+    "InvalidKeyError",
+    "StoreError",
+    "ReadOnlyError",
+    "SelectionError",
+    "BoundsError",
+    "ShapeMismatchError",
+    "ChunkAlignmentError",
+]
+
+
+class ZarrdaskError(Exception):
+    """Root of every error raised by zarrdask."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One validation problem: where in the JSON document (``loc``) and what is wrong."""
+
+    loc: tuple[str | int, ...]
+    message: str
+
+    def __str__(self) -> str:
+        where = "/".join(str(part) for part in self.loc) or "<document>"
+        return f"{where}: {self.message}"
+
+
+class MetadataError(ZarrdaskError, ValueError):
+    """Metadata that is malformed or does not follow the spec.
+
+    ``problems`` lists every problem found, each with its JSON path; ``key`` is the
+    store key of the document when known.
+    """
+
+    def __init__(self, problems: Sequence[Problem] | str, key: str | None = None) -> None:
+        if isinstance(problems, str):
+            problems = [Problem((), problems)]
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.key = key
+        where = f"{key}: " if key else ""
+        if len(self.problems) == 1:
+            text = f"{where}{self.problems[0]}"
+        else:
+            lines = "\n".join(f"  - {p}" for p in self.problems)
+            text = f"{where}{len(self.problems)} problems:\n{lines}"
+        super().__init__(text)
+
+
+class UnknownExtensionError(MetadataError):
+    """An extension (codec, data type, chunk grid, key encoding, storage transformer,
+    or top-level field) that this installation does not understand and may not ignore."""
+
+
+class UnsupportedDataTypeError(UnknownExtensionError):
+    """A data type that is known to the spec ecosystem but not supported here
+    (for example ``bfloat16`` without the optional ``ml_dtypes`` package)."""
+
+
+class NodeNotFoundError(ZarrdaskError, FileNotFoundError):
+    """No array or group at the given path."""
+
+
+class ArrayNotFoundError(NodeNotFoundError):
+    """No array at the given path."""
+
+
+class GroupNotFoundError(NodeNotFoundError):
+    """No group at the given path."""
+
+
+class ContainsNodeError(ZarrdaskError, FileExistsError):
+    """A node already exists where one is being created without ``overwrite``."""
+
+
+class MissingChunkError(ZarrdaskError, LookupError):
+    """A chunk is absent and the array was opened with ``missing_chunks="raise"``."""
+
+
+class CodecError(ZarrdaskError, ValueError):
+    """A codec failed to encode or decode, or its configuration is invalid."""
+
+
+class CorruptChunkError(CodecError):
+    """Stored bytes that cannot be what the metadata says (truncated, bad index, ...)."""
+
+
+class ChecksumError(CorruptChunkError):
+    """A stored checksum (crc32c) does not match its payload."""
+
+
+class InvalidKeyError(ZarrdaskError, ValueError):
+    """A store key that is malformed or would leave the store root."""
+
+
+class StoreError(ZarrdaskError, OSError):
+    """The store failed to perform an operation."""
+
+
+class ReadOnlyError(StoreError, PermissionError):
+    """A write to a store or array opened read-only."""
+
+
+class SelectionError(ZarrdaskError, IndexError):
+    """A selection that is not valid for this array (wrong type, wrong length, ...)."""
+
+
+class BoundsError(SelectionError):
+    """An index outside the array's bounds."""
+
+
+class ShapeMismatchError(ZarrdaskError, ValueError):
+    """Shapes (or dtypes, or chunks) disagree with what was expected."""
+
+
+class ChunkAlignmentError(ZarrdaskError, ValueError):
+    """Dask chunks that cannot be written safely in the requested way."""

@@ -1,0 +1,191 @@
+"""The Store contract: the only layer that touches bytes on disk or network.
+
+A store maps ``/``-separated string keys to immutable byte strings. The public
+methods validate every key (no ``..``, no absolute or empty segments) and the
+read-only flag, then delegate to the ``_``-prefixed methods a backend implements.
+
+Byte requests are typed: ``ByteRange(start, length)`` (``length=None`` reads to
+the end) and ``SuffixRange(length)`` (the last ``length`` bytes). A range that
+runs past the end of a value returns the bytes that exist; callers detect
+truncation by the length. A missing key reads as ``None``.
+
+Stores must pickle small (constructor arguments only, never contents or open
+handles) and tokenize cheaply, because Dask ships them inside task graphs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Union
+
+from ..errors import InvalidKeyError, ReadOnlyError
+
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Store", "normalize_key", "join_path"]
+
+Buffer = Union[bytes, bytearray, memoryview]
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """``length`` bytes starting at ``start``; ``length=None`` means to the end."""
+
+    start: int
+    length: int | None = None
+
+    @property
+    def end(self) -> int | None:
+        return None if self.length is None else self.start + self.length
+
+
+@dataclass(frozen=True, slots=True)
+class SuffixRange:
+    """The last ``length`` bytes of a value."""
+
+    length: int
+
+
+ByteRequest = Union[ByteRange, SuffixRange]
+
+
+def normalize_key(key: str) -> str:
+    """Validate a store key and return it; reject anything that could leave the root."""
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"store key must be a str, got {type(key).__name__}: {key!r}")
+    if key == "":
+        return key
+    if key.startswith("/") or "\\" in key or "\x00" in key or (len(key) > 1 and key[1] == ":"):
+        raise InvalidKeyError(f"store key {key!r} is absolute or contains a forbidden character")
+    for part in key.split("/"):
+        if part in ("", ".", ".."):
+            raise InvalidKeyError(
+                f"store key {key!r} has an empty, '.' or '..' segment; keys may not leave the store root"
+            )
+    return key
+
+
+def join_path(*parts: str) -> str:
+    """Join key segments with ``/``, skipping empty ones."""
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+class Store(ABC):
+    """Abstract key/value byte store. Backends override the ``_`` methods."""
+
+    read_only: bool = False
+
+    # -- reads -----------------------------------------------------------------
+    def get(self, key: str) -> bytes | None:
+        """The whole value at ``key``, or ``None`` when it does not exist."""
+        return self._get(normalize_key(key))
+
+    def get_ranges(self, requests: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        """Fetch many byte ranges (possibly of different keys) in one batched call.
+
+        Results are in request order; ``None`` where the key does not exist.
+        Async backends issue the requests concurrently.
+        """
+        checked = [(normalize_key(k), r) for k, r in requests]
+        if not checked:
+            return []
+        return self._get_ranges(checked)
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """Fetch many whole values in one batched call (``None`` where missing)."""
+        return self.get_ranges([(k, ByteRange(0, None)) for k in keys])
+
+    def exists(self, key: str) -> bool:
+        return self._exists(normalize_key(key))
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Every key below ``prefix`` (recursively), as full keys."""
+        prefix = prefix.strip("/")
+        if prefix:
+            normalize_key(prefix)
+        return self._list_prefix(prefix)
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """The direct children of ``prefix``: (value names, sub-directory names)."""
+        prefix = prefix.strip("/")
+        if prefix:
+            normalize_key(prefix)
+        return self._list_dir(prefix)
+
+    # -- writes ----------------------------------------------------------------
+    def set(self, key: str, value: Buffer) -> None:
+        """Store ``value`` at ``key`` atomically (a reader sees the old or the new value)."""
+        self._check_writable(key)
+        self._set(normalize_key(key), value)
+
+    def set_many(self, items: Mapping[str, Buffer]) -> None:
+        """Store many values; each one atomically. Async backends write concurrently."""
+        for key in items:
+            self._check_writable(key)
+            normalize_key(key)
+        if items:
+            self._set_many(dict(items))
+
+    def delete(self, key: str) -> None:
+        """Remove ``key``; a missing key is not an error."""
+        self._check_writable(key)
+        self._delete(normalize_key(key))
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        keys = [normalize_key(k) for k in keys]
+        for key in keys:
+            self._check_writable(key)
+        if keys:
+            self._delete_many(keys)
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove every key below ``prefix`` (the whole store for ``""``)."""
+        self._check_writable(prefix)
+        self.delete_many(list(self.list_prefix(prefix)))
+
+    def _check_writable(self, key: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"cannot write {key!r}: store {self!r} is opened read-only")
+
+    # -- backend hooks -----------------------------------------------------------
+    @abstractmethod
+    def _get(self, key: str) -> bytes | None: ...
+
+    @abstractmethod
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]: ...
+
+    @abstractmethod
+    def _set(self, key: str, value: Buffer) -> None: ...
+
+    def _set_many(self, items: dict[str, Buffer]) -> None:
+        for key, value in items.items():
+            self._set(key, value)
+
+    @abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    def _delete_many(self, keys: list[str]) -> None:
+        for key in keys:
+            self._delete(key)
+
+    @abstractmethod
+    def _exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def _list_prefix(self, prefix: str) -> Iterator[str]: ...
+
+    @abstractmethod
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]: ...
+
+    # -- identity ----------------------------------------------------------------
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """A URL (or description) that identifies this store's root."""
+
+    def __dask_tokenize__(self) -> object:
+        return (type(self).__name__, self.url, self.read_only)
+
+    def __repr__(self) -> str:
+        mode = "r" if self.read_only else "rw"
+        return f"{type(self).__name__}({self.url!r}, mode={mode!r})"
