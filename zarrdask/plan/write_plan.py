@@ -1,0 +1,317 @@
+"""The write planner: which task writes which storage units, from which source blocks.
+
+Pure code (no Dask, no I/O). Input: the target array's shape, the source's dask block
+chunks, the target's *write grid* (the shard shape when sharded, else the chunk shape)
+and an optional region of the target that the source covers exactly. Output: a
+:class:`WritePlan` whose tasks partition the write-grid cells ("units", one storage key
+each) touched by the region, so that **every unit is owned by exactly one task** and two
+tasks can never race on a key.
+
+The plan is separable: along each axis the region is cut into :class:`AxisGroup` runs of
+cells, and the tasks are the Cartesian product of the per-axis groups. Along one axis a
+group is either
+
+* a maximal run of cells lying inside one source block (aligned blocks map one-to-one
+  to tasks; a block covering several whole shards writes all of them), or
+* one cell that straddles block boundaries; its task gathers the pieces of every source
+  block that touches it (no global rechunk).
+
+Hence a task's output buffer is at most one unit, or one source block when the block is
+bigger, along every axis. Units only partly covered by the region are read-modify-written
+by their owner task.
+
+>>> plan = make_write_plan((100,), ((30, 30, 40),), (32,))
+>>> for task in plan.tasks():
+...     print(task.region[0], list(task.cells[0]), [p.block for p in task.pieces])
+slice(0, 32, None) [0] [(0,), (1,)]
+slice(32, 64, None) [1] [(1,), (2,)]
+slice(64, 100, None) [2, 3] [(2,)]
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
+
+__all__ = [
+    "AxisGroup",
+    "SourcePiece",
+    "WritePlan",
+    "WritePlanSummary",
+    "WriteTask",
+    "make_write_plan",
+    "normalize_region",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AxisPiece:
+    """Along one axis: ``block``'s ``[block_start, block_stop)`` goes to ``[out_start, out_stop)``
+    of the group's buffer (all relative: to the block, and to the group's start)."""
+
+    block: int
+    block_start: int
+    block_stop: int
+    out_start: int
+    out_stop: int
+
+
+@dataclass(frozen=True, slots=True)
+class AxisGroup:
+    """Along one axis: the cells ``cells`` owned by one slab of tasks, covering target
+    coordinates ``[start, stop)``, and the source-block pieces that fill it.
+
+    ``full`` is the sub-range of ``cells`` fully covered by the region along this axis
+    (only the region's first and last cell can be partly covered)."""
+
+    start: int
+    stop: int
+    cells: range
+    full: range
+    pieces: tuple[AxisPiece, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePiece:
+    """Part of one source block: ``block`` (dask block index), the slices of that block,
+    and where they go in the owning task's region buffer."""
+
+    block: tuple[int, ...]
+    block_slices: tuple[slice, ...]
+    out_slices: tuple[slice, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTask:
+    """One writer: owns the units ``itertools.product(*cells)`` and writes ``region``.
+
+    The pieces tile ``region`` exactly. A unit is fully covered when its coordinate lies in
+    ``full`` along every axis; otherwise the task read-modify-writes it.
+    """
+
+    index: tuple[int, ...]
+    region: tuple[slice, ...]
+    cells: tuple[range, ...]
+    full: tuple[range, ...]
+    pieces: tuple[SourcePiece, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(s.stop - s.start for s in self.region)
+
+    def units(self) -> Iterator[tuple[int, ...]]:
+        """The write-grid cells this task owns (each is one storage key)."""
+        return itertools.product(*self.cells)
+
+    def is_full(self, unit: Sequence[int]) -> bool:
+        """Whether ``unit`` is entirely overwritten (no read-modify-write needed)."""
+        return all(c in f for c, f in zip(unit, self.full))
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlanSummary:
+    """What a write will do. Units are shards when the target is sharded, else chunks;
+    byte counts are uncompressed estimates."""
+
+    write_tasks: int
+    units_written: int
+    full_writes: int
+    read_modify_writes: int
+    source_blocks: int
+    max_blocks_per_task: int
+    mean_blocks_per_task: float
+    max_task_bytes: int
+    bytes_written: int
+    bytes_read: int
+    aligned: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """The tasks of one write: the Cartesian product of per-axis groups ``axes``.
+
+    Tasks are generated on demand (:meth:`tasks`) so that a plan for a million units costs
+    only the per-axis lists; :meth:`summary` is computed from those lists alone.
+    """
+
+    shape: tuple[int, ...]
+    write_grid: tuple[int, ...]
+    region: tuple[slice, ...]
+    source_chunks: tuple[tuple[int, ...], ...]
+    axes: tuple[tuple[AxisGroup, ...], ...]
+
+    @property
+    def task_grid(self) -> tuple[int, ...]:
+        """Number of groups along each axis (the shape of the task grid)."""
+        return tuple(len(groups) for groups in self.axes)
+
+    def __len__(self) -> int:
+        return math.prod(self.task_grid)
+
+    def tasks(self) -> Iterator[WriteTask]:
+        """Every write task, in C order of the task grid."""
+        indexed = [list(enumerate(groups)) for groups in self.axes]
+        for combo in itertools.product(*indexed):
+            yield _make_task(combo)
+
+    def summary(self, itemsize: int = 1) -> WritePlanSummary:
+        """Counts and estimated bytes of this plan (``itemsize`` bytes per element)."""
+        unit_extents = [_unit_extents(groups, g, n) for groups, g, n in zip(self.axes, self.write_grid, self.shape)]
+        total_volume = math.prod(sum(e for e, _ in ext) for ext in unit_extents)
+        full_volume = math.prod(sum(e for e, full in ext if full) for ext in unit_extents)
+        units = math.prod(len(ext) for ext in unit_extents)
+        full_units = math.prod(sum(1 for _, full in ext if full) for ext in unit_extents)
+        per_axis_pieces = [[len(g.pieces) for g in groups] for groups in self.axes]
+        tasks = len(self)
+        return WritePlanSummary(
+            write_tasks=tasks,
+            units_written=units,
+            full_writes=full_units,
+            read_modify_writes=units - full_units,
+            source_blocks=math.prod(sum(1 for c in chunks if c) for chunks in self.source_chunks) if tasks else 0,
+            max_blocks_per_task=math.prod(max(p, default=0) for p in per_axis_pieces),
+            mean_blocks_per_task=math.prod(sum(p) / len(p) for p in per_axis_pieces) if tasks else 0.0,
+            max_task_bytes=itemsize * math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes),
+            bytes_written=itemsize * total_volume,
+            bytes_read=itemsize * (total_volume - full_volume),
+            aligned=tasks > 0 and all(_axis_aligned(groups, chunks) for groups, chunks in zip(self.axes, self.source_chunks)),
+        )
+
+
+def make_write_plan(
+    shape: Sequence[int],
+    source_chunks: Sequence[Sequence[int]],
+    write_grid: Sequence[int],
+    region: Sequence[slice] | None = None,
+) -> WritePlan:
+    """Plan writing a source with dask ``source_chunks`` into ``region`` of an array.
+
+    ``source_chunks`` must tile the region exactly (its sums are the region's extents).
+    Raises ShapeMismatchError / SelectionError / BoundsError for inconsistent inputs.
+    """
+    shape = tuple(int(n) for n in shape)
+    grid = tuple(int(g) for g in write_grid)
+    chunks = tuple(tuple(int(c) for c in axis) for axis in source_chunks)
+    if len(grid) != len(shape) or len(chunks) != len(shape):
+        raise ShapeMismatchError(
+            f"array of {len(shape)} dimensions, write grid of {len(grid)}, source chunks of {len(chunks)}"
+        )
+    if any(g <= 0 for g in grid):
+        raise ShapeMismatchError(f"write grid {grid} must be positive along every axis")
+    bounds = normalize_region(region, shape)
+    for axis, ((start, stop), axis_chunks) in enumerate(zip(bounds, chunks)):
+        if any(c < 0 for c in axis_chunks):
+            raise ChunkAlignmentError(f"source chunks along axis {axis} are negative: {axis_chunks}")
+        if sum(axis_chunks) != stop - start:
+            raise ShapeMismatchError(
+                f"source chunks along axis {axis} sum to {sum(axis_chunks)}, "
+                f"but the region [{start}:{stop}] has extent {stop - start}"
+            )
+    axes = tuple(
+        _plan_axis(n, g, start, stop, axis_chunks)
+        for n, g, (start, stop), axis_chunks in zip(shape, grid, bounds, chunks)
+    )
+    return WritePlan(shape, grid, tuple(slice(a, b) for a, b in bounds), chunks, axes)
+
+
+def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """``(start, stop)`` per axis of a region given as step-1 slices (``None`` = the whole
+    array; missing trailing axes are whole; negative bounds count from the end)."""
+    if region is None:
+        region = ()
+    if not isinstance(region, (tuple, list)):
+        region = (region,)
+    if len(region) > len(shape):
+        raise SelectionError(f"region has {len(region)} dimensions, the array has {len(shape)}")
+    region = tuple(region) + (slice(None),) * (len(shape) - len(region))
+    bounds = []
+    for axis, (sel, size) in enumerate(zip(region, shape)):
+        if not isinstance(sel, slice) or sel.step not in (None, 1):
+            raise SelectionError(f"region along axis {axis} must be a slice with step 1, got {sel!r}")
+        start = _bound(sel.start, 0, size)
+        stop = _bound(sel.stop, size, size)
+        if not 0 <= start <= stop <= size:
+            raise BoundsError(f"region {sel!r} along axis {axis} is outside [0, {size}]")
+        bounds.append((start, stop))
+    return tuple(bounds)
+
+
+def _bound(value: int | None, default: int, size: int) -> int:
+    if value is None:
+        return default
+    value = int(value)
+    return value + size if value < 0 else value
+
+
+def _plan_axis(size: int, grid: int, start: int, stop: int, chunks: tuple[int, ...]) -> tuple[AxisGroup, ...]:
+    """Cut ``[start, stop)`` of one axis into groups of write-grid cells (see module doc)."""
+    if start == stop:
+        return ()
+    offsets = list(itertools.accumulate(chunks, initial=start))
+    blocks = [(b, offsets[b], offsets[b + 1]) for b in range(len(chunks)) if chunks[b]]
+    first_cell, end_cell = start // grid, -(-stop // grid)
+    full_lo = -(-start // grid)
+    full_hi = end_cell if stop == size else stop // grid
+    groups = []
+    cell, j = first_cell, 0
+    while cell < end_cell:
+        lo, hi = max(cell * grid, start), min((cell + 1) * grid, stop)
+        while blocks[j][2] <= lo:
+            j += 1
+        if blocks[j][2] >= hi:  # the cell lies inside block j: take every cell inside it
+            last = end_cell if blocks[j][2] == stop else blocks[j][2] // grid
+            hi = min(last * grid, stop)
+            touching = [blocks[j]]
+        else:  # the cell straddles block boundaries: gather every block touching it
+            last = cell + 1
+            touching = list(itertools.takewhile(lambda blk: blk[1] < hi, blocks[j:]))
+        pieces = tuple(
+            AxisPiece(b, max(lo, b0) - b0, min(hi, b1) - b0, max(lo, b0) - lo, min(hi, b1) - lo)
+            for b, b0, b1 in touching
+        )
+        cells = range(cell, last)
+        full = range(max(cell, full_lo), max(cell, min(full_hi, last)))
+        groups.append(AxisGroup(lo, hi, cells, full, pieces))
+        cell = last
+    return tuple(groups)
+
+
+def _make_task(combo: tuple[tuple[int, AxisGroup], ...]) -> WriteTask:
+    index = tuple(i for i, _ in combo)
+    groups = [g for _, g in combo]
+    pieces = tuple(
+        SourcePiece(
+            tuple(p.block for p in axis_pieces),
+            tuple(slice(p.block_start, p.block_stop) for p in axis_pieces),
+            tuple(slice(p.out_start, p.out_stop) for p in axis_pieces),
+        )
+        for axis_pieces in itertools.product(*(g.pieces for g in groups))
+    )
+    return WriteTask(
+        index,
+        tuple(slice(g.start, g.stop) for g in groups),
+        tuple(g.cells for g in groups),
+        tuple(g.full for g in groups),
+        pieces,
+    )
+
+
+def _unit_extents(groups: tuple[AxisGroup, ...], grid: int, size: int) -> list[tuple[int, bool]]:
+    """(extent within the array, fully covered?) of every cell touched along one axis."""
+    return [
+        (min((c + 1) * grid, size) - c * grid, c in g.full)
+        for g in groups
+        for c in g.cells
+    ]
+
+
+def _axis_aligned(groups: tuple[AxisGroup, ...], chunks: tuple[int, ...]) -> bool:
+    """One group per non-empty block, each taking that whole block."""
+    return sum(1 for c in chunks if c) == len(groups) and all(
+        len(g.pieces) == 1 and g.pieces[0].block_stop - g.pieces[0].block_start == chunks[g.pieces[0].block]
+        for g in groups
+    )
