@@ -1,0 +1,252 @@
+"""Scenario 'dask' (issue 4): Dask graphs over the small-inner-chunk sharded array.
+
+Read: ``.sum().compute()`` of the whole array (written once by zarr-python) through
+  zarrdask     ``zarrdask.from_zarr(path)``                          (one task per shard)
+  zarr-python  ``dask.array.from_zarr(path)``                        (dask's default: one task per
+                                                                      *inner* chunk, the case users hit)
+  tensorstore  ``da.from_array(<TensorStore>, chunks=shard shape)``  (one task per shard)
+plus an extra row: ``dask.array.from_zarr(path, chunks=shard shape)`` (zarr-python at its best).
+
+Write: a dask array held in memory (``da.from_array(numpy)``) written to a new sharded array
+  aligned:    dask chunks = shards
+  misaligned: dask chunks that cut through shards (multiples of the inner chunk, so dask's
+              own inner-chunk check lets them through)
+through ``zarrdask.to_zarr`` / ``dask.array.to_zarr(path, shards=..)`` / ``da.store`` into a
+TensorStore. Every repetition is read back and compared bit for bit (untimed): the check
+column says whether the written array is right. An extra row writes the misaligned array
+into an existing ``zarr.Array`` (``dask.array.to_zarr(arr, zarr_array)``), the path where dask
+itself rechunks to whole shards first.
+
+The threaded scheduler with dask's default worker count (one per core) is used throughout.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+
+from harness import (
+    TENSORSTORE,
+    ZARR_PYTHON,
+    ZARRDASK,
+    Cell,
+    Geometry,
+    Row,
+    Scenario,
+    compare,
+    make_data,
+    measure,
+    rmtree,
+    run_cell,
+)
+from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec
+import reference
+
+
+def _sum_check(expected: float):
+    def check(result):
+        got = float(result)
+        if np.isclose(got, expected, rtol=1e-4):
+            return None
+        return f"sum {got!r} != {expected!r}"
+
+    return check
+
+
+def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
+    import dask
+    import dask.array as da
+    import tensorstore as ts
+    import zarr
+    from zarr.codecs import ZstdCodec
+
+    sc = Scenario(
+        name="dask",
+        title=f"dask graphs on shards {geom.shard} / inner {geom.inner} (issue 4)",
+        columns={
+            ZARRDASK: "zarrdask.from_zarr / zarrdask.to_zarr",
+            ZARR_PYTHON: "dask.array.from_zarr / dask.array.to_zarr (zarr-python)",
+            TENSORSTORE: "da.from_array(TensorStore, chunks=shard) / da.store(.., TensorStore)",
+        },
+    )
+    data = make_data(geom.shape)
+    ref_path = reference.sharded_array(geom, data_dir)
+    expected_sum = float(data.sum(dtype=np.float64))
+    check_sum = _sum_check(expected_sum)
+
+    with dask.config.set(scheduler="threads"):
+        # ------------------------------------------------------------------ read
+        def zd_read():
+            import zarrdask
+
+            return zarrdask.from_zarr(ref_path).sum().compute()
+
+        def zp_read(chunks=None):
+            return da.from_zarr(ref_path, chunks=chunks).sum().compute()
+
+        def ts_read():
+            arr = ts.open(ts_spec(ref_path), read=True).result()
+            x = da.from_array(TSDaskAdapter(arr), chunks=geom.shard, name="ts-read-" + uuid.uuid4().hex)
+            return x.sum().compute()
+
+        read = Row(
+            "full read .sum().compute()",
+            {
+                ZARRDASK: run_cell("dask read zarrdask", lambda: measure(zd_read, repeat, check=check_sum)),
+                ZARR_PYTHON: run_cell(
+                    "dask read zarr-python (inner-chunk tasks)",
+                    lambda: measure(zp_read, repeat, check=check_sum),
+                ),
+                TENSORSTORE: run_cell("dask read tensorstore", lambda: measure(ts_read, repeat, check=check_sum)),
+            },
+            nbytes=geom.nbytes,
+        )
+        sc.rows.append(read)
+        n_inner = int(np.prod([-(-s // c) for s, c in zip(geom.shape, geom.inner)]))
+        n_shards = int(np.prod([-(-s // c) for s, c in zip(geom.shape, geom.shard)]))
+        sc.rows.append(
+            Row(
+                "  (peer) da.from_zarr(chunks=shard)",
+                {
+                    ZARR_PYTHON: run_cell(
+                        "dask read zarr-python (shard-sized tasks)",
+                        lambda: measure(lambda: zp_read(chunks=geom.shard), repeat, check=check_sum),
+                    )
+                },
+                baseline=read,
+            )
+        )
+        sc.notes.append(
+            f"read tasks: zarrdask and TensorStore {n_shards} (one per shard); dask.array.from_zarr's "
+            f"default {n_inner} (one per inner chunk)"
+        )
+
+        # ------------------------------------------------------------------ write
+        out = {lib: os.path.join(data_dir, "dask_write", lib) for lib in (ZARRDASK, ZARR_PYTHON, TENSORSTORE)}
+        layout = Layout(geom.inner, geom.shard)
+
+        def verify_with(reader: str, path: str):
+            L = LIB_OBJECTS[reader]
+
+            def check(_result):
+                return compare(data, L.read_all(L.open(path)))
+
+            return check
+
+        def zd_write(x):
+            import zarrdask
+
+            zarrdask.to_zarr(
+                x,
+                out[ZARRDASK],
+                chunks=geom.inner,
+                shards=geom.shard,
+                compressors=[ZSTD1],
+                fill_value=0,
+                mode="w",
+            )
+
+        def zp_write(x):
+            da.to_zarr(
+                x,
+                out[ZARR_PYTHON],
+                mode="w-",  # a new array; mode="w" would make dask take a global lock
+                chunks=geom.inner,
+                shards=geom.shard,
+                compressors=ZstdCodec(level=1),
+                fill_value=0,
+            )
+
+        def zp_write_existing(x):
+            z = zarr.create_array(
+                store=out[ZARR_PYTHON],
+                shape=geom.shape,
+                dtype="float32",
+                chunks=geom.inner,
+                shards=geom.shard,
+                compressors=ZstdCodec(level=1),
+                fill_value=0,
+            )
+            da.to_zarr(x, z)
+
+        def ts_write(x):
+            arr = ts.open(
+                ts_spec(out[TENSORSTORE], shape=geom.shape, layout=layout), create=True, delete_existing=True
+            ).result()
+            da.store(x, TSDaskAdapter(arr), lock=False)
+
+        rows = {}
+        for kind, chunks in (("aligned", geom.shard), ("misaligned", geom.misaligned)):
+            x = da.from_array(data, chunks=chunks, name=f"src-{kind}")
+            cells = {
+                ZARRDASK: run_cell(
+                    f"dask write {kind} zarrdask",
+                    lambda: measure(
+                        lambda: zd_write(x),
+                        repeat,
+                        setup=lambda: rmtree(out[ZARRDASK]),
+                        check=verify_with(TENSORSTORE, out[ZARRDASK]),
+                        check_every=True,
+                    ),
+                ),
+                ZARR_PYTHON: run_cell(
+                    f"dask write {kind} zarr-python",
+                    lambda: measure(
+                        lambda: zp_write(x),
+                        repeat,
+                        setup=lambda: rmtree(out[ZARR_PYTHON]),
+                        check=verify_with(TENSORSTORE, out[ZARR_PYTHON]),
+                        check_every=True,
+                    ),
+                ),
+                TENSORSTORE: run_cell(
+                    f"dask write {kind} tensorstore",
+                    lambda: measure(
+                        lambda: ts_write(x),
+                        repeat,
+                        setup=lambda: rmtree(out[TENSORSTORE]),
+                        check=verify_with(ZARR_PYTHON, out[TENSORSTORE]),
+                        check_every=True,
+                    ),
+                ),
+            }
+            label = "dask chunks = shards" if kind == "aligned" else f"dask chunks {geom.misaligned}"
+            rows[kind] = Row(f"write {kind} ({label})", cells, nbytes=geom.nbytes)
+            sc.rows.append(rows[kind])
+            if kind == "misaligned":
+                sc.rows.append(
+                    Row(
+                        "  (peer) misaligned -> existing zarr.Array",
+                        {
+                            ZARR_PYTHON: run_cell(
+                                "dask write misaligned into existing zarr.Array",
+                                lambda: measure(
+                                    lambda: zp_write_existing(x),
+                                    repeat,
+                                    setup=lambda: rmtree(out[ZARR_PYTHON]),
+                                    check=verify_with(TENSORSTORE, out[ZARR_PYTHON]),
+                                    check_every=True,
+                                ),
+                            )
+                        },
+                        baseline=rows["misaligned"],
+                        note="dask rechunks to whole shards first when handed an existing zarr.Array",
+                    )
+                )
+
+    al, mis = rows["aligned"].cells[ZARRDASK], rows["misaligned"].cells[ZARRDASK]
+    if al.median and mis.median:
+        sc.notes.append(
+            f"zarrdask misaligned/aligned write time = {mis.median / al.median:.2f} (target <= 1.2)"
+        )
+    zp_mis = rows["misaligned"].cells[ZARR_PYTHON]
+    if zp_mis.checks:
+        sc.notes.append(
+            "dask.array.to_zarr(path, shards=...) with misaligned chunks: "
+            + ("read back CORRECT in every repetition" if all(c is None for c in zp_mis.checks)
+               else f"read back WRONG ({zp_mis.check_summary()})")
+        )
+    sc.notes.append("write = create the array + compute the graph; each repetition read back and compared, untimed")
+    return sc

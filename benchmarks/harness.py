@@ -1,0 +1,430 @@
+"""Shared machinery of the benchmark harness: geometry, test data, timing, results, report.
+
+Nothing here imports zarrdask, zarr-python or TensorStore; see ``libs.py`` for those.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ZARRDASK = "zarrdask"
+ZARR_PYTHON = "zarr-python"
+TENSORSTORE = "tensorstore"
+LIBS = (ZARRDASK, ZARR_PYTHON, TENSORSTORE)
+
+MiB = 1 << 20
+
+
+# --------------------------------------------------------------------------- geometry
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Shapes used by every scenario, derived from ``--size-mib``.
+
+    At the default 512 MiB: a (128, 1024, 1024) float32 array; core chunks (4, 512, 512)
+    = 4 MiB; shards (16, 512, 512) = 16 MiB holding 256 inner chunks (4, 64, 64) = 64 KiB;
+    32 shards / 8192 inner chunks in all. Smaller sizes (``--smoke``) shrink the spatial
+    dimensions to 256 so that several chunks still exist.
+    """
+
+    shape: tuple[int, int, int]
+    chunks: tuple[int, int, int]  # core scenario: unsharded chunk shape
+    shard: tuple[int, int, int]  # sharding scenarios: shard (write chunk) shape
+    inner: tuple[int, int, int]  # sharding scenarios: inner (read chunk) shape
+    misaligned: tuple[int, int, int]  # dask chunks that cut through shards
+    window: tuple[int, int, int] = (1, 64, 64)
+
+    @classmethod
+    def from_size(cls, size_mib: int) -> "Geometry":
+        if size_mib < 1:
+            raise SystemExit("--size-mib must be >= 1")
+        side = 1024 if size_mib >= 64 else 256
+        n_elem = size_mib * MiB // 4
+        t = max(n_elem // (side * side), 1)
+        if t >= 16:
+            t -= t % 16
+        sp = min(512, side)
+        mis_sp = 384 if side >= 1024 else 192  # multiples of the 64 inner chunk, not of the shard
+        return cls(
+            shape=(t, side, side),
+            chunks=(min(4, t), sp, sp),
+            shard=(min(16, t), sp, sp),
+            inner=(min(4, t), 64, 64),
+            misaligned=(min(12, t), mis_sp, mis_sp),
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * 4
+
+    def describe(self) -> str:
+        return (
+            f"array {self.shape} float32 = {self.nbytes / MiB:.0f} MiB; core chunks {self.chunks}; "
+            f"shards {self.shard} with inner chunks {self.inner}; misaligned dask chunks "
+            f"{self.misaligned}"
+        )
+
+
+# --------------------------------------------------------------------------- test data
+
+_DATA_CACHE: dict[tuple, np.ndarray] = {}
+
+
+def make_data(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """A deterministic climate-like float32 field (time, lat, lon).
+
+    A smooth latitude/longitude pattern plus a seasonal cycle plus unit-variance noise,
+    bit-rounded to 10 mantissa bits (as climate archives often are) so that zstd-1 has
+    something realistic to compress (about 1.5-2x), unlike white noise.
+    """
+    key = (tuple(shape), seed)
+    if key in _DATA_CACHE:
+        return _DATA_CACHE[key]
+    t_n, y_n, x_n = shape
+    rng = np.random.default_rng(seed)
+    lat = np.linspace(-1.5, 1.5, y_n, dtype=np.float32)[:, None]
+    lon = np.linspace(0.0, 2 * np.pi, x_n, dtype=np.float32)[None, :]
+    base = (280.0 + 20.0 * np.cos(lat) + 5.0 * np.sin(lon)).astype(np.float32)
+    out = np.empty(shape, dtype=np.float32)
+    for t in range(t_n):
+        np.add(base, np.float32(3.0 * np.sin(2 * np.pi * t / max(t_n, 1))), out=out[t])
+        out[t] += rng.standard_normal((y_n, x_n), dtype=np.float32)
+    bits = out.view(np.uint32)
+    bits &= np.uint32(~((1 << 13) - 1) & 0xFFFFFFFF)  # keep 10 of 23 mantissa bits
+    _DATA_CACHE.clear()
+    _DATA_CACHE[key] = out
+    return out
+
+
+def random_windows(geom: Geometry, n: int, seed: int = 1) -> list[tuple[slice, ...]]:
+    """``n`` random windows of ``geom.window`` at arbitrary (not chunk-aligned) offsets.
+
+    An unaligned 1x64x64 window touches 1 to 4 inner chunks of one or more shards.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        sel = []
+        for dim, w in zip(geom.shape, geom.window):
+            w = min(w, dim)
+            start = int(rng.integers(0, dim - w + 1))
+            sel.append(slice(start, start + w))
+        out.append(tuple(sel))
+    return out
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def measure(
+    fn: Callable[[], Any],
+    repeat: int,
+    *,
+    setup: Callable[[], Any] | None = None,
+    check: Callable[[Any], str | None] | None = None,
+    check_every: bool = False,
+) -> "Cell":
+    """Run ``fn`` ``repeat`` times, timing only ``fn`` (not ``setup`` nor ``check``).
+
+    ``check(result)`` returns None when the result is right, else a short problem text;
+    it runs after the first repetition (or after each, with ``check_every``).
+    """
+    cell = Cell()
+    for i in range(repeat):
+        if setup is not None:
+            setup()
+        gc.collect()
+        t0 = time.perf_counter()
+        result = fn()
+        cell.times.append(time.perf_counter() - t0)
+        if check is not None and (i == 0 or check_every):
+            problem = check(result)
+            cell.checks.append(problem)
+        del result
+    return cell
+
+
+def run_cell(label: str, fn: Callable[[], "Cell"]) -> "Cell":
+    """Run one measurement; an exception becomes an error cell (so a table still prints)."""
+    print(f"  .. {label}", end="", flush=True)
+    t0 = time.perf_counter()
+    try:
+        cell = fn()
+    except Exception as exc:  # noqa: BLE001 - a benchmark must report, not crash
+        msg = f"{type(exc).__name__}: {exc}"
+        cell = Cell(error=msg.splitlines()[0][:200] if msg else type(exc).__name__)
+        print(f"  ERROR {cell.error}", flush=True)
+        return cell
+    extra = f" [{cell.check_summary()}]" if cell.checks else ""
+    print(
+        f"  median {fmt_time(cell.median, cell.unit)} min {fmt_time(cell.min, cell.unit)}"
+        f"  ({time.perf_counter() - t0:.1f}s wall){extra}",
+        flush=True,
+    )
+    return cell
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Cell:
+    times: list[float] = field(default_factory=list)  # seconds, one per repetition
+    checks: list[str | None] = field(default_factory=list)  # None = verified OK
+    error: str | None = None
+    unit: str = "s"  # display unit: "s" or "ms"
+    note: str = ""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.times) if self.times else None
+
+    @property
+    def min(self) -> float | None:
+        return min(self.times) if self.times else None
+
+    def check_summary(self) -> str:
+        if not self.checks:
+            return ""
+        bad = [c for c in self.checks if c is not None]
+        if not bad:
+            return "ok" if len(self.checks) == 1 else f"ok {len(self.checks)}/{len(self.checks)}"
+        return f"WRONG {len(bad)}/{len(self.checks)}: {bad[0]}"
+
+    def to_json(self) -> dict:
+        return {
+            "times_s": self.times,
+            "median_s": self.median,
+            "min_s": self.min,
+            "checks": self.checks,
+            "check": self.check_summary() or None,
+            "error": self.error,
+            "note": self.note or None,
+        }
+
+
+@dataclass
+class Row:
+    case: str
+    cells: dict[str, Cell]
+    nbytes: int | None = None  # bytes moved, for MiB/s
+    note: str = ""
+    baseline: "Row | None" = None  # ratios against this row's zarrdask cell (default: own)
+
+    def ratio(self, lib: str) -> float | None:
+        """peer time / zarrdask time (> 1 means zarrdask is faster)."""
+        base_row = self.baseline if self.baseline is not None else self
+        zd = base_row.cells.get(ZARRDASK)
+        peer = self.cells.get(lib)
+        if zd is None or peer is None or zd.median is None or peer.median is None:
+            return None
+        if zd.median <= 0:
+            return None
+        return peer.median / zd.median
+
+    def to_json(self) -> dict:
+        return {
+            "case": self.case,
+            "nbytes": self.nbytes,
+            "note": self.note or None,
+            "ratio_basis": (self.baseline.case if self.baseline is not None else None),
+            "results": {lib: c.to_json() for lib, c in self.cells.items()},
+            "ratios_peer_over_zarrdask": {
+                lib: self.ratio(lib) for lib in self.cells if lib != ZARRDASK
+            },
+        }
+
+
+@dataclass
+class Scenario:
+    name: str
+    title: str
+    columns: dict[str, str]  # lib key -> column heading (what that column measures)
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "columns": self.columns,
+            "rows": [r.to_json() for r in self.rows],
+            "notes": self.notes,
+            "wall_s": self.wall_s,
+        }
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt_time(sec: float | None, unit: str = "s") -> str:
+    if sec is None:
+        return "-"
+    if unit == "ms":
+        return f"{sec * 1e3:.2f}ms"
+    if sec < 0.1:
+        return f"{sec * 1e3:.1f}ms"
+    return f"{sec:.3f}s"
+
+
+def _fmt_cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    if cell.error:
+        return "n/a"
+    return f"{fmt_time(cell.median, cell.unit)} ({fmt_time(cell.min, cell.unit)})"
+
+
+def render_scenario(sc: Scenario) -> str:
+    cols = [lib for lib in LIBS if lib in sc.columns]
+    header = ["case"]
+    for lib in cols:
+        header.append(f"{lib} med (min)")
+        if lib != ZARRDASK:
+            header.append("ratio")
+    header.append("check")
+    lines: list[list[str]] = []
+    for row in sc.rows:
+        line = [row.case]
+        for lib in cols:
+            line.append(_fmt_cell(row.cells.get(lib)))
+            if lib != ZARRDASK:
+                r = row.ratio(lib)
+                line.append("-" if r is None else f"{r:.2f}x")
+        checks = []
+        for lib in cols:
+            c = row.cells.get(lib)
+            if c is not None and c.checks:
+                checks.append(f"{_short(lib)}:{c.check_summary()}")
+        line.append(" ".join(checks) if checks else "")
+        lines.append(line)
+    widths = [max(len(h), *(len(r[i]) for r in lines)) if lines else len(h) for i, h in enumerate(header)]
+    # the check column may be long: don't pad it
+    out = [f"== {sc.name}: {sc.title}"]
+    for lib in cols:
+        out.append(f"   {lib:<12} = {sc.columns[lib]}")
+    sep = "  "
+    out.append(sep.join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    out.append(sep.join("-" * w for w in widths))
+    for r in lines:
+        out.append(sep.join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    errors = [
+        (row.case, lib, c.error)
+        for row in sc.rows
+        for lib, c in row.cells.items()
+        if c.error
+    ]
+    for case, lib, err in errors:
+        out.append(f"   n/a  {case} / {lib}: {err}")
+    for row in sc.rows:
+        if row.note:
+            out.append(f"   note {row.case}: {row.note}")
+        if row.baseline is not None:
+            out.append(f"   note {row.case}: ratios against zarrdask's '{row.baseline.case}'")
+    for n in sc.notes:
+        out.append(f"   * {n}")
+    out.append(f"   (scenario wall time {sc.wall_s:.0f}s)")
+    return "\n".join(out)
+
+
+def _short(lib: str) -> str:
+    return {ZARRDASK: "zd", ZARR_PYTHON: "zp", TENSORSTORE: "ts"}.get(lib, lib)
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def environment() -> dict:
+    def version(mod: str) -> str | None:
+        try:
+            m = __import__(mod)
+            return getattr(m, "__version__", "?")
+        except Exception:  # noqa: BLE001
+            return None
+
+    commit = None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip() or None
+    except Exception:  # noqa: BLE001
+        pass
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "mem_total_gib": _mem_total_gib(),
+        "git_commit": commit,
+        "versions": {m: version(m) for m in ("zarrdask", "zarr", "tensorstore", "dask", "xarray", "numpy", "numcodecs")},
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+        "page_cache": "warm: reads follow writes/earlier reads of the same files; the OS page cache is not dropped (needs root), same conditions for every library",
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def _mem_total_gib() -> float | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    return round(int(line.split()[1]) / (1 << 20), 1)
+    except OSError:
+        pass
+    return None
+
+
+def write_json(path: str, env: dict, args: dict, scenarios: list[Scenario]) -> None:
+    doc = {"environment": env, "arguments": args, "scenarios": [s.to_json() for s in scenarios]}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2, default=str)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def rmtree(path: str | os.PathLike) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def dir_size(path: str | os.PathLike) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def compare(expected: np.ndarray, got: Any) -> str | None:
+    """None when ``got`` equals ``expected`` bit for bit, else how it differs."""
+    got = np.asarray(got)
+    if got.shape != expected.shape:
+        return f"shape {got.shape} != {expected.shape}"
+    if got.dtype != expected.dtype:
+        return f"dtype {got.dtype} != {expected.dtype}"
+    if np.array_equal(got, expected):  # the test data holds no NaN
+        return None
+    bad = int(np.count_nonzero(got != expected))
+    return f"{bad} of {expected.size} elements differ ({100.0 * bad / expected.size:.2f}%)"
