@@ -1,0 +1,515 @@
+"""Store conformance tests run against every backend, plus backend-specific and coalescing tests."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+import uuid
+import zipfile
+
+import pytest
+from _s3 import s3_endpoint, s3_storage_options, s3_url  # noqa: F401  (pytest fixtures)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarrdask.errors import ContainsNodeError, InvalidKeyError, ReadOnlyError, StoreError
+from zarrdask.storage import (
+    ByteRange,
+    FsspecStore,
+    LocalStore,
+    MemoryStore,
+    PrefixedStore,
+    ReadOnlyStore,
+    Store,
+    SuffixRange,
+    ZipStore,
+    coalesce_ranges,
+    get_coalesced,
+    get_storage_transformer,
+    open_store,
+    register_storage_transformer,
+    split_coalesced,
+)
+
+DATA = {
+    "zarr.json": b'{"zarr_format": 3}',
+    "a/b/c": bytes(range(100)),
+    "a/b/d": b"xyz",
+    "a/e": b"",
+    "ab/x": b"sibling",
+    "f/g/h/i": b"deep",
+}
+
+BAD_KEYS = ["../x", "/abs", "a//b", "a/./b", "a/../b", "a/", "C:x", "a\\b"]
+
+
+def _read_all(store: Store) -> dict[str, bytes | None]:
+    return {k: store.get(k) for k in store.list_prefix("")}
+
+
+class StoreTests:
+    """Conformance tests. Subclasses provide an ``empty_store`` fixture (writable, empty)
+    or override ``store`` (populated with DATA) and set ``writable = False``."""
+
+    writable = True
+    concurrent_writes = True
+
+    @pytest.fixture
+    def store(self, empty_store: Store) -> Store:
+        empty_store.set_many(DATA)
+        return empty_store
+
+    @pytest.fixture
+    def wstore(self, store: Store) -> Store:
+        if not self.writable:
+            pytest.skip("store is not writable")
+        return store
+
+    # -- reads -----------------------------------------------------------------
+    def test_get(self, store: Store) -> None:
+        for key, value in DATA.items():
+            got = store.get(key)
+            assert got == value and isinstance(got, bytes)
+        for missing in ["nope", "a", "a/b", "a/b/c/d", "zarr"]:
+            assert store.get(missing) is None
+
+    def test_get_many(self, store: Store) -> None:
+        keys = ["a/b/d", "nope", "zarr.json", "a/e", "a"]
+        assert store.get_many(keys) == [DATA.get(k) for k in keys]
+        assert store.get_many([]) == []
+
+    def test_get_ranges(self, store: Store) -> None:
+        c = DATA["a/b/c"]
+        requests = [
+            ("a/b/c", ByteRange(10, 5)),
+            ("a/b/d", ByteRange(0, None)),
+            ("a/b/c", SuffixRange(7)),
+            ("nope", ByteRange(0, 4)),
+            ("a/b/c", ByteRange(95, 20)),  # runs past the end
+            ("a/b/c", ByteRange(150, 5)),  # starts past the end
+            ("a/b/c", ByteRange(150)),
+            ("a/b/c", SuffixRange(500)),  # longer than the value
+            ("a/b/c", ByteRange(3)),
+            ("a/e", SuffixRange(3)),  # empty value
+            ("a/e", ByteRange(0, 4)),
+            ("a/b/c", ByteRange(5, 0)),
+            ("nope", SuffixRange(0)),
+            ("a", ByteRange(0, 2)),  # a "directory"
+            ("a/b/c", ByteRange(0, 100)),
+        ]
+        expected = [c[10:15], b"xyz", c[-7:], None, c[95:], b"", b"", c, c[3:], b"", b"", b"", None, None, c]
+        assert store.get_ranges(requests) == expected
+        assert store.get_ranges([]) == []
+
+    def test_exists(self, store: Store) -> None:
+        assert all(store.exists(k) for k in DATA)
+        assert not any(store.exists(k) for k in ["nope", "a", "a/b", "zarr"])
+
+    def test_list_prefix(self, store: Store) -> None:
+        assert sorted(store.list_prefix("")) == sorted(DATA)
+        assert sorted(store.list_prefix("a")) == ["a/b/c", "a/b/d", "a/e"]
+        assert sorted(store.list_prefix("a/")) == ["a/b/c", "a/b/d", "a/e"]
+        assert sorted(store.list_prefix("a/b")) == ["a/b/c", "a/b/d"]
+        assert sorted(store.list_prefix("f/g")) == ["f/g/h/i"]
+        for nothing in ["nope", "a/b/c", "zarr"]:
+            assert list(store.list_prefix(nothing)) == []
+
+    def test_list_dir(self, store: Store) -> None:
+        assert store.list_dir("") == (["zarr.json"], ["a", "ab", "f"])
+        assert store.list_dir("a") == (["e"], ["b"])
+        assert store.list_dir("a/b/") == (["c", "d"], [])
+        assert store.list_dir("f/g") == ([], ["h"])
+        assert store.list_dir("nope") == ([], [])
+        assert store.list_dir("a/b/c") == ([], [])
+
+    def test_invalid_keys(self, store: Store) -> None:
+        for key in BAD_KEYS:
+            for call in (
+                lambda: store.get(key),
+                lambda: store.get_ranges([(key, ByteRange(0, 1))]),
+                lambda: store.exists(key),
+                lambda: store.set(key, b"x"),
+                lambda: store.delete(key),
+            ):
+                with pytest.raises((InvalidKeyError, ReadOnlyError)):
+                    call()
+        for key in ["../x", "a/../b"]:
+            with pytest.raises(InvalidKeyError):
+                store.get(key)
+            with pytest.raises(InvalidKeyError):
+                list(store.list_prefix(key))
+
+    def test_pickle_round_trip(self, store: Store) -> None:
+        clone = pickle.loads(pickle.dumps(store))
+        assert clone == store and hash(clone) == hash(store)
+        assert clone.url == store.url and clone.read_only == store.read_only
+        assert clone.get("a/b/d") == b"xyz"
+        assert len(pickle.dumps(store)) < 2000  # arguments, never contents
+
+    def test_identity(self, store: Store) -> None:
+        assert isinstance(store.url, str) and store.url
+        assert store.url in repr(store)
+        assert store.__dask_tokenize__() == pickle.loads(pickle.dumps(store)).__dask_tokenize__()
+
+    # -- writes ----------------------------------------------------------------
+    def test_set_overwrite_and_buffers(self, wstore: Store) -> None:
+        wstore.set("a/b/d", b"new")
+        wstore.set("n/m", bytearray(b"ba"))
+        wstore.set("n/v", memoryview(b"0123456")[2:5])
+        assert wstore.get("a/b/d") == b"new"
+        assert wstore.get("n/m") == b"ba"
+        assert wstore.get("n/v") == b"234"
+
+    def test_set_many(self, wstore: Store) -> None:
+        items = {f"s/{i}/{j}": bytes([i, j]) * 3 for i in range(3) for j in range(4)}
+        wstore.set_many(items)
+        assert wstore.get_many(list(items)) == list(items.values())
+        wstore.set_many({})
+
+    def test_delete(self, wstore: Store) -> None:
+        wstore.delete("a/b/d")
+        wstore.delete("a/b/d")  # missing is fine
+        wstore.delete("never/was")
+        assert wstore.get("a/b/d") is None and not wstore.exists("a/b/d")
+        assert sorted(wstore.list_prefix("a")) == ["a/b/c", "a/e"]
+        assert wstore.list_dir("a/b") == (["c"], [])
+        wstore.delete_many(["a/b/c", "nope", "zarr.json"])
+        assert wstore.get_many(["a/b/c", "zarr.json", "a/e"]) == [None, None, b""]
+
+    def test_delete_prefix(self, wstore: Store) -> None:
+        wstore.delete_prefix("a")
+        assert sorted(wstore.list_prefix("")) == ["ab/x", "f/g/h/i", "zarr.json"]
+        wstore.delete_prefix("")
+        assert list(wstore.list_prefix("")) == []
+        assert wstore.list_dir("")[0] == []
+
+    def test_read_only(self, store: Store) -> None:
+        ro = open_store(store, mode="r")
+        assert ro.read_only and ro.get("a/b/d") == b"xyz"
+        assert ro.get_ranges([("a/b/c", SuffixRange(1))]) == [b"c"]
+        for call in (
+            lambda: ro.set("k", b"v"),
+            lambda: ro.set_many({"k": b"v"}),
+            lambda: ro.delete("a/b/d"),
+            lambda: ro.delete_many(["a/b/d"]),
+            lambda: ro.delete_prefix("a"),
+        ):
+            with pytest.raises(ReadOnlyError):
+                call()
+        assert ro.get("a/b/d") == b"xyz"
+        assert pickle.loads(pickle.dumps(ro)).read_only
+
+    def test_no_leftover_temp_files(self, wstore: Store) -> None:
+        for i in range(5):
+            wstore.set("t/k", bytes([i]) * 10)
+        wstore.set_many({"t/k": b"last", "t/j": b"j"})
+        assert sorted(wstore.list_prefix("t")) == ["t/j", "t/k"]
+        assert wstore.list_dir("t") == (["j", "k"], [])
+        local_root = getattr(wstore, "root", None)
+        if local_root is not None:
+            names = [n for _, _, files in os.walk(local_root) for n in files]
+            assert not [n for n in names if n.endswith(".tmp")]
+
+    def test_concurrent_set_is_atomic(self, wstore: Store) -> None:
+        if not self.concurrent_writes:
+            pytest.skip("too slow on this backend")
+        values = [bytes([i]) * 200_000 for i in range(4)]
+        wstore.set("race", values[0])
+        stop = threading.Event()
+        seen: list[bytes | None] = []
+
+        def writer(v: bytes) -> None:
+            while not stop.is_set():
+                wstore.set("race", v)
+
+        threads = [threading.Thread(target=writer, args=(v,)) for v in values]
+        for t in threads:
+            t.start()
+        try:
+            for _ in range(50):
+                seen.append(wstore.get("race"))
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        assert all(v in values for v in seen)
+        assert sorted(wstore.list_prefix("")) == sorted([*DATA, "race"])
+
+
+class TestLocalStore(StoreTests):
+    @pytest.fixture
+    def empty_store(self, tmp_path) -> Store:
+        return LocalStore(tmp_path / "root")
+
+    def test_layout_and_url(self, store: LocalStore, tmp_path) -> None:
+        assert (tmp_path / "root" / "a" / "b" / "c").read_bytes() == DATA["a/b/c"]
+        assert store.url == "file://" + str(tmp_path / "root")
+        assert store == LocalStore(str(tmp_path / "root")) != LocalStore(tmp_path / "root", read_only=True)
+
+    def test_temp_files_are_not_keys(self, store: LocalStore, tmp_path) -> None:
+        (tmp_path / "root" / "a" / f".e.{uuid.uuid4().hex}.tmp").write_bytes(b"partial")
+        assert sorted(store.list_prefix("a")) == ["a/b/c", "a/b/d", "a/e"]
+        assert store.list_dir("a") == (["e"], ["b"])
+
+    def test_delete_prunes_empty_directories(self, store: LocalStore, tmp_path) -> None:
+        store.delete("f/g/h/i")
+        assert not (tmp_path / "root" / "f").exists()
+        store.delete_prefix("a")
+        assert store.list_dir("") == (["zarr.json"], ["ab"])
+        assert (tmp_path / "root").is_dir()
+
+    def test_many_ranges_one_key(self, store: LocalStore) -> None:
+        c = DATA["a/b/c"]
+        requests = [("a/b/c", ByteRange(i, 3)) for i in range(0, 100, 7)] + [("a/b/d", SuffixRange(2))]
+        assert store.get_ranges(requests) == [c[i : i + 3] for i in range(0, 100, 7)] + [b"yz"]
+
+    def test_write_over_directory_fails(self, store: LocalStore) -> None:
+        with pytest.raises(StoreError, match="'a/b'"):
+            store.set("a/b", b"x")
+        with pytest.raises(StoreError, match="a/b/c/z"):
+            store.set("a/b/c/z", b"x")
+
+    def test_read_only_root_need_not_exist(self, tmp_path) -> None:
+        store = LocalStore(tmp_path / "missing", read_only=True)
+        assert store.get("k") is None and list(store.list_prefix("")) == [] and store.list_dir("") == ([], [])
+
+
+class TestMemoryStore(StoreTests):
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        return MemoryStore(f"test-{uuid.uuid4().hex}")
+
+    def test_named_stores_share_content(self) -> None:
+        name = f"shared-{uuid.uuid4().hex}"
+        MemoryStore(name).set("k", b"v")
+        assert MemoryStore(name).get("k") == b"v"
+        assert open_store(f"memory://{name}").get("k") == b"v"
+        assert MemoryStore().get("k") is None
+
+    def test_anonymous_store_pickles_within_process(self) -> None:
+        store = MemoryStore()
+        store.set("k", b"v")
+        clone = pickle.loads(pickle.dumps(store))
+        assert clone == store and clone.get("k") == b"v"
+        assert pickle.dumps(store).count(b"v") <= 1  # no contents
+
+
+class TestFsspecMemory(StoreTests):
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        return FsspecStore(f"memory://zarrdask-{uuid.uuid4().hex}")
+
+    def test_from_filesystem_and_path(self) -> None:
+        import fsspec
+
+        fs = fsspec.filesystem("memory")
+        root = f"/zarrdask-{uuid.uuid4().hex}"
+        store = FsspecStore(fs, path=root + "/sub")
+        store.set("k", b"v")
+        assert fs.cat_file(root + "/sub/k") == b"v"
+        assert FsspecStore(f"memory://{root}", path="sub").get("k") == b"v"
+        assert pickle.loads(pickle.dumps(store)).get("k") == b"v"
+        with pytest.raises(ValueError):
+            FsspecStore(fs, storage_options={"x": 1})
+
+
+class TestFsspecLocal(StoreTests):
+    @pytest.fixture
+    def empty_store(self, tmp_path) -> Store:
+        return FsspecStore(f"file://{tmp_path}/root")
+
+    def test_url(self, store: FsspecStore, tmp_path) -> None:
+        assert store.url == f"file://{tmp_path}/root"
+        assert (tmp_path / "root" / "a" / "b" / "d").read_bytes() == b"xyz"
+
+
+class TestPrefixedStore(StoreTests):
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        inner = MemoryStore(f"test-{uuid.uuid4().hex}")
+        inner.set("outside", b"o")
+        return PrefixedStore(inner, "pre/fix")
+
+    def test_keys_land_below_prefix(self, store: PrefixedStore) -> None:
+        assert store.inner.get("pre/fix/a/b/d") == b"xyz"
+        assert store.url.endswith("/pre/fix")
+        assert "outside" not in list(store.list_prefix(""))
+
+
+class TestReadOnlyWrapper(StoreTests):
+    writable = False
+
+    @pytest.fixture
+    def store(self) -> Store:
+        inner = MemoryStore(f"test-{uuid.uuid4().hex}")
+        inner.set_many(DATA)
+        return ReadOnlyStore(inner)
+
+
+class TestZipStore(StoreTests):
+    """A zip is written once (mode "w", then closed) and read afterwards."""
+
+    writable = False
+
+    @pytest.fixture
+    def store(self, tmp_path) -> Store:
+        path = tmp_path / "data.zip"
+        with open_store(path, mode="w") as writer:
+            assert isinstance(writer, ZipStore) and not writer.read_only
+            writer.set_many(DATA)
+            assert writer.exists("a/b/d") and sorted(writer.list_prefix("a")) == ["a/b/c", "a/b/d", "a/e"]
+        assert zipfile.ZipFile(path).testzip() is None
+        return open_store(path)
+
+    def test_url_forms(self, store: ZipStore, tmp_path) -> None:
+        path = str(tmp_path / "data.zip")
+        assert store.read_only and store.url == f"zip://::{path}"
+        assert open_store(f"zip://{path}").get("a/b/d") == b"xyz"
+        assert open_store(f"zip://a/b::{path}").get("d") == b"xyz"
+        assert open_store(f"file://{path}").get("a/e") == b""
+
+    def test_write_mode_rules(self, store: ZipStore, tmp_path) -> None:
+        path = tmp_path / "data.zip"
+        with pytest.raises(ContainsNodeError):
+            open_store(path, mode="w-")
+        for mode in ("a", "r+"):
+            with pytest.raises(StoreError, match="cannot be updated in place"):
+                open_store(path, mode=mode)
+        fresh = open_store(tmp_path / "new.zip", mode="a")
+        with pytest.raises(StoreError, match="cannot be pickled"):
+            pickle.dumps(fresh)
+        fresh.set("k", b"v")
+        fresh.close()
+        fresh.close()
+        assert ZipStore(tmp_path / "new.zip").get("k") == b"v"
+
+    def test_unclosed_zip_is_finalised_on_collection(self, tmp_path) -> None:
+        writer = ZipStore(tmp_path / "gc.zip", mode="w")
+        writer.set("k", b"v")
+        del writer
+        assert ZipStore(tmp_path / "gc.zip").get("k") == b"v"
+
+    def test_missing_archive(self, tmp_path) -> None:
+        with pytest.raises(StoreError, match="missing.zip"):
+            open_store(tmp_path / "missing.zip")
+
+
+@pytest.mark.s3
+class TestS3Store(StoreTests):
+    concurrent_writes = False
+
+    @pytest.fixture
+    def empty_store(self, s3_url: str, s3_endpoint: str) -> Store:  # noqa: F811
+        store = open_store(s3_url, mode="w", storage_options=s3_storage_options(s3_endpoint))
+        assert isinstance(store, FsspecStore)
+        return store
+
+    def test_url_and_options(self, store: FsspecStore, s3_url: str) -> None:  # noqa: F811
+        assert store.url == s3_url
+        assert store.storage_options["max_concurrency"] == 1
+
+    def test_listing_sees_writes_by_another_instance(self, store: FsspecStore) -> None:
+        assert store.list_dir("a/b") == (["c", "d"], [])
+        import s3fs
+
+        fresh_fs = s3fs.S3FileSystem(**store.storage_options, skip_instance_cache=True)
+        FsspecStore(fresh_fs, path=store._root).set("a/b/z", b"z")
+        assert store.list_dir("a/b") == (["c", "d", "z"], [])
+        assert sorted(store.list_prefix("a/b")) == ["a/b/c", "a/b/d", "a/b/z"]
+
+
+# -- open_store dispatch ---------------------------------------------------------------
+def test_open_store_dispatch(tmp_path) -> None:
+    assert open_store(tmp_path) == LocalStore(tmp_path, read_only=True)
+    assert open_store(str(tmp_path), mode="a") == LocalStore(tmp_path)
+    assert open_store(f"file://{tmp_path}", mode="w") == LocalStore(tmp_path)
+    assert isinstance(open_store(f"file://{tmp_path}", storage_options={"auto_mkdir": True}), FsspecStore)
+    assert isinstance(open_store("memory://x"), MemoryStore) and open_store("memory://x").read_only
+    assert isinstance(open_store("memory://x", storage_options={"skip_instance_cache": True}), FsspecStore)
+    http = open_store("http://127.0.0.1:9/data", mode="a")
+    assert isinstance(http, FsspecStore) and http.read_only
+    with pytest.raises(ValueError, match="mode"):
+        open_store(tmp_path, mode="x")
+    with pytest.raises(TypeError):
+        open_store(42)  # type: ignore[arg-type]
+
+
+def test_open_store_passes_stores_through(tmp_path) -> None:
+    local = LocalStore(tmp_path)
+    assert open_store(local, mode="a") is local
+    ro = open_store(local)
+    assert type(ro) is LocalStore and ro.read_only and not local.read_only
+    ro_mem = open_store(MemoryStore("m"))
+    assert type(ro_mem) is MemoryStore and ro_mem.read_only
+    wrapped = open_store(PrefixedStore(local, "p"))
+    assert isinstance(wrapped, ReadOnlyStore) and wrapped.read_only
+    already = LocalStore(tmp_path, read_only=True)
+    assert open_store(already) is already
+    with pytest.raises(ValueError):
+        open_store(local, storage_options={"a": 1})
+
+
+# -- storage transformers --------------------------------------------------------------
+def test_storage_transformer_registry() -> None:
+    assert get_storage_transformer("zarrdask-test-no-such-transformer") is None
+
+    def factory(configuration: dict, store: Store) -> Store:
+        return PrefixedStore(store, configuration["prefix"])
+
+    register_storage_transformer("zarrdask-test-prefix", factory)
+    assert get_storage_transformer("zarrdask-test-prefix") is factory
+    inner = MemoryStore()
+    wrapped = factory({"prefix": "p"}, inner)
+    wrapped.set("k", b"v")
+    assert inner.get("p/k") == b"v"
+    assert wrapped == PrefixedStore(inner, "p") != PrefixedStore(inner, "q")
+
+
+# -- coalescing ------------------------------------------------------------------------
+def test_coalesce_examples() -> None:
+    ranges = [(0, 10), (12, 20), (100, 110), (5, 8), (20, 20)]
+    assert coalesce_ranges(ranges, max_gap=2) == [(0, 20, [0, 3, 1, 4]), (100, 110, [2])]
+    assert coalesce_ranges(ranges, max_gap=0) == [(0, 10, [0, 3]), (12, 20, [1, 4]), (100, 110, [2])]
+    assert coalesce_ranges(ranges, max_gap=1000, max_size=20) == [(0, 20, [0, 3, 1, 4]), (100, 110, [2])]
+    assert coalesce_ranges([], max_gap=5) == []
+
+
+ranges_strategy = st.lists(
+    st.tuples(st.integers(0, 1000), st.integers(0, 120)).map(lambda t: (t[0], t[0] + t[1])), max_size=30
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ranges=ranges_strategy, max_gap=st.integers(0, 200), max_size=st.none() | st.integers(1, 400))
+def test_coalesce_properties(ranges: list[tuple[int, int]], max_gap: int, max_size: int | None) -> None:
+    merged = coalesce_ranges(ranges, max_gap, max_size)
+    members = sorted(i for _, _, idx in merged for i in idx)
+    assert members == list(range(len(ranges)))  # each input exactly once
+    for start, end, idx in merged:
+        assert start == min(ranges[i][0] for i in idx) and end == max(ranges[i][1] for i in idx)
+        if max_size is not None and len(idx) > 1:
+            assert end - start <= max_size
+    for (s0, e0, idx0), (s1, e1, _) in zip(merged, merged[1:]):
+        assert s0 <= s1
+        # not merged: too far apart, or merging would exceed max_size
+        assert s1 > e0 + max_gap or (max_size is not None and max(e0, e1) - s0 > max_size)
+
+    data = os.urandom(800)  # shorter than some ranges: pieces come back short
+    fetched = [data[s:e] for s, e, _ in merged]
+    pieces = split_coalesced(ranges, merged, fetched)
+    assert [bytes(p) for p in pieces] == [data[s:e] for s, e in ranges]
+    assert all(isinstance(p, memoryview) for p in pieces)
+
+    store = MemoryStore()
+    store.set("shard", data)
+    got = get_coalesced(store, "shard", ranges, max_gap=max_gap, max_size=max_size)
+    assert [bytes(p) for p in got] == [data[s:e] for s, e in ranges]
+    assert get_coalesced(store, "missing", ranges, max_gap=max_gap) == [None] * len(ranges)
+
+
+def test_split_is_zero_copy() -> None:
+    buf = bytearray(b"0123456789")
+    pieces = split_coalesced([(2, 4), (6, 9)], [(2, 9, [0, 1])], [memoryview(buf)[2:9]])
+    buf[2] = ord("X")
+    assert bytes(pieces[0]) == b"X3" and bytes(pieces[1]) == b"678"

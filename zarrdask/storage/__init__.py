@@ -1,0 +1,120 @@
+"""The storage layer: the Store contract, its backends, and ``open_store``."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import fsspec
+
+from ..errors import ContainsNodeError, StoreError
+from .base import ByteRange, ByteRequest, Store, SuffixRange, join_path, normalize_key
+from .coalesce import coalesce_ranges, get_coalesced, split_coalesced
+from .fsspec_store import FsspecStore, ZipStore
+from .local import LocalStore
+from .memory import MemoryStore
+from .transformers import (
+    PrefixedStore,
+    ReadOnlyStore,
+    WrapperStore,
+    get_storage_transformer,
+    register_storage_transformer,
+)
+
+__all__ = [
+    "ByteRange",
+    "SuffixRange",
+    "ByteRequest",
+    "Store",
+    "normalize_key",
+    "join_path",
+    "LocalStore",
+    "MemoryStore",
+    "FsspecStore",
+    "ZipStore",
+    "WrapperStore",
+    "PrefixedStore",
+    "ReadOnlyStore",
+    "register_storage_transformer",
+    "get_storage_transformer",
+    "coalesce_ranges",
+    "split_coalesced",
+    "get_coalesced",
+    "open_store",
+    "StoreLike",
+]
+
+StoreLike = Store | str | os.PathLike[str]
+
+MODES = ("r", "r+", "a", "w", "w-")
+
+
+def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[str, Any] | None = None) -> Store:
+    """Turn a store, path or URL into a Store.
+
+    * a ``Store`` passes through; with ``mode="r"`` a writable one is replaced by a
+      read-only view (a read-only copy of the same class for the built-in stores).
+    * a local path or ``file://`` URL -> ``LocalStore`` (``FsspecStore`` if
+      ``storage_options`` are given).
+    * ``memory://name`` -> ``MemoryStore(name)`` (``memory://`` alone: a new anonymous one).
+    * ``*.zip`` (local or remote) or ``zip://[path-in-zip::]archive`` -> ``ZipStore``:
+      ``"r"`` reads; ``"w"`` creates a new archive, ``"w-"`` too unless it exists,
+      ``"a"`` only when it does not exist yet (a zip is never updated in place).
+    * any other URL (``s3://``, ``gs://``, ``http(s)://``, chained ``a::b`` ...) ->
+      ``FsspecStore`` with ``storage_options``; for ``s3://`` ``max_concurrency``
+      defaults to 1 so whole-object reads are one GET (no HEAD first).
+
+    ``mode="r"`` makes the store read-only; every other mode is writable. Node-level
+    meaning ("w" overwrites, "w-" fails if present, "r+" must exist) is applied by
+    the caller to the node path, not here (except for zip archives, see above).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    read_only = mode == "r"
+    if isinstance(store_like, Store):
+        if storage_options:
+            raise ValueError("storage_options cannot be applied to an already opened Store")
+        if read_only and not store_like.read_only:
+            return _read_only_view(store_like)
+        return store_like
+    if not isinstance(store_like, (str, os.PathLike)):
+        raise TypeError(f"expected a Store, path or URL, got {type(store_like).__name__}")
+    url = os.fspath(store_like)
+    options = dict(storage_options or {})
+    protocol, sep, rest = url.partition("://")
+    protocol = protocol.lower() if sep else ""
+    if protocol == "zip":
+        inner, chained, archive = rest.partition("::")
+        return _open_zip(archive if chained else rest, inner if chained else "", mode, options)
+    if "::" not in url and url.rstrip("/").lower().endswith(".zip"):
+        return _open_zip(url, "", mode, options)
+    if protocol == "memory" and not options:
+        return MemoryStore(rest.strip("/") or None, read_only=read_only)
+    if protocol in ("", "file", "local") and not options and "::" not in url:
+        return LocalStore(rest if sep else url, read_only=read_only)
+    if protocol == "s3":
+        options.setdefault("max_concurrency", 1)
+    return FsspecStore(url, storage_options=options, read_only=read_only)
+
+
+def _read_only_view(store: Store) -> Store:
+    if type(store) in (LocalStore, MemoryStore, FsspecStore):
+        view = copy.copy(store)  # rebuilt from constructor arguments: shares the data
+        view.read_only = True
+        return view
+    return ReadOnlyStore(store)
+
+
+def _open_zip(archive: str, inner: str, mode: str, options: dict[str, Any]) -> ZipStore:
+    if mode != "r":
+        fs, path = fsspec.core.url_to_fs(archive, **options)
+        exists = fs.exists(path)
+        if exists and mode == "w-":
+            raise ContainsNodeError(f"zip archive {archive!r} already exists (mode 'w-')")
+        if mode == "r+" or (exists and mode == "a"):
+            raise StoreError(
+                f"zip archive {archive!r} cannot be updated in place (mode {mode!r}); "
+                "open it with mode 'r' to read or 'w' to write a new archive"
+            )
+    return ZipStore(archive, path=inner, mode="r" if mode == "r" else "w", storage_options=options)

@@ -1,0 +1,341 @@
+"""FsspecStore: a Store over any fsspec filesystem (s3, gcs, http, memory, local, zip ...).
+
+Byte ranges of many keys are fetched in one ``fs.cat_ranges`` call, which async
+filesystems (s3fs, gcsfs, http) run concurrently and sync ones loop over. A
+suffix range is a negative start: async filesystems send it as one
+``Range: bytes=-N`` request, sync ones seek from the size of the open file.
+Writes of many keys go through one ``fs.pipe`` call (concurrent on async
+filesystems). On a local filesystem each write goes to a temporary file that is
+then renamed onto the key, so writes stay atomic.
+
+Stores pickle by their constructor arguments (URL, path, storage options,
+read-only flag), never by filesystem contents.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import fsspec
+from fsspec.implementations.zip import ZipFileSystem
+from fsspec.spec import AbstractFileSystem
+
+from ..errors import StoreError
+from .base import Buffer, ByteRange, ByteRequest, Store
+from .local import _MISSING, _is_temp
+
+__all__ = ["FsspecStore", "ZipStore"]
+
+
+def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
+    return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+
+
+class FsspecStore(Store):
+    """A store rooted at ``path`` below ``url_or_fs`` (a URL or an fsspec filesystem).
+
+    ``storage_options`` are passed to the filesystem when a URL is given. HTTP(S)
+    stores are always read-only.
+    """
+
+    def __init__(
+        self,
+        url_or_fs: str | os.PathLike[str] | AbstractFileSystem,
+        *,
+        path: str = "",
+        storage_options: dict[str, Any] | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.storage_options = dict(storage_options or {})
+        if isinstance(url_or_fs, AbstractFileSystem):
+            if self.storage_options:
+                raise ValueError("storage_options apply only when FsspecStore is given a URL")
+            fs, root = url_or_fs, ""
+            self._source: str | AbstractFileSystem = url_or_fs
+        else:
+            self._source = os.fspath(url_or_fs)
+            fs, root = fsspec.core.url_to_fs(self._source, **self.storage_options)
+        self.fs = fs
+        self.path = path.strip("/")
+        root = root.rstrip("/") if root != "/" else root
+        if self.path:
+            root = f"{root.rstrip('/')}/{self.path}" if root else self.path
+        self._root = root
+        self._base = root.rstrip("/") + "/" if root else ""
+        protocols = _protocols(fs)
+        self._local = "file" in protocols or "local" in protocols
+        self.read_only = read_only or bool({"http", "https"} & set(protocols))
+
+    def _dir(self, prefix: str) -> str:
+        return self._base + prefix if prefix else self._root
+
+    # -- reads -----------------------------------------------------------------
+    def _get(self, key: str) -> bytes | None:
+        try:
+            return self.fs.cat_file(self._base + key)
+        except _MISSING:
+            return None
+        except Exception as e:
+            raise StoreError(f"cannot read key {key!r} from {self.url}: {e}") from e
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        out: list[bytes | None] = [None] * len(requests)
+        slots: list[int] = []
+        paths: list[str] = []
+        starts: list[int | None] = []
+        ends: list[int | None] = []
+        for i, (key, request) in enumerate(requests):
+            if isinstance(request, ByteRange):
+                start, end = request.start or None, request.end
+            else:
+                start, end = -request.length, None
+            if request.length == 0:
+                out[i] = b"" if self._exists(key) else None
+                continue
+            slots.append(i)
+            paths.append(self._base + key)
+            starts.append(start)
+            ends.append(end)
+        if not paths:
+            return out
+        try:
+            results = self.fs.cat_ranges(paths, starts, ends, on_error="return")
+        except Exception as e:
+            raise StoreError(f"cannot read {len(paths)} byte ranges from {self.url}: {e}") from e
+        for i, path, start, result in zip(slots, paths, starts, results):
+            if isinstance(result, _MISSING):
+                continue
+            if isinstance(result, BaseException):
+                out[i] = self._past_end(requests[i][0], path, start, result)
+            else:
+                out[i] = result if type(result) is bytes else bytes(result)
+        return out
+
+    def _past_end(self, key: str, path: str, start: int | None, error: BaseException) -> bytes | None:
+        """Recover from a failed ranged read that only started past the end.
+
+        Object stores answer such a request (or any range of an empty object) with
+        HTTP 416; the contract is to return the (empty) bytes that exist.
+        """
+        try:
+            size = self.fs.size(path)
+        except _MISSING:
+            return None
+        except Exception:
+            size = None
+        if size is not None and (size == 0 or (start is not None and start >= size)):
+            return b""
+        raise StoreError(f"cannot read key {key!r} from {self.url}: {error}") from error
+
+    def _exists(self, key: str) -> bool:
+        try:
+            return self.fs.isfile(self._base + key)
+        except Exception as e:
+            raise StoreError(f"cannot check key {key!r} in {self.url}: {e}") from e
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        top = self._dir(prefix)
+        try:
+            found = self.fs.find(top)
+        except FileNotFoundError:
+            return iter(())
+        except Exception as e:
+            raise StoreError(f"cannot list prefix {prefix!r} of {self.url}: {e}") from e
+        head = self._base + prefix + "/" if prefix else self._base
+        n = len(self._base)
+        return iter(
+            [p[n:] for p in found if p.startswith(head) and not (self._local and _is_temp(p.rsplit("/", 1)[-1]))]
+        )
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        top = self._dir(prefix)
+        try:
+            self.fs.invalidate_cache(top)
+            entries = self.fs.ls(top, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        except Exception as e:
+            raise StoreError(f"cannot list {prefix!r} of {self.url}: {e}") from e
+        values: set[str] = set()
+        dirs: set[str] = set()
+        top = top.rstrip("/")
+        for entry in entries:
+            full = entry["name"].rstrip("/")
+            if full == top:  # ``ls`` of a file lists the file itself
+                continue
+            name = full.rsplit("/", 1)[-1]
+            if entry["type"] == "directory":
+                dirs.add(name)
+            elif not (self._local and _is_temp(name)):
+                values.add(name)
+        return sorted(values), sorted(dirs)
+
+    # -- writes ----------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        self._set_many({key: value})
+
+    def _set_many(self, items: dict[str, Buffer]) -> None:
+        data = {self._base + k: v if type(v) is bytes else bytes(v) for k, v in items.items()}
+        try:
+            if self._local:
+                for path, value in data.items():
+                    self._pipe_local(path, value)
+            else:
+                self.fs.pipe(data)
+        except Exception as e:
+            keys = ", ".join(repr(k) for k in list(items)[:5])
+            raise StoreError(f"cannot write key(s) {keys} to {self.url}: {e}") from e
+
+    def _pipe_local(self, path: str, value: bytes) -> None:
+        """Write to a temporary file next to ``path``, then rename it onto ``path``."""
+        parent, name = path.rsplit("/", 1)
+        self.fs.makedirs(parent, exist_ok=True)
+        tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+        self.fs.pipe_file(tmp, value)
+        try:
+            self.fs.mv(tmp, path)
+        except BaseException:
+            self.fs.rm_file(tmp)
+            raise
+
+    def _delete(self, key: str) -> None:
+        self._delete_many([key])
+
+    def _delete_many(self, keys: list[str]) -> None:
+        paths = [self._base + k for k in keys]
+        try:
+            try:
+                self.fs.rm(paths)
+            except FileNotFoundError:  # some filesystems stop at the first missing path
+                for path in paths:
+                    try:
+                        self.fs.rm_file(path)
+                    except FileNotFoundError:
+                        pass
+        except Exception as e:
+            shown = ", ".join(repr(k) for k in keys[:5])
+            raise StoreError(f"cannot delete key(s) {shown} from {self.url}: {e}") from e
+
+    # -- identity ----------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self.fs.unstrip_protocol(self._root)
+
+    def __reduce__(self) -> tuple:
+        kwargs = {"path": self.path, "storage_options": self.storage_options, "read_only": self.read_only}
+        return (_rebuild, (type(self), (self._source,), kwargs))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.fs == self.fs  # type: ignore[attr-defined]
+            and other._root == self._root  # type: ignore[attr-defined]
+            and other.read_only == self.read_only
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.url, self.read_only))
+
+
+def _rebuild(cls: type, args: tuple, kwargs: dict[str, Any]) -> Store:
+    return cls(*args, **kwargs)
+
+
+class ZipStore(FsspecStore):
+    """A zip archive (local or remote URL) through fsspec's zip filesystem.
+
+    ``mode="r"`` reads (read-only, picklable). ``mode="w"`` creates a new archive:
+    it is written once, from one process, and is only valid after ``close()`` (or
+    leaving a ``with`` block; garbage collection also finalises it). A zip being
+    written cannot be read, updated in place, deleted from or pickled; writing a
+    key twice stores a duplicate entry (readers see the last one).
+    """
+
+    def __init__(
+        self,
+        archive: str | os.PathLike[str],
+        *,
+        path: str = "",
+        mode: str = "r",
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        if mode not in ("r", "w"):
+            raise ValueError(f"zip archives are opened with mode 'r' or 'w', not {mode!r}")
+        archive = os.fspath(archive)
+        if "://" not in archive:
+            archive = os.path.abspath(archive)
+        self.archive = archive
+        self.mode = mode
+        options = dict(storage_options or {})
+        try:
+            if mode == "w":
+                handle = fsspec.open(archive, "wb", **options).open()
+                fs = ZipFileSystem(fo=handle, mode="w")
+                self._finalizer = weakref.finalize(self, _close_zip, fs, handle)
+            else:
+                fs = ZipFileSystem(fo=archive, mode="r", target_options=options)
+        except Exception as e:
+            raise StoreError(f"cannot open zip archive {archive!r} (mode {mode!r}): {e}") from e
+        super().__init__(fs, path=path, read_only=mode == "r")
+        self.storage_options = options
+
+    def close(self) -> None:
+        """Finalise an archive being written (writes the zip directory); idempotent."""
+        if self.mode == "w":
+            self._finalizer()
+
+    def __enter__(self) -> ZipStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _fresh(self) -> None:
+        # fsspec caches the zip's listing on first use; a zip being written grows.
+        if self.mode == "w":
+            self.fs.dir_cache = None
+
+    def _exists(self, key: str) -> bool:
+        self._fresh()
+        return super()._exists(key)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        self._fresh()
+        return super()._list_prefix(prefix)
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        self._fresh()
+        return super()._list_dir(prefix)
+
+    @property
+    def url(self) -> str:
+        return f"zip://{self._root}::{self.archive}"
+
+    def __reduce__(self) -> tuple:
+        if self.mode == "w":
+            raise StoreError(
+                f"zip archive {self.archive!r} is being written and cannot be pickled; "
+                "write it from one process, close() it, then reopen it for reading"
+            )
+        kwargs = {"path": self.path, "mode": "r", "storage_options": self.storage_options}
+        return (_rebuild, (ZipStore, (self.archive,), kwargs))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.archive == self.archive  # type: ignore[attr-defined]
+            and other._root == self._root  # type: ignore[attr-defined]
+            and other.mode == self.mode  # type: ignore[attr-defined]
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.url, self.mode))
+
+
+def _close_zip(fs: ZipFileSystem, handle: Any) -> None:
+    fs.close()
+    handle.close()

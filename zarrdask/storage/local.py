@@ -1,0 +1,211 @@
+"""LocalStore: keys are files under a root directory, read and written with plain os calls.
+
+This is the benchmark hot path, so it avoids fsspec: whole values are read with
+one ``open``/``read``, byte ranges with ``os.pread`` on one descriptor per key per
+batch, and writes go to a unique temporary file in the target directory that is
+then ``os.replace``-d onto the key, so a reader sees the old or the new value,
+never a torn one. (Writes are not fsync-ed: atomic, not durable across a crash.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+
+from ..errors import StoreError
+from .base import Buffer, ByteRange, ByteRequest, Store
+
+__all__ = ["LocalStore"]
+
+_TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+_MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+
+def _is_temp(name: str) -> bool:
+    return name[:1] == "." and name.endswith(".tmp") and _TMP_NAME.match(name) is not None
+
+
+if hasattr(os, "pread"):
+    _pread = os.pread
+else:  # Windows: the descriptor is private to one batch, so seek + read is safe.
+
+    def _pread(fd: int, n: int, offset: int) -> bytes:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, n)
+
+
+def _read_at(fd: int, offset: int, length: int) -> bytes:
+    """Up to ``length`` bytes at ``offset`` (fewer only at end of file)."""
+    data = _pread(fd, length, offset)
+    if len(data) == length or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < length:
+        more = _pread(fd, length - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+class LocalStore(Store):
+    """A directory on the local filesystem; key ``a/b/c`` is the file ``root/a/b/c``."""
+
+    def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self.read_only = read_only
+        self._prefix = os.path.join(self.root, "")
+
+    def _path(self, key: str) -> str:
+        if os.sep != "/":
+            key = key.replace("/", os.sep)
+        return self._prefix + key
+
+    # -- reads -----------------------------------------------------------------
+    def _get(self, key: str) -> bytes | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                return f.read()
+        except _MISSING:
+            return None
+        except OSError as e:
+            raise StoreError(f"cannot read key {key!r} from {self.root!r}: {e}") from e
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        out: list[bytes | None] = [None] * len(requests)
+        by_key: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(requests):
+            by_key.setdefault(key, []).append(i)
+        for key, indices in by_key.items():
+            try:
+                fd = os.open(self._path(key), os.O_RDONLY)
+            except _MISSING:
+                continue
+            except OSError as e:
+                raise StoreError(f"cannot open key {key!r} in {self.root!r}: {e}") from e
+            try:
+                size = -1
+                for i in indices:
+                    request = requests[i][1]
+                    if isinstance(request, ByteRange) and request.length is not None:
+                        start, length = request.start, request.length
+                    else:
+                        if size < 0:
+                            size = os.fstat(fd).st_size
+                        if isinstance(request, ByteRange):
+                            start, length = request.start, size - request.start
+                        else:
+                            length = min(request.length, size)
+                            start = size - length
+                    out[i] = _read_at(fd, start, length) if length > 0 else b""
+            except IsADirectoryError:
+                for i in indices:
+                    out[i] = None
+            except OSError as e:
+                raise StoreError(f"cannot read key {key!r} in {self.root!r}: {e}") from e
+            finally:
+                os.close(fd)
+        return out
+
+    def _exists(self, key: str) -> bool:
+        return os.path.isfile(self._path(key))
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        top = self._path(prefix) if prefix else self.root
+        base = prefix + "/" if prefix else ""
+        for dirpath, _, filenames in os.walk(top):
+            rel = os.path.relpath(dirpath, top)
+            head = base if rel == "." else base + rel.replace(os.sep, "/") + "/"
+            for name in filenames:
+                if not _is_temp(name):
+                    yield head + name
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        values: list[str] = []
+        dirs: list[str] = []
+        try:
+            with os.scandir(self._path(prefix) if prefix else self.root) as it:
+                for entry in it:
+                    if entry.is_dir():
+                        dirs.append(entry.name)
+                    elif not _is_temp(entry.name):
+                        values.append(entry.name)
+        except _MISSING:
+            pass
+        return sorted(values), sorted(dirs)
+
+    # -- writes ----------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        path = self._path(key)
+        directory, name = os.path.split(path)
+        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        try:
+            for attempt in range(3):
+                try:
+                    f = open(tmp, "xb")
+                    break
+                except FileNotFoundError:
+                    if attempt == 2:
+                        raise
+                    # A concurrent delete may prune the directory between these calls.
+                    os.makedirs(directory, exist_ok=True)
+            try:
+                with f:
+                    f.write(value)
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+                raise
+        except OSError as e:
+            raise StoreError(f"cannot write key {key!r} in {self.root!r}: {e}") from e
+
+    def _delete(self, key: str) -> None:
+        self._delete_many([key])
+
+    def _delete_many(self, keys: list[str]) -> None:
+        parents: set[str] = set()
+        for key in keys:
+            path = self._path(key)
+            try:
+                os.unlink(path)
+            except _MISSING:
+                continue
+            except OSError as e:
+                raise StoreError(f"cannot delete key {key!r} in {self.root!r}: {e}") from e
+            parents.add(os.path.dirname(path))
+        self._prune(parents)
+
+    def _prune(self, directories: set[str]) -> None:
+        """Remove directories left empty by a delete, deepest first, up to (not including) root."""
+        for directory in sorted(directories, key=len, reverse=True):
+            while directory.startswith(self._prefix):
+                try:
+                    os.rmdir(directory)
+                except OSError:
+                    break
+                directory = os.path.dirname(directory)
+
+    # -- identity ----------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return "file://" + self.root.replace(os.sep, "/")
+
+    def __reduce__(self) -> tuple:
+        return (LocalStore, (self.root, self.read_only))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.root == self.root  # type: ignore[attr-defined]
+            and other.read_only == self.read_only
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.root, self.read_only))

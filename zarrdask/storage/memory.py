@@ -1,0 +1,113 @@
+"""MemoryStore: a process-local dict of byte strings, for tests and scratch arrays.
+
+Named stores share one dict per name within the process, so ``memory://name``
+reopens the same content. A store pickles by name only: another process (a Dask
+worker) unpickles an *empty* store of that name, never the contents.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from collections.abc import Iterator
+
+from .base import Buffer, ByteRange, ByteRequest, Store
+
+__all__ = ["MemoryStore", "slice_request"]
+
+
+class _Bucket(dict):
+    """A dict that can be weakly referenced (for anonymous stores)."""
+
+
+_NAMED: dict[str, _Bucket] = {}
+_ANONYMOUS: weakref.WeakValueDictionary[str, _Bucket] = weakref.WeakValueDictionary()
+
+
+def slice_request(data: bytes, request: ByteRequest) -> bytes:
+    """The bytes of ``data`` selected by ``request``; short (or empty) past the end."""
+    if isinstance(request, ByteRange):
+        return data[request.start : request.end]
+    if request.length <= 0:
+        return b""
+    return data[-request.length :]
+
+
+class MemoryStore(Store):
+    """An in-memory store.
+
+    ``MemoryStore()`` is anonymous: its contents live as long as some instance
+    holding them does (an unpickled copy in the same process shares them).
+    ``MemoryStore("name")`` is registered for the life of the process.
+    """
+
+    def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
+        if name is None:
+            name = f"anonymous-{uuid.uuid4().hex}"
+            self._data = _ANONYMOUS[name] = _Bucket()
+        else:
+            bucket = _NAMED.get(name)
+            if bucket is None:
+                bucket = _ANONYMOUS.get(name)
+            if bucket is None:
+                bucket = _NAMED[name] = _Bucket()
+            self._data = bucket
+        self.name = name
+        self.read_only = read_only
+
+    def _get(self, key: str) -> bytes | None:
+        return self._data.get(key)
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        data = self._data
+        out: list[bytes | None] = []
+        for key, request in requests:
+            value = data.get(key)
+            out.append(None if value is None else slice_request(value, request))
+        return out
+
+    def _set(self, key: str, value: Buffer) -> None:
+        self._data[key] = bytes(value)
+
+    def _delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def _exists(self, key: str) -> bool:
+        return key in self._data
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        if not prefix:
+            return iter(list(self._data))
+        start = prefix + "/"
+        return iter([k for k in list(self._data) if k.startswith(start)])
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        start = prefix + "/" if prefix else ""
+        values: set[str] = set()
+        dirs: set[str] = set()
+        for key in list(self._data):
+            if key.startswith(start):
+                head, sep, _ = key[len(start) :].partition("/")
+                (dirs if sep else values).add(head)
+        return sorted(values), sorted(dirs)
+
+    @property
+    def url(self) -> str:
+        return f"memory://{self.name}"
+
+    def __reduce__(self) -> tuple:
+        return (_reopen, (self.name, self.read_only))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.name == self.name  # type: ignore[attr-defined]
+            and other.read_only == self.read_only
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name, self.read_only))
+
+
+def _reopen(name: str, read_only: bool) -> MemoryStore:
+    return MemoryStore(name, read_only=read_only)

@@ -1,0 +1,148 @@
+"""Storage transformers: named wrappers that a v3 array's metadata can put around its store.
+
+A transformer is registered as ``factory(configuration, store) -> Store``.
+Third-party packages register through the entry-point group
+``zarrdask.storage_transformers`` (loaded on the first lookup of an unknown
+name). ``WrapperStore`` delegates every backend hook to an inner store, so a
+transformer overrides only what it changes; ``PrefixedStore`` and ``ReadOnlyStore``
+are the simplest ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+from typing import Any
+
+from .base import Buffer, ByteRequest, Store, join_path, normalize_key
+
+__all__ = [
+    "StorageTransformerFactory",
+    "register_storage_transformer",
+    "get_storage_transformer",
+    "WrapperStore",
+    "PrefixedStore",
+    "ReadOnlyStore",
+]
+
+StorageTransformerFactory = Callable[[dict[str, Any], Store], Store]
+
+ENTRY_POINT_GROUP = "zarrdask.storage_transformers"
+
+_REGISTRY: dict[str, StorageTransformerFactory] = {}
+_entry_points_loaded = False
+
+
+def register_storage_transformer(name: str, factory: StorageTransformerFactory) -> None:
+    """Register ``factory`` under ``name`` (replacing an earlier registration)."""
+    _REGISTRY[name] = factory
+
+
+def get_storage_transformer(name: str) -> StorageTransformerFactory | None:
+    """The factory registered as ``name`` (looking in entry points once), or ``None``."""
+    global _entry_points_loaded
+    if name not in _REGISTRY and not _entry_points_loaded:
+        _entry_points_loaded = True
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            _REGISTRY.setdefault(ep.name, ep.load())
+    return _REGISTRY.get(name)
+
+
+class WrapperStore(Store):
+    """A store that forwards every operation to ``inner``; subclass and override to transform.
+
+    It is read-only when the inner store is. Pickles by its attributes (the inner
+    store and any configuration a subclass keeps).
+    """
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.read_only = inner.read_only
+
+    def _get(self, key: str) -> bytes | None:
+        return self.inner._get(key)
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        return self.inner._get_ranges(requests)
+
+    def _set(self, key: str, value: Buffer) -> None:
+        self.inner._set(key, value)
+
+    def _set_many(self, items: dict[str, Buffer]) -> None:
+        self.inner._set_many(items)
+
+    def _delete(self, key: str) -> None:
+        self.inner._delete(key)
+
+    def _delete_many(self, keys: list[str]) -> None:
+        self.inner._delete_many(keys)
+
+    def _exists(self, key: str) -> bool:
+        return self.inner._exists(key)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        return self.inner._list_prefix(prefix)
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        return self.inner._list_dir(prefix)
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.__dict__ == self.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.url, self.read_only))
+
+
+class PrefixedStore(WrapperStore):
+    """The part of ``inner`` below ``prefix``: key ``k`` here is ``prefix/k`` there."""
+
+    def __init__(self, inner: Store, prefix: str) -> None:
+        super().__init__(inner)
+        self.prefix = normalize_key(prefix.strip("/"))
+
+    def _k(self, key: str) -> str:
+        return join_path(self.prefix, key)
+
+    def _get(self, key: str) -> bytes | None:
+        return self.inner._get(self._k(key))
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        return self.inner._get_ranges([(self._k(k), r) for k, r in requests])
+
+    def _set(self, key: str, value: Buffer) -> None:
+        self.inner._set(self._k(key), value)
+
+    def _set_many(self, items: dict[str, Buffer]) -> None:
+        self.inner._set_many({self._k(k): v for k, v in items.items()})
+
+    def _delete(self, key: str) -> None:
+        self.inner._delete(self._k(key))
+
+    def _delete_many(self, keys: list[str]) -> None:
+        self.inner._delete_many([self._k(k) for k in keys])
+
+    def _exists(self, key: str) -> bool:
+        return self.inner._exists(self._k(key))
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        n = len(self.prefix) + 1 if self.prefix else 0
+        return (k[n:] for k in self.inner._list_prefix(self._k(prefix)))
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        return self.inner._list_dir(self._k(prefix))
+
+    @property
+    def url(self) -> str:
+        return f"{self.inner.url.rstrip('/')}/{self.prefix}" if self.prefix else self.inner.url
+
+
+class ReadOnlyStore(WrapperStore):
+    """A read-only view of ``inner`` (used by ``open_store(store, mode="r")``)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.read_only = True
