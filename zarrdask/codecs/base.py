@@ -1,0 +1,109 @@
+"""The codec interface: three kinds of codec and the chunk spec that flows through them.
+
+A codec is built from its JSON configuration (``from_config``), says what it does to
+the chunk's representation (``resolve``: shape/dtype after encoding), and encodes or
+decodes one chunk synchronously. Compression runs in C (numcodecs, crc32c) and releases
+the GIL, so parallelism comes from the caller's threads (or Dask's scheduler).
+
+Kinds, in chain order: ``ArrayArrayCodec``* -> exactly one ``ArrayBytesCodec`` ->
+``BytesBytesCodec``*.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..dtypes import DataType
+
+__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec"]
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpec:
+    """The decoded representation of one chunk: its shape, data type and fill value."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    fill_value: Any
+
+    @property
+    def nbytes(self) -> int:
+        n = self.dtype.dtype.itemsize
+        for s in self.shape:
+            n *= s
+        return n
+
+
+class Codec(ABC):
+    """Common part of every codec: its name, configuration and representation change."""
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> Codec:
+        """Build the codec from its JSON configuration; raise CodecError naming ``loc``."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """The codec's JSON object (``{"name", "configuration"}``)."""
+
+    def resolve(self, spec: ChunkSpec) -> ChunkSpec:
+        """The chunk spec on the encoded side (array->array codecs override)."""
+        return spec
+
+    def validate(self, spec: ChunkSpec, loc: Loc) -> Codec:
+        """Check the codec against the chunk it will see; may return a completed copy
+        (e.g. blosc filling in ``typesize``)."""
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.to_json() == other.to_json()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_json()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_json().get('configuration', {})})"
+
+
+class ArrayArrayCodec(Codec):
+    @abstractmethod
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray: ...
+
+    @abstractmethod
+    def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+        """Decode to the representation described by ``spec`` (the decoded side)."""
+
+
+class ArrayBytesCodec(Codec):
+    @abstractmethod
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes: ...
+
+    @abstractmethod
+    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+        """Decode to an array of ``spec.shape`` and ``spec.dtype``."""
+
+    def encoded_size(self, spec: ChunkSpec) -> int | None:
+        """The exact encoded size when it is fixed (used for shard indexes), else None."""
+        return None
+
+
+class BytesBytesCodec(Codec):
+    @abstractmethod
+    def encode(self, data: bytes | memoryview) -> bytes: ...
+
+    @abstractmethod
+    def decode(self, data: bytes | memoryview) -> bytes | memoryview: ...
+
+    def encoded_size(self, size: int) -> int | None:
+        """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""
+        return None

@@ -1,0 +1,68 @@
+"""``blosc`` (bytes -> bytes): Blosc meta-compression (numcodecs' bundled c-blosc).
+
+Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/blosc/index.html
+Example: ``{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5,
+"shuffle": "shuffle", "typesize": 4, "blocksize": 0}}``. ``typesize`` is taken from
+the data type when a new array is created without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from numcodecs import blosc as _blosc
+
+from ..errors import CorruptChunkError
+from ._config import check_keys, config_error, get_choice, get_int
+from .base import BytesBytesCodec, ChunkSpec, Loc
+from .registry import register_codec
+
+CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
+SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+@register_codec
+class BloscCodec(BytesBytesCodec):
+    name = "blosc"
+
+    def __init__(self, cname: str = "zstd", clevel: int = 5, shuffle: str = "shuffle",
+                 typesize: int | None = None, blocksize: int = 0) -> None:
+        self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
+        self.typesize, self.blocksize = typesize, blocksize
+
+    @classmethod
+    def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> BloscCodec:
+        check_keys(configuration, {"cname", "clevel", "shuffle", "typesize", "blocksize"}, loc)
+        cname = get_choice(configuration, "cname", CNAMES, loc)
+        shuffle = get_choice(configuration, "shuffle", tuple(SHUFFLES), loc, default="noshuffle")
+        typesize = configuration.get("typesize")
+        if typesize is not None:
+            typesize = get_int(configuration, "typesize", loc, low=1)
+        return cls(cname, get_int(configuration, "clevel", loc, low=0, high=9), shuffle, typesize,
+                   get_int(configuration, "blocksize", loc, default=0, low=0))
+
+    def to_json(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"cname": self.cname, "clevel": self.clevel, "shuffle": self.shuffle}
+        if self.typesize is not None:
+            config["typesize"] = self.typesize
+        config["blocksize"] = self.blocksize
+        return {"name": "blosc", "configuration": config}
+
+    def validate(self, spec: ChunkSpec, loc: Loc) -> BloscCodec:
+        if self.typesize is None:
+            itemsize = spec.dtype.dtype.itemsize if spec.dtype.dtype.kind != "O" else 1
+            return BloscCodec(self.cname, self.clevel, self.shuffle, itemsize, self.blocksize)
+        if self.cname not in _blosc.list_compressors():
+            raise config_error((*loc, "configuration", "cname"), f"{self.cname!r} is not compiled into this blosc")
+        return self
+
+    def encode(self, data: bytes | memoryview) -> bytes:
+        return _blosc.compress(data, self.cname.encode(), self.clevel, SHUFFLES[self.shuffle], self.blocksize,
+                               typesize=self.typesize or 1)
+
+    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
+        try:
+            return _blosc.decompress(data)
+        except (RuntimeError, ValueError) as exc:
+            raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc

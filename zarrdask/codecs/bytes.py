@@ -1,0 +1,78 @@
+"""``bytes`` (array -> bytes): the chunk's elements in C order, little or big endian.
+
+Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/bytes/index.html
+Names: ``bytes`` (alias ``endian``, its old name). Example: ``{"name": "bytes", "configuration": {"endian": "little"}}``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptChunkError
+from ._config import check_keys, config_error, get_choice
+from .base import ArrayBytesCodec, ChunkSpec, Loc
+from .registry import register_codec
+
+
+@register_codec
+class BytesCodec(ArrayBytesCodec):
+    name = "bytes"
+    aliases = ("endian",)
+
+    def __init__(self, endian: str | None = "little") -> None:
+        self.endian = endian
+
+    @classmethod
+    def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> BytesCodec:
+        check_keys(configuration, {"endian"}, loc)
+        return cls(get_choice(configuration, "endian", ("little", "big", None), loc, default=None))
+
+    def to_json(self) -> dict[str, Any]:
+        if self.endian is None:
+            return {"name": "bytes"}
+        return {"name": "bytes", "configuration": {"endian": self.endian}}
+
+    def validate(self, spec: ChunkSpec, loc: Loc) -> BytesCodec:
+        dt = spec.dtype.dtype
+        if dt.kind == "O":
+            raise config_error(loc, f"the bytes codec cannot store variable-length data type {spec.dtype.name!r}; "
+                                    "use vlen-utf8 or vlen-bytes")
+        if self.endian is None and dt.itemsize > 1 and dt.kind not in "SV":
+            raise config_error((*loc, "configuration", "endian"),
+                               f"required for the {dt.itemsize}-byte data type {spec.dtype.name!r}")
+        return self
+
+    def _swap(self, dt: np.dtype) -> bool:
+        """True when the stored byte order differs from this machine's."""
+        if self.endian is None or dt.itemsize == 1 or dt.kind == "S" or (dt.kind == "V" and dt.type is np.void):
+            return False
+        return (self.endian == "little") != (sys.byteorder == "little")
+
+    @staticmethod
+    def _byteswap(arr: np.ndarray) -> np.ndarray:
+        if arr.dtype.kind == "V":  # ml_dtypes types (bfloat16, ...) swap through an unsigned view
+            return arr.view(f"u{arr.dtype.itemsize}").byteswap().view(arr.dtype)
+        return arr.byteswap()
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
+        arr = np.ascontiguousarray(array, dtype=spec.dtype.dtype)
+        if self._swap(arr.dtype):
+            arr = self._byteswap(arr)
+        return arr.tobytes()
+
+    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+        dt = spec.dtype.dtype
+        if len(data) != spec.nbytes:
+            raise CorruptChunkError(
+                f"bytes codec: chunk of shape {spec.shape} and data type {spec.dtype.name} needs "
+                f"{spec.nbytes} bytes, found {len(data)} (truncated or corrupt chunk)"
+            )
+        arr = np.frombuffer(data, dtype=dt).reshape(spec.shape)
+        return self._byteswap(arr) if self._swap(dt) else arr
+
+    def encoded_size(self, spec: ChunkSpec) -> int | None:
+        return spec.nbytes

@@ -1,0 +1,43 @@
+"""``gzip`` (bytes -> bytes): gzip-format compression (numcodecs, C zlib).
+
+Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/gzip/index.html
+Example: ``{"name": "gzip", "configuration": {"level": 5}}`` (level 0..9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from numcodecs import GZip
+
+from ..errors import CorruptChunkError
+from ._config import check_keys, get_int
+from .base import BytesBytesCodec, Loc
+from .registry import register_codec
+
+
+@register_codec
+class GzipCodec(BytesBytesCodec):
+    name = "gzip"
+
+    def __init__(self, level: int = 5) -> None:
+        self.level = level
+        self._impl = GZip(level)
+
+    @classmethod
+    def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> GzipCodec:
+        check_keys(configuration, {"level"}, loc)
+        return cls(get_int(configuration, "level", loc, low=0, high=9))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": "gzip", "configuration": {"level": self.level}}
+
+    def encode(self, data: bytes | memoryview) -> bytes:
+        return bytes(self._impl.encode(data))
+
+    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
+        try:
+            return self._impl.decode(data)
+        except Exception as exc:  # zlib.error / OSError / EOFError from a corrupt stream
+            raise CorruptChunkError(f"gzip: cannot decompress ({exc})") from exc

@@ -1,0 +1,95 @@
+"""Other numcodecs codecs under their v3 names ``numcodecs.<id>`` (as zarr-python writes them).
+
+Array -> array: ``numcodecs.delta``, ``fixedscaleoffset``, ``quantize``, ``bitround``,
+``astype``, ``packbits``. Bytes -> bytes: ``numcodecs.zlib``, ``lz4``, ``bz2``, ``lzma``,
+``shuffle``, ``adler32``, ``crc32``, ``fletcher32``, ``jenkins_lookup3``, ``gzip``, ``zstd``,
+``blosc``. The configuration is the numcodecs codec's own (without ``id``).
+Example: ``{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numcodecs
+import numpy as np
+
+from ..dtypes import data_type_from_numpy
+from ..errors import CodecError, CorruptChunkError
+from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, Loc
+from .registry import register_codec
+
+ARRAY_TO_ARRAY = ("delta", "fixedscaleoffset", "quantize", "bitround", "astype", "packbits")
+BYTES_TO_BYTES = ("zlib", "lz4", "bz2", "lzma", "shuffle", "adler32", "crc32", "fletcher32",
+                  "jenkins_lookup3", "gzip", "zstd", "blosc")
+
+
+def _build(codec_id: str, configuration: Mapping[str, Any], loc: Loc) -> Any:
+    try:
+        return numcodecs.get_codec({"id": codec_id, **configuration})
+    except (TypeError, ValueError, KeyError) as exc:
+        raise CodecError(f"{'/'.join(map(str, loc))}: invalid configuration for numcodecs.{codec_id}: {exc}") from None
+
+
+class _NumcodecsMixin:
+    codec_id: ClassVar[str]
+    name: ClassVar[str]
+
+    def __init__(self, configuration: Mapping[str, Any], impl: Any) -> None:
+        self.configuration = dict(configuration)
+        self.impl = impl
+
+    @classmethod
+    def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> Any:
+        return cls(configuration, _build(cls.codec_id, configuration, loc))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": dict(self.configuration)}
+
+
+class NumcodecsArrayArray(_NumcodecsMixin, ArrayArrayCodec):
+    """A numcodecs filter applied to a whole chunk (it may change dtype, or flatten)."""
+
+    def resolve(self, spec: ChunkSpec) -> ChunkSpec:
+        cfg = self.configuration
+        if self.codec_id == "packbits":
+            n = math.prod(spec.shape)
+            return ChunkSpec((1 + math.ceil(n / 8),), data_type_from_numpy("uint8"), 0)
+        encoded = cfg.get("astype") or cfg.get("encode_dtype")
+        if encoded is None:
+            return spec
+        dt = data_type_from_numpy(np.dtype(encoded).newbyteorder("="))
+        return ChunkSpec(spec.shape, dt, dt.default_fill())
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+        out = np.asarray(self.impl.encode(np.ascontiguousarray(array)))
+        target = self.resolve(spec)
+        return out.reshape(target.shape).astype(target.dtype.dtype, copy=False)
+
+    def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
+        try:
+            out = np.asarray(self.impl.decode(np.ascontiguousarray(array)))
+        except (ValueError, RuntimeError) as exc:
+            raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
+        return out.reshape(spec.shape).astype(spec.dtype.dtype, copy=False)
+
+
+class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
+    """A numcodecs compressor or checksum applied to a chunk's bytes."""
+
+    def encode(self, data: bytes | memoryview) -> bytes:
+        return bytes(self.impl.encode(data))
+
+    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
+        try:
+            return self.impl.decode(data)
+        except Exception as exc:  # each numcodecs backend raises its own type
+            raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
+
+
+for _id in ARRAY_TO_ARRAY:
+    register_codec(type(f"Numcodecs_{_id}", (NumcodecsArrayArray,), {"codec_id": _id, "name": f"numcodecs.{_id}"}))
+for _id in BYTES_TO_BYTES:
+    register_codec(type(f"Numcodecs_{_id}", (NumcodecsBytesBytes,), {"codec_id": _id, "name": f"numcodecs.{_id}"}))

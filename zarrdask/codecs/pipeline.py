@@ -1,0 +1,131 @@
+"""The codec pipeline: validate a v3 codec chain and encode/decode one chunk with it.
+
+The chain must be ``array->array``* then exactly one ``array->bytes`` then
+``bytes->bytes``*. Building the pipeline resolves the chunk representation forward
+through the chain (transpose permutes the shape, filters may change the dtype), so
+each codec knows what it sees; an invalid chain is rejected with the codec's JSON path.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
+from ..metadata.extension import NamedConfig
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc
+from .registry import get_codec_class, registered_codecs
+
+__all__ = ["CodecPipeline", "build_codecs"]
+
+
+def build_codecs(configs: Sequence[NamedConfig], loc: Loc = ("codecs",)) -> list[Codec]:
+    """Instantiate codecs from their JSON; unknown must-understand codecs are an error."""
+    codecs: list[Codec] = []
+    for i, named in enumerate(configs):
+        cls = get_codec_class(named.name)
+        if cls is None:
+            if not named.must_understand:
+                warnings.warn(f"ignoring unknown codec {named.name!r} marked must_understand: false", stacklevel=3)
+                continue
+            raise UnknownExtensionError(
+                [Problem((*loc, i, "name"), f"unknown codec {named.name!r} (known: {', '.join(registered_codecs())})")]
+            )
+        try:
+            codecs.append(cls.from_config(named.configuration, (*loc, i)))
+        except CodecError as exc:
+            raise MetadataError([Problem((*loc, i), str(exc))]) from None
+    return codecs
+
+
+class CodecPipeline:
+    """A validated codec chain bound to one chunk spec (the decoded representation)."""
+
+    def __init__(self, codecs: Sequence[Codec], spec: ChunkSpec, loc: Loc = ("codecs",)) -> None:
+        array_array: list[ArrayArrayCodec] = []
+        array_bytes: ArrayBytesCodec | None = None
+        bytes_bytes: list[BytesBytesCodec] = []
+        specs: list[ChunkSpec] = []
+        current = spec
+        for i, codec in enumerate(codecs):
+            where = (*loc, i)
+            if isinstance(codec, ArrayArrayCodec):
+                if array_bytes is not None:
+                    raise _chain_error(where, codec, "an array->array codec must come before the array->bytes codec")
+            elif isinstance(codec, ArrayBytesCodec):
+                if array_bytes is not None:
+                    raise _chain_error(where, codec, "only one array->bytes codec is allowed")
+            elif array_bytes is None:
+                raise _chain_error(where, codec, "a bytes->bytes codec must come after an array->bytes codec")
+            try:
+                codec = codec.validate(current, where)
+            except CodecError as exc:
+                raise MetadataError([Problem(where, str(exc))]) from None
+            if isinstance(codec, ArrayArrayCodec):
+                array_array.append(codec)
+                specs.append(current)
+                current = codec.resolve(current)
+            elif isinstance(codec, ArrayBytesCodec):
+                array_bytes = codec
+                specs.append(current)
+            else:
+                bytes_bytes.append(codec)
+        if array_bytes is None:
+            raise MetadataError([Problem(loc, "the codec chain needs exactly one array->bytes codec (e.g. 'bytes')")])
+        self.spec = spec
+        self.array_array = tuple(array_array)
+        self.array_bytes = array_bytes
+        self.bytes_bytes = tuple(bytes_bytes)
+        self._aa_specs = tuple(specs[: len(array_array)])
+        self.bytes_spec = current
+
+    @classmethod
+    def from_metadata(cls, configs: Sequence[NamedConfig], spec: ChunkSpec, loc: Loc = ("codecs",)) -> CodecPipeline:
+        return cls(build_codecs(configs, loc), spec, loc)
+
+    @property
+    def codecs(self) -> tuple[Codec, ...]:
+        return (*self.array_array, self.array_bytes, *self.bytes_bytes)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.codecs]
+
+    def decode(self, data: bytes | memoryview) -> np.ndarray:
+        """Decode one stored chunk to an array of ``spec.shape`` (may be read-only)."""
+        for codec in reversed(self.bytes_bytes):
+            data = codec.decode(data)
+        array = self.array_bytes.decode(data, self.bytes_spec)
+        for codec, spec in zip(reversed(self.array_array), reversed(self._aa_specs)):
+            array = codec.decode(array, spec)
+        return array
+
+    def decode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
+        """Undo only the bytes->bytes codecs (used by sharding to reach the shard layout)."""
+        for codec in reversed(self.bytes_bytes):
+            data = codec.decode(data)
+        return data
+
+    def encode(self, array: np.ndarray) -> bytes:
+        """Encode one chunk (shape ``spec.shape``) to its stored bytes."""
+        for codec, spec in zip(self.array_array, self._aa_specs):
+            array = codec.encode(array, spec)
+        data: bytes | memoryview = self.array_bytes.encode(array, self.bytes_spec)
+        for codec in self.bytes_bytes:
+            data = codec.encode(data)
+        return bytes(data)
+
+    def encoded_size(self) -> int | None:
+        """The fixed stored size of a chunk, when every codec's output size is fixed."""
+        size = self.array_bytes.encoded_size(self.bytes_spec)
+        for codec in self.bytes_bytes:
+            if size is None:
+                return None
+            size = codec.encoded_size(size)
+        return size
+
+
+def _chain_error(loc: Loc, codec: Codec, message: str) -> MetadataError:
+    return MetadataError([Problem(loc, f"invalid codec chain at {codec.name!r}: {message}")])

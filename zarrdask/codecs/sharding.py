@@ -1,0 +1,247 @@
+"""``sharding_indexed`` (array -> bytes): many inner chunks stored in one value with an index.
+
+Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/index.html
+Example::
+
+    {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [4, 64, 64],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd"}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        "index_location": "end"}}
+
+The index is a ``(*inner_grid, 2)`` uint64 array of (offset, nbytes) per inner chunk,
+``2**64 - 1`` for both when the chunk is absent. This module knows the layout:
+where the index is, how to decode and check it, how to assemble a shard from encoded
+inner chunks and how to take one apart. The I/O (one index request, coalesced inner
+chunk ranges, whole-shard GETs) lives in ``core/chunk_source.py``; this codec's own
+``decode``/``encode`` handle a whole shard in memory, which is what a sharding codec
+nested inside another shard needs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import data_type_from_numpy
+from ..errors import CodecError, CorruptChunkError, MetadataError
+from ..metadata.extension import NamedConfig, parse_named_config
+from ..storage.base import ByteRange, ByteRequest, SuffixRange
+from ._config import check_keys, config_error, get_choice
+from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
+from .pipeline import CodecPipeline, build_codecs
+from .registry import register_codec
+
+__all__ = ["ShardingCodec", "MISSING", "is_empty_chunk"]
+
+MISSING = np.uint64(2**64 - 1)
+_INDEX_DTYPE = data_type_from_numpy("uint64")
+
+
+def is_empty_chunk(array: np.ndarray, fill_value: Any) -> bool:
+    """True when every element equals the fill value (NaN matches NaN)."""
+    if array.dtype.kind == "O":
+        return all(v == fill_value for v in array.reshape(-1))
+    if array.dtype.kind in "fc":
+        fill = np.asarray(fill_value, dtype=array.dtype)
+        if np.isnan(fill):
+            return bool(np.all(np.isnan(array)))
+        return bool(np.all(array == fill))
+    if array.dtype.kind == "V" and array.dtype.type is np.void:
+        fill = np.asarray(fill_value, dtype=array.dtype).tobytes()
+        return np.ascontiguousarray(array).tobytes() == fill * array.size
+    return bool(np.all(array == np.asarray(fill_value, dtype=array.dtype)))
+
+
+def _parse_codec_list(value: Any, loc: Loc) -> list[Codec]:
+    if not isinstance(value, list) or not value:
+        raise config_error(loc, f"expected a non-empty list of codecs, got {value!r}")
+    problems: list = []
+    named = [parse_named_config(v, (*loc, i), problems) for i, v in enumerate(value)]
+    if problems:
+        raise MetadataError(problems)
+    return build_codecs([n for n in named if n is not None], loc)
+
+
+@register_codec
+class ShardingCodec(ArrayBytesCodec):
+    """The sharding codec. After ``validate`` it holds the inner and index pipelines."""
+
+    name = "sharding_indexed"
+
+    def __init__(self, chunk_shape: tuple[int, ...], codecs: list[Codec], index_codecs: list[Codec],
+                 index_location: str = "end") -> None:
+        self.chunk_shape = tuple(chunk_shape)
+        self.codecs = list(codecs)
+        self.index_codecs = list(index_codecs)
+        self.index_location = index_location
+        self.inner: CodecPipeline | None = None
+        self.index_pipeline: CodecPipeline | None = None
+        self.shard_shape: tuple[int, ...] = ()
+        self.grid_shape: tuple[int, ...] = ()
+        self.index_size = 0
+
+    @classmethod
+    def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> ShardingCodec:
+        check_keys(configuration, {"chunk_shape", "codecs", "index_codecs", "index_location"}, loc)
+        shape = configuration.get("chunk_shape")
+        if not isinstance(shape, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape
+        ):
+            raise config_error((*loc, "configuration", "chunk_shape"), f"expected a list of positive integers, got {shape!r}")
+        codecs = _parse_codec_list(configuration.get("codecs"), (*loc, "configuration", "codecs"))
+        index_codecs = _parse_codec_list(
+            configuration.get("index_codecs", [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]),
+            (*loc, "configuration", "index_codecs"),
+        )
+        location = get_choice(configuration, "index_location", ("start", "end"), loc, default="end")
+        return cls(tuple(shape), codecs, index_codecs, location)
+
+    def to_json(self) -> dict[str, Any]:
+        inner = self.inner.to_json() if self.inner else [c.to_json() for c in self.codecs]
+        index = self.index_pipeline.to_json() if self.index_pipeline else [c.to_json() for c in self.index_codecs]
+        return {"name": self.name, "configuration": {
+            "chunk_shape": list(self.chunk_shape), "codecs": inner, "index_codecs": index,
+            "index_location": self.index_location}}
+
+    def validate(self, spec: ChunkSpec, loc: Loc) -> ShardingCodec:
+        if len(spec.shape) != len(self.chunk_shape):
+            raise config_error((*loc, "configuration", "chunk_shape"),
+                               f"has {len(self.chunk_shape)} dimensions, the shard has {len(spec.shape)}")
+        if any(s % c for s, c in zip(spec.shape, self.chunk_shape)):
+            raise config_error((*loc, "configuration", "chunk_shape"),
+                               f"{list(self.chunk_shape)} must divide the shard shape {list(spec.shape)} evenly")
+        prepared = ShardingCodec(self.chunk_shape, self.codecs, self.index_codecs, self.index_location)
+        prepared.shard_shape = tuple(spec.shape)
+        prepared.grid_shape = tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))
+        try:
+            prepared.inner = CodecPipeline(self.codecs, ChunkSpec(self.chunk_shape, spec.dtype, spec.fill_value),
+                                           (*loc, "configuration", "codecs"))
+            prepared.index_pipeline = CodecPipeline(
+                self.index_codecs, ChunkSpec((*prepared.grid_shape, 2), _INDEX_DTYPE, MISSING),
+                (*loc, "configuration", "index_codecs"))
+        except MetadataError as exc:
+            raise CodecError("; ".join(str(p) for p in exc.problems)) from None
+        size = prepared.index_pipeline.encoded_size()
+        if size is None:
+            raise config_error((*loc, "configuration", "index_codecs"),
+                               "must have a fixed encoded size (bytes + checksums only, no compression)")
+        prepared.index_size = size
+        return prepared
+
+    # -- layout ---------------------------------------------------------------------
+    def index_request(self) -> ByteRequest:
+        """The byte request that fetches only the index."""
+        if self.index_location == "end":
+            return SuffixRange(self.index_size)
+        return ByteRange(0, self.index_size)
+
+    def decode_index(self, data: bytes | memoryview, key: str) -> np.ndarray:
+        """Decode and check an index (checksum, size); ``key`` names the shard in errors."""
+        if len(data) != self.index_size:
+            raise CorruptChunkError(
+                f"shard {key}: index needs {self.index_size} bytes, found {len(data)} (truncated shard)")
+        assert self.index_pipeline is not None
+        try:
+            return np.asarray(self.index_pipeline.decode(data), dtype=np.uint64)
+        except CodecError as exc:
+            raise type(exc)(f"shard {key}: index: {exc}") from None
+
+    def index_of(self, shard: bytes | memoryview, key: str) -> np.ndarray:
+        """The index of a whole shard held in memory, checked against the shard's length."""
+        if len(shard) < self.index_size:
+            raise CorruptChunkError(
+                f"shard {key}: {len(shard)} bytes cannot hold its {self.index_size}-byte index (truncated shard)")
+        view = memoryview(shard)
+        raw = view[-self.index_size:] if self.index_location == "end" else view[: self.index_size]
+        index = self.decode_index(raw, key)
+        self.check_index(index, len(shard), key)
+        return index
+
+    def check_index(self, index: np.ndarray, shard_size: int | None, key: str) -> None:
+        """Reject entries past the end of the shard, into the index, or overlapping."""
+        offsets = index[..., 0].reshape(-1)
+        sizes = index[..., 1].reshape(-1)
+        present = offsets != MISSING
+        if not present.any():
+            return
+        off, size = offsets[present].astype(object), sizes[present].astype(object)
+        coords = [c for c, p in zip(itertools.product(*map(range, self.grid_shape)), present) if p]
+        data_start = self.index_size if self.index_location == "start" else 0
+        data_end = None if shard_size is None else (shard_size - (self.index_size if self.index_location == "end" else 0))
+        for o, s, c in zip(off, size, coords):
+            if o < data_start or (data_end is not None and o + s > data_end):
+                raise CorruptChunkError(
+                    f"shard {key}: index entry for inner chunk {c} (offset {o}, {s} bytes) points outside the "
+                    f"shard's data region [{data_start}, {data_end}) (truncated or corrupt shard)")
+        order = np.argsort(offsets[present], kind="stable")
+        o_sorted, s_sorted = off[order], size[order]
+        for i in range(len(order) - 1):
+            if o_sorted[i] + s_sorted[i] > o_sorted[i + 1]:
+                raise CorruptChunkError(
+                    f"shard {key}: inner chunks {coords[order[i]]} and {coords[order[i + 1]]} overlap in the shard")
+
+    def inner_chunk_coords(self) -> Iterator[tuple[int, ...]]:
+        return itertools.product(*map(range, self.grid_shape))
+
+    def assemble(self, chunks: Mapping[tuple[int, ...], bytes]) -> bytes | None:
+        """Lay out encoded inner chunks (C order) with their index; None when no chunk is present."""
+        if not chunks:
+            return None
+        assert self.index_pipeline is not None
+        index = np.full((*self.grid_shape, 2), MISSING, dtype=np.uint64)
+        offset = self.index_size if self.index_location == "start" else 0
+        parts: list[bytes] = []
+        for coords in sorted(chunks):
+            data = chunks[coords]
+            index[coords] = (offset, len(data))
+            parts.append(data)
+            offset += len(data)
+        encoded_index = self.index_pipeline.encode(index)
+        if self.index_location == "start":
+            return b"".join([encoded_index, *parts])
+        return b"".join([*parts, encoded_index])
+
+    def split(self, shard: bytes | memoryview, key: str) -> dict[tuple[int, ...], memoryview]:
+        """The encoded inner chunks of a whole shard, by inner coordinates (zero-copy)."""
+        index = self.index_of(shard, key)
+        view = memoryview(shard)
+        out: dict[tuple[int, ...], memoryview] = {}
+        for coords in self.inner_chunk_coords():
+            off, size = index[coords]
+            if off != MISSING:
+                out[coords] = view[int(off): int(off) + int(size)]
+        return out
+
+    # -- whole-shard codec (used when nested) ------------------------------------------
+    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+        assert self.inner is not None
+        out = np.empty(spec.shape, dtype=spec.dtype.dtype)
+        out[...] = spec.fill_value
+        for coords, blob in self.split(data, "<nested shard>").items():
+            region = tuple(slice(i * c, (i + 1) * c) for i, c in zip(coords, self.chunk_shape))
+            out[region] = self.inner.decode(blob)
+        return out
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
+        assert self.inner is not None
+        chunks: dict[tuple[int, ...], bytes] = {}
+        for coords in self.inner_chunk_coords():
+            region = tuple(slice(i * c, (i + 1) * c) for i, c in zip(coords, self.chunk_shape))
+            chunk = array[region]
+            if not is_empty_chunk(chunk, spec.fill_value):
+                chunks[coords] = self.inner.encode(chunk)
+        return self.assemble(chunks) or self.assemble_empty()
+
+    def assemble_empty(self) -> bytes:
+        """A shard holding no chunk (only needed inside another shard)."""
+        assert self.index_pipeline is not None
+        return self.index_pipeline.encode(np.full((*self.grid_shape, 2), MISSING, dtype=np.uint64))
+
+    @property
+    def inner_chunks_per_shard(self) -> int:
+        return math.prod(self.grid_shape)

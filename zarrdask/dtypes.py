@@ -1,0 +1,598 @@
+"""Data types: Zarr v3 ``data_type`` names and v2 typestrs <-> numpy, and fill values.
+
+A :class:`DataType` is the in-memory view of a stored data type: a numpy dtype in
+native byte order (byte order on disk is a codec concern), the JSON it came from,
+and the rules for its fill value JSON. Fill values keep their bit patterns: a
+``"0x7fc00001"`` NaN payload survives a read and a write unchanged.
+
+v3 core types and zarr-python's extension types are built in; TensorStore's
+``bfloat16``/``float8_*``/``int4`` need the optional ``ml_dtypes`` package.
+``register_data_type`` adds a v3 data type (also through the entry-point group
+``zarrdask.data_types``).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import numpy as np
+
+from .errors import MetadataError, Problem, UnknownExtensionError, UnsupportedDataTypeError
+
+__all__ = [
+    "DataType",
+    "parse_data_type_v3",
+    "parse_dtype_v2",
+    "data_type_from_numpy",
+    "register_data_type",
+    "fill_from_json_v2",
+    "fill_to_json_v2",
+]
+
+JSON = Any
+Loc = tuple[str | int, ...]
+
+_V3_NUMERIC = {
+    "bool": "?",
+    "int8": "i1",
+    "int16": "i2",
+    "int32": "i4",
+    "int64": "i8",
+    "uint8": "u1",
+    "uint16": "u2",
+    "uint32": "u4",
+    "uint64": "u8",
+    "float16": "f2",
+    "float32": "f4",
+    "float64": "f8",
+    "complex64": "c8",
+    "complex128": "c16",
+}
+_NUMPY_TO_V3 = {np.dtype(v).str[1:]: k for k, v in _V3_NUMERIC.items()}
+_ML_DTYPES = (
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e4m3b11fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "int4",
+    "uint4",
+    "int2",
+    "uint2",
+)
+_FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_HEX = re.compile(r"^0x[0-9a-fA-F]+$")
+
+
+@dataclass(frozen=True)
+class DataType:
+    """An in-memory data type: numpy dtype (native order) plus the JSON that names it.
+
+    ``family`` selects the fill-value rules: ``bool int uint float complex raw
+    string bytes utf32 ntbytes rawbytes datetime timedelta object``.
+    """
+
+    name: str
+    dtype: np.dtype
+    family: str
+    configuration: Mapping[str, Any] | None = None
+    json: JSON = field(default=None, compare=False)
+
+    @property
+    def variable_length(self) -> bool:
+        """True for types stored with a variable-length codec (vlen-utf8 / vlen-bytes)."""
+        return self.dtype.kind == "O"
+
+    def to_json(self) -> JSON:
+        if self.json is not None:
+            return self.json
+        if self.configuration is None:
+            return self.name
+        return {"name": self.name, "configuration": dict(self.configuration)}
+
+    def default_fill(self) -> Any:
+        """The fill value used when none is given (zero / empty)."""
+        if self.family == "string":
+            return ""
+        if self.family == "bytes":
+            return b""
+        return self.dtype.type(0) if self.dtype.kind not in "SUV" else np.zeros((), self.dtype)[()]
+
+    # -- fill values (v3) -------------------------------------------------------
+    def fill_from_json(self, value: JSON, loc: Loc = ("fill_value",)) -> Any:
+        """Parse a v3 ``fill_value`` for this type; raise MetadataError naming ``loc``."""
+        try:
+            return _FILL_PARSERS[self.family](self, value)
+        except (ValueError, TypeError, OverflowError, KeyError) as exc:
+            raise MetadataError(
+                [Problem(loc, f"invalid fill value {value!r} for data type {self.name}: {exc}")]
+            ) from None
+
+    def fill_to_json(self, value: Any) -> JSON:
+        """The v3 JSON form of a fill value of this type (bit-exact for floats)."""
+        return _FILL_WRITERS[self.family](self, value)
+
+    def cast_fill(self, value: Any) -> Any:
+        """Coerce a user-given Python/numpy fill value to this type's scalar."""
+        if value is None:
+            return self.default_fill()
+        if self.family in ("string", "bytes"):
+            return value
+        if isinstance(value, str) and self.family in ("float", "complex"):
+            return self.fill_from_json(value)
+        return np.array(value).astype(self.dtype)[()] if self.dtype.kind != "V" else np.void(bytes(value))
+
+
+# -- fill parsing --------------------------------------------------------------
+
+
+def _parse_float(dt: np.dtype, value: JSON) -> Any:
+    if isinstance(value, str):
+        if value in _FLOAT_WORDS:
+            return dt.type(_FLOAT_WORDS[value])
+        if _HEX.match(value):
+            bits = int(value, 16)
+            nbytes = dt.itemsize
+            if len(value) - 2 != 2 * nbytes:
+                raise ValueError(f"hex fill value must have {2 * nbytes} hex digits")
+            raw = bits.to_bytes(nbytes, "big")
+            return np.frombuffer(raw, dtype=dt.newbyteorder(">"))[0].astype(dt)
+        raise ValueError('expected a number, "NaN", "Infinity", "-Infinity" or "0x..." hex')
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("expected a JSON number or string")
+    return dt.type(value)
+
+
+def _parse_int(dt: np.dtype, value: JSON) -> Any:
+    if isinstance(value, bool):
+        raise TypeError("expected an integer, got a boolean")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("expected an integer")
+        value = int(value)
+    if not isinstance(value, int):
+        raise TypeError("expected an integer")
+    info = np.iinfo(dt)
+    if not info.min <= value <= info.max:
+        raise OverflowError(f"{value} is outside [{info.min}, {info.max}]")
+    return dt.type(value)
+
+
+def _fill_bool(t: DataType, v: JSON) -> Any:
+    if not isinstance(v, bool):
+        raise TypeError("expected true or false")
+    return np.bool_(v)
+
+
+def _fill_int(t: DataType, v: JSON) -> Any:
+    return _parse_int(t.dtype, v)
+
+
+def _fill_float(t: DataType, v: JSON) -> Any:
+    return _parse_float(t.dtype, v)
+
+
+def _fill_complex(t: DataType, v: JSON) -> Any:
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise TypeError("expected [real, imaginary]")
+    part = np.dtype(f"f{t.dtype.itemsize // 2}")
+    out = np.zeros((), t.dtype)
+    out.real = _parse_float(part, v[0])
+    out.imag = _parse_float(part, v[1])
+    return out[()]
+
+
+def _fill_raw(t: DataType, v: JSON) -> Any:
+    if not isinstance(v, list) or len(v) != t.dtype.itemsize:
+        raise TypeError(f"expected a list of {t.dtype.itemsize} byte values")
+    return np.void(bytes(int(b) for b in v))
+
+
+def _fill_string(t: DataType, v: JSON) -> Any:
+    if not isinstance(v, str):
+        raise TypeError("expected a string")
+    return v
+
+
+def _fill_bytes(t: DataType, v: JSON) -> Any:
+    if isinstance(v, list):
+        return bytes(v)
+    if not isinstance(v, str):
+        raise TypeError("expected a base64 string")
+    return base64.b64decode(v, validate=True)
+
+
+def _fill_utf32(t: DataType, v: JSON) -> Any:
+    if not isinstance(v, str):
+        raise TypeError("expected a string")
+    return np.str_(v)
+
+
+def _fill_ntbytes(t: DataType, v: JSON) -> Any:
+    return np.bytes_(_fill_bytes(t, v))
+
+
+def _fill_rawbytes(t: DataType, v: JSON) -> Any:
+    raw = _fill_bytes(t, v)
+    if len(raw) not in (0, t.dtype.itemsize):
+        raise ValueError(f"expected {t.dtype.itemsize} bytes")
+    return np.void(raw.ljust(t.dtype.itemsize, b"\0"))
+
+
+def _fill_time(t: DataType, v: JSON) -> Any:
+    if isinstance(v, str) and v == "NaT":
+        return t.dtype.type("NaT")
+    return t.dtype.type(_parse_int(np.dtype("i8"), v), t.dtype.str[4:-1] or None)
+
+
+def _fill_ml(t: DataType, v: JSON) -> Any:
+    if t.dtype.kind in "iu" or t.name in ("int4", "uint4", "int2", "uint2"):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("expected an integer")
+        return t.dtype.type(v)
+    return _parse_float(t.dtype, v)
+
+
+_FILL_PARSERS: dict[str, Callable[[DataType, JSON], Any]] = {
+    "bool": _fill_bool,
+    "int": _fill_int,
+    "uint": _fill_int,
+    "float": _fill_float,
+    "complex": _fill_complex,
+    "raw": _fill_raw,
+    "string": _fill_string,
+    "bytes": _fill_bytes,
+    "utf32": _fill_utf32,
+    "ntbytes": _fill_ntbytes,
+    "rawbytes": _fill_rawbytes,
+    "datetime": _fill_time,
+    "timedelta": _fill_time,
+    "ml": _fill_ml,
+}
+
+# -- fill writing ----------------------------------------------------------------
+
+
+def float_to_json(value: Any, dt: np.dtype) -> JSON:
+    """A float as JSON: number, NaN/Infinity words, or hex when the NaN has a payload."""
+    x = np.asarray(value, dtype=dt)[()]
+    if np.isnan(x):
+        canonical = np.asarray(np.nan, dtype=dt).astype(dt.newbyteorder(">")).tobytes()
+        raw = np.asarray(x).astype(dt.newbyteorder(">")).tobytes()
+        return "NaN" if raw == canonical else "0x" + raw.hex()
+    if np.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float(x)
+
+
+def _w_bool(t: DataType, v: Any) -> JSON:
+    return bool(v)
+
+
+def _w_int(t: DataType, v: Any) -> JSON:
+    return int(v)
+
+
+def _w_float(t: DataType, v: Any) -> JSON:
+    return float_to_json(v, t.dtype)
+
+
+def _w_complex(t: DataType, v: Any) -> JSON:
+    part = np.dtype(f"f{t.dtype.itemsize // 2}")
+    c = np.asarray(v, dtype=t.dtype)[()]
+    return [float_to_json(c.real, part), float_to_json(c.imag, part)]
+
+
+def _w_raw(t: DataType, v: Any) -> JSON:
+    return list(bytes(np.asarray(v, dtype=t.dtype).tobytes()))
+
+
+def _w_str(t: DataType, v: Any) -> JSON:
+    return str(v)
+
+
+def _w_b64(t: DataType, v: Any) -> JSON:
+    raw = v if isinstance(v, bytes) else np.asarray(v, dtype=t.dtype).tobytes()
+    if t.family == "ntbytes":
+        raw = raw.rstrip(b"\0")
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _w_time(t: DataType, v: Any) -> JSON:
+    return int(np.asarray(v, dtype=t.dtype).view("i8"))
+
+
+def _w_ml(t: DataType, v: Any) -> JSON:
+    if t.name in ("int4", "uint4", "int2", "uint2"):
+        return int(np.asarray(v, dtype=t.dtype).astype(np.int64))
+    return float_to_json(v, t.dtype)
+
+
+_FILL_WRITERS: dict[str, Callable[[DataType, Any], JSON]] = {
+    "bool": _w_bool,
+    "int": _w_int,
+    "uint": _w_int,
+    "float": _w_float,
+    "complex": _w_complex,
+    "raw": _w_raw,
+    "string": _w_str,
+    "bytes": _w_b64,
+    "utf32": _w_str,
+    "ntbytes": _w_b64,
+    "rawbytes": _w_b64,
+    "datetime": _w_time,
+    "timedelta": _w_time,
+    "ml": _w_ml,
+}
+
+# -- v3 data type parsing -------------------------------------------------------------
+
+_V3Factory = Callable[[Mapping[str, Any] | None, Loc], DataType]
+_V3_REGISTRY: dict[str, _V3Factory] = {}
+_entry_points_loaded = False
+
+
+def register_data_type(name: str, factory: _V3Factory) -> None:
+    """Register a v3 data type: ``factory(configuration, loc) -> DataType``."""
+    _V3_REGISTRY[name] = factory
+
+
+def _family_of(dt: np.dtype) -> str:
+    return {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}[dt.kind]
+
+
+def _numeric(name: str) -> _V3Factory:
+    def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+        dt = np.dtype(_V3_NUMERIC[name])
+        return DataType(name, dt, _family_of(dt))
+
+    return make
+
+
+def _length_bytes(config: Mapping[str, Any] | None, loc: Loc, multiple: int = 1) -> int:
+    n = (config or {}).get("length_bytes")
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n % multiple:
+        raise MetadataError(
+            [Problem((*loc, "configuration", "length_bytes"), f"expected a positive multiple of {multiple}, got {n!r}")]
+        )
+    return n
+
+
+def _fixed_utf32(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+    n = _length_bytes(config, loc, 4)
+    return DataType("fixed_length_utf32", np.dtype(f"<U{n // 4}"), "utf32", {"length_bytes": n})
+
+
+def _null_terminated(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+    n = _length_bytes(config, loc)
+    return DataType("null_terminated_bytes", np.dtype(f"S{n}"), "ntbytes", {"length_bytes": n})
+
+
+def _raw_bytes(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+    n = _length_bytes(config, loc)
+    return DataType("raw_bytes", np.dtype(f"V{n}"), "rawbytes", {"length_bytes": n})
+
+
+_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic")
+
+
+def _time(kind: str) -> _V3Factory:
+    def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+        config = dict(config or {})
+        unit = config.get("unit")
+        scale = config.get("scale_factor", 1)
+        if unit not in _TIME_UNITS:
+            raise MetadataError([Problem((*loc, "configuration", "unit"), f"expected a numpy time unit, got {unit!r}")])
+        if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+            raise MetadataError(
+                [Problem((*loc, "configuration", "scale_factor"), f"expected a positive integer, got {scale!r}")]
+            )
+        code = "M8" if kind == "datetime" else "m8"
+        unit_str = "" if unit == "generic" else (f"{scale}{unit}" if scale != 1 else unit)
+        dt = np.dtype(f"<{code}[{unit_str}]") if unit_str else np.dtype(f"<{code}")
+        return DataType(f"numpy.{kind}64", dt, kind, {"unit": unit, "scale_factor": scale})
+
+    return make
+
+
+def _variable(name: str, family: str) -> _V3Factory:
+    def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+        return DataType(name, np.dtype(object), family)
+
+    return make
+
+
+def _ml(name: str) -> _V3Factory:
+    def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise UnsupportedDataTypeError(
+                [Problem(loc, f"unsupported data type {name!r}: install the optional 'ml_dtypes' package")]
+            ) from None
+        return DataType(name, np.dtype(getattr(ml_dtypes, name)), "ml")
+
+    return make
+
+
+for _name in _V3_NUMERIC:
+    register_data_type(_name, _numeric(_name))
+for _name in _ML_DTYPES:
+    register_data_type(_name, _ml(_name))
+register_data_type("fixed_length_utf32", _fixed_utf32)
+register_data_type("null_terminated_bytes", _null_terminated)
+register_data_type("raw_bytes", _raw_bytes)
+register_data_type("numpy.datetime64", _time("datetime"))
+register_data_type("numpy.timedelta64", _time("timedelta"))
+register_data_type("string", _variable("string", "string"))
+register_data_type("variable_length_bytes", _variable("variable_length_bytes", "bytes"))
+_RAW = re.compile(r"^r(\d+)$")
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group="zarrdask.data_types"):
+        _V3_REGISTRY.setdefault(ep.name, ep.load())
+
+
+def parse_data_type_v3(value: JSON, loc: Loc = ("data_type",)) -> DataType:
+    """Parse a v3 ``data_type`` (a name or ``{"name", "configuration"}``).
+
+    Data types are always must-understand (spec 3.1): an unknown one is rejected
+    even when it says ``"must_understand": false``.
+    """
+    config: Mapping[str, Any] | None = None
+    if isinstance(value, str):
+        name = value
+    elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
+        name = value["name"]
+        config = value.get("configuration")
+        if config is not None and not isinstance(config, Mapping):
+            raise MetadataError([Problem((*loc, "configuration"), "expected an object")])
+        extra = set(value) - {"name", "configuration", "must_understand"}
+        if extra:
+            raise MetadataError([Problem(loc, f"unexpected fields {sorted(extra)} in data type object")])
+    else:
+        raise MetadataError([Problem(loc, f"expected a data type name or object, got {value!r}")])
+    raw = _RAW.match(name)
+    if raw:
+        bits = int(raw.group(1))
+        if bits <= 0 or bits % 8:
+            raise MetadataError([Problem(loc, f"raw data type {name!r} must have a positive multiple of 8 bits")])
+        return DataType(name, np.dtype(f"V{bits // 8}"), "raw", json=value)
+    factory = _V3_REGISTRY.get(name)
+    if factory is None:
+        _load_entry_points()
+        factory = _V3_REGISTRY.get(name)
+    if factory is None:
+        raise UnknownExtensionError(
+            [Problem(loc, f"unknown data type {name!r} (data types are must-understand; known: "
+                     f"{', '.join(sorted(_V3_REGISTRY))}, r<bits>)")]
+        )
+    dtype = factory(config, loc)
+    return DataType(dtype.name, dtype.dtype, dtype.family, dtype.configuration, json=value)
+
+
+def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
+    """The data type zarrdask writes for a numpy dtype (or dtype-like / v3 name)."""
+    if zarr_format == 2:
+        return parse_dtype_v2(np.dtype(dtype).str if np.dtype(dtype).fields is None else np.dtype(dtype).descr)
+    if isinstance(dtype, str) and (dtype in _V3_REGISTRY or _RAW.match(dtype)):
+        return parse_data_type_v3(dtype)
+    if dtype is str:
+        return parse_data_type_v3("string")
+    if dtype is bytes:
+        return parse_data_type_v3("variable_length_bytes")
+    dt = np.dtype(dtype)
+    if dt.kind in "biufc":
+        return parse_data_type_v3(_NUMPY_TO_V3[dt.str[1:]])
+    if dt.kind == "U":
+        return parse_data_type_v3({"name": "fixed_length_utf32", "configuration": {"length_bytes": dt.itemsize}})
+    if dt.kind == "S":
+        return parse_data_type_v3({"name": "null_terminated_bytes", "configuration": {"length_bytes": dt.itemsize}})
+    if dt.kind == "V" and dt.fields is None:
+        return parse_data_type_v3({"name": "raw_bytes", "configuration": {"length_bytes": dt.itemsize}})
+    if dt.kind in "Mm":
+        unit, scale = np.datetime_data(dt)
+        name = "numpy.datetime64" if dt.kind == "M" else "numpy.timedelta64"
+        return parse_data_type_v3({"name": name, "configuration": {"unit": unit, "scale_factor": scale}})
+    if dt.kind == "O":
+        return parse_data_type_v3("string")
+    if dt.kind == "T":  # numpy StringDType
+        return parse_data_type_v3("string")
+    for name in _ML_DTYPES:
+        if dt.name == name:
+            return parse_data_type_v3(name)
+    raise UnsupportedDataTypeError(f"numpy dtype {dt!r} has no Zarr v3 data type")
+
+
+# -- v2 ------------------------------------------------------------------------------
+
+
+def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
+    """Parse a v2 ``dtype`` (typestr or structured list). ``name`` keeps the stored
+    typestr (with byte order); ``dtype`` is the native-order in-memory dtype."""
+    try:
+        if isinstance(value, list):
+            stored = np.dtype([tuple(f) for f in value])
+        elif isinstance(value, str):
+            stored = np.dtype(value)
+        else:
+            raise TypeError(f"expected a typestr or a list of fields, got {value!r}")
+    except (TypeError, ValueError) as exc:
+        raise MetadataError([Problem(loc, f"invalid v2 dtype {value!r}: {exc}")]) from None
+    if stored.kind == "O":
+        return DataType(value, stored, "object", json=value)
+    native = stored.newbyteorder("=") if stored.fields is None else stored
+    family = {
+        "b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex", "U": "utf32",
+        "S": "ntbytes", "V": "rawbytes", "M": "datetime", "m": "timedelta",
+    }.get(native.kind, "rawbytes")
+    if native.kind in "biufcMm":
+        native = np.dtype(native.str.replace(">", "<"))
+    return DataType(str(value) if isinstance(value, str) else "structured", native, family, json=value)
+
+
+def stored_dtype_v2(dtype: DataType) -> np.dtype:
+    """The on-disk numpy dtype of a v2 data type (with its byte order)."""
+    j = dtype.json
+    return np.dtype([tuple(f) for f in j]) if isinstance(j, list) else np.dtype(j)
+
+
+def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) -> Any:
+    """Parse a v2 ``fill_value``; ``None`` stays ``None`` (no fill value)."""
+    if value is None:
+        return None
+    fam = dtype.family
+    try:
+        if fam == "object":
+            return value
+        if fam in ("float", "complex"):
+            if fam == "complex" and isinstance(value, list):
+                return _fill_complex(dtype, value)
+            return _parse_float(dtype.dtype, value) if fam == "float" else dtype.dtype.type(value)
+        if fam in ("int", "uint"):
+            return _parse_int(dtype.dtype, value)
+        if fam == "bool":
+            return np.bool_(value)
+        if fam in ("datetime", "timedelta"):
+            return _fill_time(dtype, value)
+        if fam == "utf32":
+            return np.str_(value)
+        if fam in ("ntbytes", "rawbytes"):
+            raw = base64.b64decode(value) if isinstance(value, str) else bytes(value)
+            if fam == "ntbytes":
+                return np.bytes_(raw)
+            return np.frombuffer(raw.ljust(dtype.dtype.itemsize, b"\0"), dtype=stored_dtype_v2(dtype))[0].astype(
+                dtype.dtype
+            )
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise MetadataError([Problem(loc, f"invalid fill value {value!r} for dtype {dtype.name}: {exc}")]) from None
+    raise MetadataError([Problem(loc, f"cannot parse fill value {value!r} for dtype {dtype.name}")])
+
+
+def fill_to_json_v2(dtype: DataType, value: Any) -> JSON:
+    """The v2 JSON form of a fill value (``None`` for no fill value)."""
+    if value is None:
+        return None
+    fam = dtype.family
+    if fam == "object":
+        return value if isinstance(value, (str, int, float)) or value is None else None
+    if fam == "float":
+        j = float_to_json(value, dtype.dtype)
+        return "NaN" if isinstance(j, str) and j.startswith("0x") else j
+    if fam == "complex":
+        return _w_complex(dtype, value)
+    if fam in ("ntbytes", "rawbytes"):
+        return base64.b64encode(np.asarray(value, dtype=stored_dtype_v2(dtype)).tobytes()).decode("ascii")
+    return _FILL_WRITERS[fam](dtype, value)

@@ -1,0 +1,169 @@
+"""Chunk grids and chunk key encodings: pure integer geometry and key strings.
+
+Both are v3 extension points with a registry a user can extend:
+``register_chunk_grid(name, factory)`` and ``register_chunk_key_encoding(name, factory)``
+(also through the entry-point groups ``zarrdask.chunk_grids`` /
+``zarrdask.chunk_key_encodings``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from .errors import MetadataError, Problem, UnknownExtensionError
+from .metadata.extension import NamedConfig
+
+__all__ = [
+    "RegularChunkGrid",
+    "ChunkKeyEncoding",
+    "DefaultKeyEncoding",
+    "V2KeyEncoding",
+    "parse_chunk_grid",
+    "parse_chunk_key_encoding",
+    "register_chunk_grid",
+    "register_chunk_key_encoding",
+]
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RegularChunkGrid:
+    """A grid of equal chunks; the last chunk along a dimension may run past the edge."""
+
+    chunk_shape: tuple[int, ...]
+
+    def grid_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        return tuple(math.ceil(s / c) if c else 0 for s, c in zip(shape, self.chunk_shape))
+
+    def all_chunk_coords(self, shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
+        return itertools.product(*(range(n) for n in self.grid_shape(shape)))
+
+    def chunk_slices(self, coords: Sequence[int], shape: Sequence[int]) -> tuple[slice, ...]:
+        """Slices of the array covered by chunk ``coords`` (clipped to the array)."""
+        return tuple(
+            slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, self.chunk_shape, shape)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
+
+
+def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], allow_zero: bool = False) -> bool:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        problems.append(Problem(loc, f"expected a list of integers, got {value!r}"))
+        return False
+    if len(value) != n:
+        problems.append(Problem(loc, f"expected {n} entries (one per dimension), got {len(value)}"))
+        return False
+    low = 0 if allow_zero else 1
+    if any(v < low for v in value):
+        problems.append(Problem(loc, f"expected integers >= {low}, got {list(value)}"))
+        return False
+    return True
+
+
+def _regular(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Problem]) -> RegularChunkGrid | None:
+    shape = config.get("chunk_shape")
+    if not _positive_int_list(shape, ndim, (*loc, "configuration", "chunk_shape"), problems):
+        return None
+    return RegularChunkGrid(tuple(shape))
+
+
+class ChunkKeyEncoding(Protocol):
+    def encode(self, coords: Sequence[int]) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultKeyEncoding:
+    """``c/1/2`` (or ``c.1.2``); a 0-d array's only chunk is ``c``."""
+
+    separator: str = "/"
+
+    def encode(self, coords: Sequence[int]) -> str:
+        return self.separator.join(["c", *map(str, coords)])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": "default", "configuration": {"separator": self.separator}}
+
+
+@dataclass(frozen=True, slots=True)
+class V2KeyEncoding:
+    """``1.2`` (or ``1/2``); a 0-d array's only chunk is ``0``."""
+
+    separator: str = "."
+
+    def encode(self, coords: Sequence[int]) -> str:
+        return self.separator.join(map(str, coords)) if len(coords) else "0"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": "v2", "configuration": {"separator": self.separator}}
+
+
+def _key_encoding(cls: type, default: str) -> Callable[[Mapping[str, Any], Loc, list[Problem]], Any]:
+    def make(config: Mapping[str, Any], loc: Loc, problems: list[Problem]) -> Any:
+        sep = config.get("separator", default)
+        if sep not in ("/", "."):
+            problems.append(Problem((*loc, "configuration", "separator"), f"expected '/' or '.', got {sep!r}"))
+            return None
+        return cls(sep)
+
+    return make
+
+
+_GRIDS: dict[str, Callable[..., Any]] = {"regular": _regular}
+_KEY_ENCODINGS: dict[str, Callable[..., Any]] = {
+    "default": _key_encoding(DefaultKeyEncoding, "/"),
+    "v2": _key_encoding(V2KeyEncoding, "."),
+}
+
+
+def register_chunk_grid(name: str, factory: Callable[..., Any]) -> None:
+    """``factory(configuration, ndim, loc, problems) -> grid | None``."""
+    _GRIDS[name] = factory
+
+
+def register_chunk_key_encoding(name: str, factory: Callable[..., Any]) -> None:
+    """``factory(configuration, loc, problems) -> encoding | None``."""
+    _KEY_ENCODINGS[name] = factory
+
+
+def _lookup(registry: dict[str, Callable[..., Any]], group: str, name: str) -> Callable[..., Any] | None:
+    if name not in registry:
+        for ep in entry_points(group=group):
+            if ep.name == name:
+                registry[name] = ep.load()
+    return registry.get(name)
+
+
+def parse_chunk_grid(named: NamedConfig, ndim: int, loc: Loc, problems: list[Problem]) -> Any:
+    factory = _lookup(_GRIDS, "zarrdask.chunk_grids", named.name)
+    if factory is None:
+        problems.append(Problem((*loc, "name"), f"unknown chunk grid {named.name!r} (known: {sorted(_GRIDS)})"))
+        return None
+    return factory(named.configuration, ndim, loc, problems)
+
+
+def parse_chunk_key_encoding(named: NamedConfig, loc: Loc, problems: list[Problem]) -> Any:
+    factory = _lookup(_KEY_ENCODINGS, "zarrdask.chunk_key_encodings", named.name)
+    if factory is None:
+        problems.append(
+            Problem((*loc, "name"), f"unknown chunk key encoding {named.name!r} (known: {sorted(_KEY_ENCODINGS)})")
+        )
+        return None
+    return factory(named.configuration, loc, problems)
+
+
+def raise_problems(problems: list[Problem], key: str | None = None) -> None:
+    """Raise the collected problems: UnknownExtensionError when any is an unknown name."""
+    if not problems:
+        return
+    cls = UnknownExtensionError if any("unknown" in p.message for p in problems) else MetadataError
+    raise cls(problems, key=key)

@@ -1,0 +1,285 @@
+"""Selections and their projection onto a chunk grid (pure integer geometry).
+
+A user selection is normalised once into one of two forms:
+
+* :class:`OrthogonalSelection`: one entry per dimension, each a positive-step ``slice``
+  or an int array (``a[...]`` with ints/slices/ellipsis, and ``a.oindex[...]``);
+* :class:`PointSelection`: broadcast coordinate arrays (``a.vindex[...]``).
+
+``selection.project(chunk_shape)`` yields one :class:`Projection` per chunk touched:
+the chunk's grid coordinates, the chunk-local selection (again a Selection, so a
+shard can project it onto its inner chunks the same way), where the values go in the
+output, and whether the chunk is covered completely (a write needs no read then).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Union
+
+import numpy as np
+
+from .errors import BoundsError, SelectionError
+
+__all__ = [
+    "OrthogonalSelection",
+    "PointSelection",
+    "Selection",
+    "Projection",
+    "basic_selection",
+    "orthogonal_selection",
+    "point_selection",
+]
+
+DimSel = Union[slice, np.ndarray]
+
+
+class Projection(NamedTuple):
+    """One chunk's part of a selection."""
+
+    coords: tuple[int, ...]
+    chunk_selection: Selection
+    out_index: Any  # tuple of slices (a view), an np.ix_ tuple, or flat positions (points)
+    full: bool
+
+
+def _slice_len(s: slice) -> int:
+    return max(0, (s.stop - s.start + s.step - 1) // s.step)
+
+
+@dataclass(frozen=True)
+class OrthogonalSelection:
+    """Per-dimension selection: positive-step slices or int arrays (indices in order)."""
+
+    dims: tuple[DimSel, ...]
+    array_shape: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(_slice_len(d) if isinstance(d, slice) else len(d) for d in self.dims)
+
+    @property
+    def is_basic(self) -> bool:
+        return all(isinstance(d, slice) for d in self.dims)
+
+    def covers_all(self) -> bool:
+        return all(
+            isinstance(d, slice) and d.start == 0 and d.stop == n and d.step == 1
+            for d, n in zip(self.dims, self.array_shape)
+        )
+
+    def index(self) -> Any:
+        """A numpy index that applies this selection to an array of ``array_shape``."""
+        if self.is_basic:
+            return self.dims
+        return np.ix_(*(np.arange(d.start, d.stop, d.step) if isinstance(d, slice) else d for d in self.dims))
+
+    def extract(self, array: np.ndarray) -> np.ndarray:
+        return array[self.index()]
+
+    def assign(self, array: np.ndarray, values: Any) -> None:
+        array[self.index()] = values
+
+    def project(self, chunk_shape: Sequence[int]) -> Iterator[Projection]:
+        per_dim = [
+            list(_project_dim(d, c, n)) for d, c, n in zip(self.dims, chunk_shape, self.array_shape)
+        ]
+        basic = self.is_basic
+        for combo in itertools.product(*per_dim):
+            coords = tuple(p[0] for p in combo)
+            local_shape = tuple(min(c, n - k * c) for (k, *_), c, n in zip(combo, chunk_shape, self.array_shape))
+            chunk_sel = OrthogonalSelection(tuple(p[1] for p in combo), local_shape)
+            outs = tuple(p[2] for p in combo)
+            if not basic:
+                outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
+            yield Projection(coords, chunk_sel, outs, all(p[3] for p in combo))
+
+
+def _project_dim(sel: DimSel, c: int, n: int) -> Iterator[tuple[int, DimSel, DimSel, bool]]:
+    """(chunk index, chunk-local selection, output positions, chunk fully covered)."""
+    if isinstance(sel, slice):
+        start, stop, step = sel.start, sel.stop, sel.step
+        if stop <= start:
+            return
+        for k in range(start // c, (stop - 1) // c + 1):
+            lo, hi = k * c, min((k + 1) * c, n)
+            first = start if start >= lo else start + -(-(lo - start) // step) * step
+            end = min(stop, hi)
+            if first >= end:
+                continue
+            out0 = (first - start) // step
+            count = -(-(end - first) // step)
+            full = step == 1 and first == lo and end == hi
+            yield k, slice(first - lo, end - lo, step), slice(out0, out0 + count), full
+        return
+    if sel.size == 0:
+        return
+    chunk_ids = sel // c
+    order = np.argsort(chunk_ids, kind="stable")
+    sorted_ids = chunk_ids[order]
+    bounds = np.flatnonzero(np.diff(sorted_ids)) + 1
+    for positions in np.split(order, bounds):
+        k = int(chunk_ids[positions[0]])
+        local = sel[positions] - k * c
+        size = min(c, n - k * c)
+        full = local.size >= size and np.unique(local).size == size
+        yield k, local, positions, bool(full)
+
+
+@dataclass(frozen=True)
+class PointSelection:
+    """Coordinate selection: ``coords[d][i]`` is point ``i``'s index along dimension ``d``."""
+
+    coords: tuple[np.ndarray, ...]
+    array_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.coords[0]),) if self.coords else (1,)
+
+    def covers_all(self) -> bool:
+        return False
+
+    def extract(self, array: np.ndarray) -> np.ndarray:
+        return array[self.coords]
+
+    def assign(self, array: np.ndarray, values: Any) -> None:
+        array[self.coords] = values
+
+    def project(self, chunk_shape: Sequence[int]) -> Iterator[Projection]:
+        if not self.coords or len(self.coords[0]) == 0:
+            return
+        chunk_idx = [c // s for c, s in zip(self.coords, chunk_shape)]
+        grid = [max(1, math.ceil(n / s)) for n, s in zip(self.array_shape, chunk_shape)]
+        flat = np.ravel_multi_index(chunk_idx, grid)
+        order = np.argsort(flat, kind="stable")
+        bounds = np.flatnonzero(np.diff(flat[order])) + 1
+        for positions in np.split(order, bounds):
+            k = tuple(int(ci[positions[0]]) for ci in chunk_idx)
+            local = tuple(c[positions] - kk * s for c, kk, s in zip(self.coords, k, chunk_shape))
+            local_shape = tuple(min(s, n - kk * s) for kk, s, n in zip(k, chunk_shape, self.array_shape))
+            yield Projection(k, PointSelection(local, local_shape, (len(positions),)), positions, False)
+
+
+Selection = Union[OrthogonalSelection, PointSelection]
+
+# -- normalisation of user selections ------------------------------------------------
+
+
+def _as_tuple(selection: Any) -> tuple[Any, ...]:
+    return selection if isinstance(selection, tuple) else (selection,)
+
+
+def _expand_ellipsis(sel: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    n_ell = sum(1 for s in sel if s is Ellipsis)
+    if n_ell > 1:
+        raise SelectionError("a selection may contain at most one Ellipsis")
+    if n_ell:
+        i = next(i for i, s in enumerate(sel) if s is Ellipsis)
+        sel = sel[:i] + (slice(None),) * (ndim - len(sel) + 1) + sel[i + 1 :]
+    if len(sel) > ndim:
+        raise SelectionError(f"too many indices: {len(sel)} for an array with {ndim} dimensions")
+    return sel + (slice(None),) * (ndim - len(sel))
+
+
+def _int_index(value: Any, n: int, dim: int) -> int:
+    i = operator.index(value)
+    if not -n <= i < n:
+        raise BoundsError(f"index {i} is out of bounds for dimension {dim} with length {n}")
+    return i + n if i < 0 else i
+
+
+def _int_array(value: Any, n: int, dim: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise SelectionError(f"boolean index for dimension {dim} has shape {arr.shape}, expected ({n},)")
+        return np.flatnonzero(arr)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise SelectionError(f"index for dimension {dim} must be a 1-d integer or boolean array, got {arr.dtype}{arr.shape}")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < -n or arr.max() >= n):
+        raise BoundsError(f"index out of bounds for dimension {dim} with length {n}")
+    return np.where(arr < 0, arr + n, arr)
+
+
+def _slice(s: slice, n: int) -> DimSel:
+    start, stop, step = s.indices(n)
+    if step > 0:
+        return slice(start, max(start, stop), step)
+    return np.arange(start, stop, step, dtype=np.int64)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def basic_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:
+    """Normalise ints / slices / Ellipsis; return the selection and the result shape
+    (integer-indexed dimensions dropped)."""
+    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    dims: list[DimSel] = []
+    out_shape: list[int] = []
+    for d, (s, n) in enumerate(zip(sel, shape)):
+        if _is_int(s):
+            i = _int_index(s, n, d)
+            dims.append(slice(i, i + 1, 1))
+        elif isinstance(s, slice):
+            ds = _slice(s, n)
+            dims.append(ds)
+            out_shape.append(_slice_len(ds) if isinstance(ds, slice) else len(ds))
+        else:
+            raise SelectionError(
+                f"unsupported selection {s!r} in dimension {d} for basic indexing; use .oindex or .vindex for arrays"
+            )
+    return OrthogonalSelection(tuple(dims), tuple(shape)), tuple(out_shape)
+
+
+def orthogonal_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:
+    """Normalise an ``oindex`` selection (ints, slices, int or bool arrays per dimension)."""
+    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    dims: list[DimSel] = []
+    out_shape: list[int] = []
+    for d, (s, n) in enumerate(zip(sel, shape)):
+        if _is_int(s):
+            i = _int_index(s, n, d)
+            dims.append(slice(i, i + 1, 1))
+            continue
+        ds = _slice(s, n) if isinstance(s, slice) else _int_array(s, n, d)
+        dims.append(ds)
+        out_shape.append(_slice_len(ds) if isinstance(ds, slice) else len(ds))
+    return OrthogonalSelection(tuple(dims), tuple(shape)), tuple(out_shape)
+
+
+def point_selection(selection: Any, shape: tuple[int, ...]) -> tuple[PointSelection, tuple[int, ...]]:
+    """Normalise a ``vindex`` selection: coordinate arrays (broadcast) or one boolean mask."""
+    sel = _as_tuple(selection)
+    if len(sel) == 1 and np.asarray(sel[0]).dtype == bool and np.asarray(sel[0]).ndim == len(shape):
+        mask = np.asarray(sel[0])
+        if mask.shape != shape:
+            raise SelectionError(f"boolean mask has shape {mask.shape}, expected {shape}")
+        coords = tuple(c.astype(np.int64) for c in np.nonzero(mask))
+        return PointSelection(coords, shape, (len(coords[0]),)), (len(coords[0]),)
+    if len(sel) != len(shape):
+        raise SelectionError(f"vindex needs one coordinate array per dimension ({len(shape)}), got {len(sel)}")
+    arrays = []
+    for d, (s, n) in enumerate(zip(sel, shape)):
+        arr = np.asarray(s)
+        if arr.dtype.kind not in "iu":
+            raise SelectionError(f"vindex coordinates for dimension {d} must be integers, got {arr.dtype}")
+        arr = arr.astype(np.int64)
+        if arr.size and (arr.min() < -n or arr.max() >= n):
+            raise BoundsError(f"coordinate out of bounds for dimension {d} with length {n}")
+        arrays.append(np.where(arr < 0, arr + n, arr))
+    try:
+        bcast = np.broadcast_arrays(*arrays)
+    except ValueError as exc:
+        raise SelectionError(f"vindex coordinate arrays do not broadcast: {exc}") from None
+    out_shape = bcast[0].shape if bcast else ()
+    coords = tuple(b.reshape(-1) for b in bcast)
+    return PointSelection(coords, shape, out_shape), out_shape

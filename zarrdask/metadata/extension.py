@@ -1,0 +1,71 @@
+"""Extension objects: ``{"name", "configuration", "must_understand"}`` and the short-hand ``"name"``.
+
+Every v3 extension point (codecs, chunk grid, chunk key encoding, storage
+transformers, extra top-level fields) is written in this form. ``must_understand``
+defaults to true: an implementation that does not know the name must refuse the
+node, unless the writer said it may be ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Problem
+
+__all__ = ["NamedConfig", "parse_named_config"]
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class NamedConfig:
+    """One extension object, normalised. ``shorthand`` remembers the ``"name"`` form."""
+
+    name: str
+    configuration: Mapping[str, Any] = field(default_factory=dict)
+    must_understand: bool = True
+    shorthand: bool = False
+
+    def to_json(self) -> Any:
+        if self.shorthand and not self.configuration and self.must_understand:
+            return self.name
+        out: dict[str, Any] = {"name": self.name}
+        if self.configuration:
+            out["configuration"] = dict(self.configuration)
+        if not self.must_understand:
+            out["must_understand"] = False
+        return out
+
+
+def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedConfig | None:
+    """Parse an extension object, appending problems (with ``loc``) instead of raising."""
+    if isinstance(value, str):
+        if not value:
+            problems.append(Problem(loc, "expected a non-empty extension name"))
+            return None
+        return NamedConfig(value, {}, True, shorthand=True)
+    if not isinstance(value, Mapping):
+        problems.append(Problem(loc, f"expected an object with 'name' or a name string, got {value!r}"))
+        return None
+    name = value.get("name")
+    ok = True
+    if not isinstance(name, str) or not name:
+        problems.append(Problem((*loc, "name"), f"expected a non-empty string, got {name!r}"))
+        ok = False
+    config = value.get("configuration", {})
+    if config is None:
+        config = {}
+    if not isinstance(config, Mapping):
+        problems.append(Problem((*loc, "configuration"), f"expected an object, got {config!r}"))
+        ok = False
+    must = value.get("must_understand", True)
+    if not isinstance(must, bool):
+        problems.append(Problem((*loc, "must_understand"), f"expected true or false, got {must!r}"))
+        ok = False
+    extra = set(value) - {"name", "configuration", "must_understand"}
+    if extra:
+        problems.append(Problem(loc, f"unexpected fields {sorted(extra)} in extension object"))
+        ok = False
+    return NamedConfig(name, dict(config), must) if ok else None

@@ -1,0 +1,169 @@
+"""Zarr v2 metadata: ``.zarray``, ``.zgroup``, ``.zattrs`` (and ``.zmetadata`` in consolidated.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
+from ..errors import MetadataError, Problem
+from ..grid import RegularChunkGrid, V2KeyEncoding, raise_problems
+
+__all__ = ["ArrayMetadataV2", "GroupMetadataV2"]
+
+_ARRAY_FIELDS = {
+    "zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters", "dimension_separator",
+}
+
+
+def _dumps(doc: Any) -> bytes:
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class ArrayMetadataV2:
+    """A v2 array: ``.zarray`` plus its ``.zattrs``. ``fill_value`` may be ``None``."""
+
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    data_type: DataType
+    fill_value: Any
+    order: str = "C"
+    compressor: Mapping[str, Any] | None = None
+    filters: tuple[Mapping[str, Any], ...] | None = None
+    dimension_separator: str = "."
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+    zarr_format = 2
+    node_type = "array"
+    storage_transformers = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def chunk_grid(self) -> RegularChunkGrid:
+        return RegularChunkGrid(self.chunk_shape)
+
+    @property
+    def chunk_key_encoding(self) -> V2KeyEncoding:
+        return V2KeyEncoding(self.dimension_separator)
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        dims = self.attributes.get("_ARRAY_DIMENSIONS")
+        if isinstance(dims, list) and len(dims) == len(self.shape) and all(isinstance(d, str) for d in dims):
+            return tuple(dims)
+        return None
+
+    def evolve(self, **changes: Any) -> ArrayMetadataV2:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``.zarray`` document."""
+        return {
+            "zarr_format": 2,
+            "shape": list(self.shape),
+            "chunks": list(self.chunk_shape),
+            "dtype": self.data_type.to_json(),
+            "compressor": dict(self.compressor) if self.compressor is not None else None,
+            "fill_value": fill_to_json_v2(self.data_type, self.fill_value),
+            "order": self.order,
+            "filters": [dict(f) for f in self.filters] if self.filters else None,
+            "dimension_separator": self.dimension_separator,
+        }
+
+    def to_documents(self) -> dict[str, bytes]:
+        docs = {".zarray": _dumps(self.to_json())}
+        if self.attributes:
+            docs[".zattrs"] = _dumps(dict(self.attributes))
+        return docs
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
+                  key: str | None = None) -> ArrayMetadataV2:
+        problems: list[Problem] = []
+        if doc.get("zarr_format") != 2:
+            problems.append(Problem(("zarr_format",), f"expected 2, got {doc.get('zarr_format')!r}"))
+        for name in ("shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters"):
+            if name not in doc:
+                problems.append(Problem((name,), f"required field {name!r} is missing"))
+        shape = doc.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            problems.append(Problem(("shape",), f"expected a list of non-negative integers, got {shape!r}"))
+            shape = None
+        chunks = doc.get("chunks")
+        if not isinstance(chunks, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in chunks):
+            problems.append(Problem(("chunks",), f"expected a list of positive integers, got {chunks!r}"))
+            chunks = None
+        elif shape is not None and len(chunks) != len(shape):
+            problems.append(Problem(("chunks",), f"expected {len(shape)} entries, got {len(chunks)}"))
+        dtype = None
+        try:
+            dtype = parse_dtype_v2(doc.get("dtype"))
+        except MetadataError as exc:
+            problems.extend(exc.problems)
+        order = doc.get("order", "C")
+        if order not in ("C", "F"):
+            problems.append(Problem(("order",), f"expected 'C' or 'F', got {order!r}"))
+        compressor = doc.get("compressor")
+        if compressor is not None and not (isinstance(compressor, Mapping) and isinstance(compressor.get("id"), str)):
+            problems.append(Problem(("compressor",), f"expected null or an object with 'id', got {compressor!r}"))
+        filters = doc.get("filters")
+        if filters is not None and not (
+            isinstance(filters, list) and all(isinstance(f, Mapping) and isinstance(f.get("id"), str) for f in filters)
+        ):
+            problems.append(Problem(("filters",), f"expected null or a list of objects with 'id', got {filters!r}"))
+        sep = doc.get("dimension_separator", ".")
+        if sep not in (".", "/"):
+            problems.append(Problem(("dimension_separator",), f"expected '.' or '/', got {sep!r}"))
+        fill = None
+        if dtype is not None:
+            try:
+                fill = fill_from_json_v2(dtype, doc.get("fill_value"))
+            except MetadataError as exc:
+                problems.extend(exc.problems)
+        attrs = attributes if attributes is not None else {}
+        if not isinstance(attrs, Mapping):
+            problems.append(Problem((".zattrs",), f"expected an object, got {attrs!r}"))
+        raise_problems(problems, key)
+        return cls(
+            shape=tuple(shape), chunk_shape=tuple(chunks), data_type=dtype, fill_value=fill, order=order,
+            compressor=compressor, filters=tuple(filters) if filters else None, dimension_separator=sep,
+            attributes=dict(attrs),
+        )  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class GroupMetadataV2:
+    """A v2 group: ``.zgroup`` plus its ``.zattrs``; ``consolidated`` from ``.zmetadata`` if read."""
+
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    consolidated: Mapping[str, Mapping[str, Any]] | None = None
+
+    zarr_format = 2
+    node_type = "group"
+
+    def evolve(self, **changes: Any) -> GroupMetadataV2:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"zarr_format": 2}
+
+    def to_documents(self) -> dict[str, bytes]:
+        docs = {".zgroup": _dumps({"zarr_format": 2})}
+        if self.attributes:
+            docs[".zattrs"] = _dumps(dict(self.attributes))
+        return docs
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
+                  key: str | None = None) -> GroupMetadataV2:
+        if doc.get("zarr_format") != 2:
+            raise MetadataError([Problem(("zarr_format",), f"expected 2, got {doc.get('zarr_format')!r}")], key=key)
+        if attributes is not None and not isinstance(attributes, Mapping):
+            raise MetadataError([Problem((".zattrs",), f"expected an object, got {attributes!r}")], key=key)
+        return cls(attributes=dict(attributes or {}))
