@@ -1,0 +1,80 @@
+"""Race tests on a multi-process LocalCluster: misaligned writes must be bit-exact every time.
+
+Dask chunks (7, 13) never line up with shards (32, 32) (inner chunks (8, 8)): with an
+unplanned write several tasks would rewrite the same shard concurrently and lose data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dask
+import dask.array as da
+from zarrdask.core.api import open_array
+from zarrdask.core.create import create_array
+from zarrdask.dask_io import from_zarr, to_zarr
+
+distributed = pytest.importorskip("distributed")
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
+
+REPEAT = 20
+SHAPE = (150, 140)
+LAYOUT = dict(chunks=(8, 8), shards=(32, 32), fill_value=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=2, dashboard_address=None
+    ) as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def _source(seed: int, shape: tuple[int, ...]) -> tuple[np.ndarray, da.Array]:
+    data = np.random.default_rng(seed).standard_normal(shape)
+    return data, da.from_array(data, chunks=(7, 13))
+
+
+def test_misaligned_write_is_bit_exact(client, tmp_path):
+    for rep in range(REPEAT):
+        data, x = _source(rep, SHAPE)
+        target = tmp_path / f"w{rep}.zarr"
+        client.compute(to_zarr(x, str(target), compute=False, **LAYOUT)).result()
+        np.testing.assert_array_equal(open_array(str(target))[...], data, err_msg=f"repetition {rep}")
+
+
+def test_region_write_starting_mid_shard_is_bit_exact(client, tmp_path):
+    for rep in range(REPEAT):
+        base = np.random.default_rng(1000 + rep).standard_normal(SHAPE)
+        target = str(tmp_path / f"r{rep}.zarr")
+        create_array(target, shape=SHAPE, dtype="float64", **LAYOUT)[...] = base
+        data, x = _source(rep, (101, 90))
+        region = (slice(13, 114), slice(21, 111))
+        client.compute(to_zarr(x, target, mode="r+", region=region, compute=False)).result()
+        base[region] = data
+        np.testing.assert_array_equal(open_array(target)[...], base, err_msg=f"repetition {rep}")
+
+
+def test_append_starting_mid_shard_is_bit_exact(client, tmp_path):
+    for rep in range(REPEAT):
+        first = np.random.default_rng(2000 + rep).standard_normal((45, SHAPE[1]))  # 45 = 32 + 13
+        target = str(tmp_path / f"a{rep}.zarr")
+        create_array(target, shape=first.shape, dtype="float64", **LAYOUT)[...] = first
+        data, x = _source(rep, (100, SHAPE[1]))
+        client.compute(to_zarr(x, target, mode="a", compute=False)).result()
+        np.testing.assert_array_equal(
+            open_array(target)[...], np.concatenate([first, data]), err_msg=f"repetition {rep}"
+        )
+
+
+def test_read_and_write_through_the_default_client(client, tmp_path):
+    data, x = _source(7, SHAPE)
+    with dask.config.set(scheduler=client):
+        written = to_zarr(x, str(tmp_path / "d.zarr"), **LAYOUT)
+        y = from_zarr(written)
+        assert y.numblocks == (5, 5)
+        np.testing.assert_array_equal(y.compute(), data)
+    prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert {"zarrdask-read", "zarrdask-write"} <= set(prefixes)

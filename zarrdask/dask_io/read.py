@@ -1,0 +1,138 @@
+"""``from_zarr``: a lazy dask array with one read task per shard (or per chunk when unsharded).
+
+The graph is built through the public ``da.from_array`` on a tiny picklable
+:class:`ShardReader`, so it is a lazily materialised Blockwise layer (a million blocks
+cost nothing until computed) and works with dask's array query planning on or off.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.array.core import PerformanceWarning, normalize_chunks
+from dask.base import tokenize
+from dask.utils import parse_bytes
+
+from ..core.api import open_array
+from ..core.array import Array
+from ..plan import auto_read_chunks, cut_axes, default_read_chunks
+
+if TYPE_CHECKING:
+    from ..storage import StoreLike
+
+__all__ = ["ShardReader", "from_zarr", "open_source", "read_chunks"]
+
+
+class ShardReader:
+    """What every read task holds: a zarrdask Array with serial decoding.
+
+    ``reader[slices]`` reads one block: the core fetches each shard's index once and
+    its inner chunks with coalesced byte ranges. It pickles as the Array does (store,
+    path, metadata; no I/O) and deliberately has no ``copy`` (``from_array`` would call it).
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
+        return self.array[key]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ShardReader, (self.array,))
+
+    def __dask_tokenize__(self) -> object:
+        return ("zarrdask.ShardReader", tokenize(self.array))
+
+
+def from_zarr(
+    source: StoreLike | Array,
+    *,
+    path: str | None = None,
+    chunks: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    name: str | bool | None = None,
+) -> da.Array:
+    """A dask array over a Zarr array: one task per shard by default.
+
+    ``source`` is a path, URL, Store or zarrdask ``Array``. ``chunks``: ``None`` = the
+    write grid (shards, else chunks); ``"auto"`` = whole multiples of it of about
+    ``array.chunk-size`` (128 MiB); anything ``dask.array.normalize_chunks`` accepts
+    otherwise (a PerformanceWarning when the blocks cut through shards). ``name``: the
+    graph's name (default ``zarrdask-read-<token>``; ``False`` for a random one).
+
+    The graph is a single Blockwise layer, one task per block::
+
+        ("zarrdask-read-<token>", i, j) -> getter(ShardReader(array), (slice(...), slice(...)))
+    """
+    array = open_source(source, path=path, storage_options=storage_options)
+    block_chunks = read_chunks(array, chunks)
+    reader = ShardReader(array.with_options(threads=1))
+    if name is None:
+        name = f"zarrdask-read-{tokenize(reader, block_chunks)}"
+    elif name is False or name is True:
+        name = f"zarrdask-read-{uuid.uuid4().hex}"
+    return da.from_array(
+        reader,
+        chunks=block_chunks,
+        name=name,
+        lock=False,
+        asarray=False,
+        fancy=False,
+        inline_array=True,
+        meta=np.empty((0,) * array.ndim, dtype=array.dtype),
+    )
+
+
+def open_source(
+    source: StoreLike | Array,
+    *,
+    path: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    mode: str = "r",
+) -> Array:
+    """The zarrdask Array named by ``source`` (an Array passes through)."""
+    if isinstance(source, Array):
+        if path is not None or storage_options:
+            raise ValueError("path= and storage_options= do not apply to an already opened Array")
+        return source
+    return open_array(source, path=path, mode=mode, storage_options=storage_options)
+
+
+def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]:
+    """The dask block chunks for reading ``array`` (see :func:`from_zarr`)."""
+    grid = tuple(array.write_grid)
+    if chunks is None:
+        return default_read_chunks(array.shape, grid)
+    if isinstance(chunks, str) and chunks == "auto":
+        limit = parse_bytes(dask.config.get("array.chunk-size"))
+        return auto_read_chunks(array.shape, grid, array.dtype.itemsize, limit)
+    block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=grid)
+    cut = cut_axes(block_chunks, grid)
+    if cut:
+        unit = "shards" if array.shards is not None else "chunks"
+        warnings.warn(
+            f"chunks {block_chunks} cut through the array's {unit} {grid} along axes {cut}: "
+            f"several tasks will fetch the same {unit[:-1]}; use whole multiples of {grid}",
+            PerformanceWarning,
+            stacklevel=3,
+        )
+    return block_chunks

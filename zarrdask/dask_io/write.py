@@ -1,0 +1,238 @@
+"""``to_zarr`` and ``plan_write``: race-free writes of dask (or numpy) arrays.
+
+The write planner (:mod:`zarrdask.plan.write_plan`) gives every storage unit (shard when
+sharded, else chunk) exactly one owner task; this module turns the plan into a graph of
+``zarrdask-write`` tasks that depend directly on the source blocks they need (no
+rechunk, no locks) and a final task, wrapped in a ``dask.delayed.Delayed``. Metadata
+(creating or resizing the array) is written eagerly, before any chunk task exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import dask.array as da
+import numpy as np
+from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph
+from dask.task_spec import List, Task, TaskRef
+
+from ..core.create import create_array
+from ..core.array import Array
+from ..errors import ArrayNotFoundError, ShapeMismatchError
+from ..plan import WritePlan, WritePlanSummary, default_read_chunks, make_write_plan, normalize_region
+from .read import open_source
+
+if TYPE_CHECKING:
+    from ..storage import StoreLike
+
+__all__ = ["plan_write", "to_zarr", "write_region"]
+
+MODES = ("w-", "w", "r+", "a")
+
+
+def to_zarr(
+    x: da.Array | np.ndarray,
+    store: StoreLike | Array,
+    *,
+    path: str | None = None,
+    chunks: Sequence[int] | None = None,
+    shards: Sequence[int] | None = None,
+    compressors: Any = "auto",
+    dimension_names: Sequence[str | None] | None = None,
+    attributes: dict[str, Any] | None = None,
+    fill_value: Any = None,
+    zarr_format: int = 3,
+    mode: str = "w-",
+    region: Sequence[slice] | None = None,
+    compute: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    write_empty_chunks: bool = False,
+    append_axis: int = 0,
+) -> Array | Delayed:
+    """Write ``x`` to a Zarr array, one task per owned group of shards; never two writers per key.
+
+    ``mode``: ``"w-"`` creates a new array (error if one exists), ``"w"`` overwrites,
+    ``"r+"`` writes into an existing array (``region=`` a tuple of slices, default the whole
+    array), ``"a"`` appends ``x`` along ``append_axis`` (resizing first; creates the array
+    when absent). ``chunks``, ``shards``, ``compressors``, ``dimension_names``,
+    ``attributes``, ``fill_value`` and ``zarr_format`` apply when an array is created;
+    without ``chunks`` and ``shards`` the chunks are the first dask block's shape.
+
+    Returns the target ``Array`` once written, or with ``compute=False`` a ``Delayed``
+    that writes when computed (the metadata is already written). The graph::
+
+        ("zarrdask-write-<id>", i, j) -> write_region(array, region, layout, [(x, k, l), ...])
+        "zarrdask-write-<id>"        -> None, after every write task
+    """
+    if not isinstance(x, da.Array):
+        x = np.asarray(x)
+    target, region = _prepare_target(
+        x, store, path=path, mode=mode, region=region, append_axis=append_axis,
+        storage_options=storage_options,
+        create_kwargs=dict(
+            chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
+            attributes=attributes, fill_value=fill_value, zarr_format=zarr_format,
+        ),
+    )
+    writer = target.with_options(threads=1, write_empty_chunks=write_empty_chunks)
+    source = _as_dask(x, target, region)
+    plan = make_write_plan(target.shape, source.chunks, target.write_grid, region)
+    delayed = write_graph(source, writer, plan)
+    if not compute:
+        return delayed
+    delayed.compute()
+    return target
+
+
+def plan_write(
+    x: da.Array | np.ndarray,
+    target: StoreLike | Array,
+    region: Sequence[slice] | None = None,
+    *,
+    path: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> WritePlanSummary:
+    """Dry run of writing ``x`` into ``region`` of the existing array ``target``.
+
+    Returns the plan's summary: write tasks, shards fully written, read-modify-writes,
+    source blocks per task and estimated bytes written and read. Nothing is written.
+    """
+    array = open_source(target, path=path, storage_options=storage_options)
+    if not isinstance(x, da.Array):
+        x = np.asarray(x)
+    slices = _checked_region(x, array, region)
+    source = _as_dask(x, array, slices)
+    plan = make_write_plan(array.shape, source.chunks, array.write_grid, slices)
+    return plan.summary(array.dtype.itemsize)
+
+
+def write_graph(x: da.Array, target: Array, plan: WritePlan) -> Delayed:
+    """The graph of ``plan``: one ``zarrdask-write`` task per plan task, plus a final task."""
+    name = f"zarrdask-write-{uuid.uuid4().hex}"
+    dsk: dict[Any, Task] = {}
+    for task in plan.tasks():
+        key = (name, *task.index)
+        layout = tuple((p.block_slices, p.out_slices) for p in task.pieces)
+        blocks = List(*(TaskRef((x.name, *p.block)) for p in task.pieces))
+        dsk[key] = Task(key, write_region, target, task.region, layout, blocks)
+    dsk[name] = Task(name, _done, List(*(TaskRef(k) for k in list(dsk))))
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return Delayed(name, graph)
+
+
+def write_region(
+    target: Array,
+    region: tuple[slice, ...],
+    layout: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...],
+    blocks: list[np.ndarray],
+) -> None:
+    """One write task: assemble ``region`` from the pieces of ``blocks`` and store it.
+
+    ``layout`` holds, per block, (the slices of the block, where they go in the region).
+    The target encodes whole shards, and read-modify-writes those the region only partly
+    covers, inside this call; this task is their only writer.
+    """
+    if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
+        data = np.asarray(blocks[0])[layout[0][0]]
+    else:
+        data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(blocks[0]).dtype)
+        for (block_slices, out_slices), block in zip(layout, blocks):
+            data[out_slices] = np.asarray(block)[block_slices]
+    target[region] = data
+
+
+def _done(_written: list[None]) -> None:
+    return None
+
+
+def _prepare_target(
+    x: da.Array | np.ndarray,
+    store: StoreLike | Array,
+    *,
+    path: str | None,
+    mode: str,
+    region: Sequence[slice] | None,
+    append_axis: int,
+    storage_options: dict[str, Any] | None,
+    create_kwargs: dict[str, Any],
+) -> tuple[Array, tuple[slice, ...]]:
+    """Create, open or resize the target (its metadata is written here) and the region."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if region is not None and mode != "r+":
+        raise ValueError(f"region= needs mode='r+' (got mode={mode!r})")
+    if mode in ("r+", "a"):
+        try:
+            target = open_source(store, path=path, storage_options=storage_options, mode="r+")
+        except ArrayNotFoundError:
+            if mode == "r+":
+                raise
+        else:
+            if mode == "r+":
+                return target, _checked_region(x, target, region)
+            return _append(x, target, append_axis)
+    if isinstance(store, Array):
+        raise ValueError(f"mode={mode!r} creates an array: pass a store, path or URL, not an Array")
+    if create_kwargs["chunks"] is None and create_kwargs["shards"] is None and isinstance(x, da.Array):
+        create_kwargs["chunks"] = tuple(max(1, c[0]) for c in x.chunks)
+    target = create_array(
+        store,
+        path=path,
+        shape=x.shape,
+        dtype=x.dtype,
+        overwrite=mode == "w",
+        storage_options=storage_options,
+        **create_kwargs,
+    )
+    return target, tuple(slice(0, n) for n in target.shape)
+
+
+def _append(x: da.Array | np.ndarray, target: Array, axis: int) -> tuple[Array, tuple[slice, ...]]:
+    """Grow ``target`` along ``axis`` by ``x``'s length; the region is the new rows."""
+    if x.ndim != target.ndim:
+        raise ShapeMismatchError(f"cannot append {x.ndim}-d data to a {target.ndim}-d array")
+    axis = axis + target.ndim if axis < 0 else axis
+    if not 0 <= axis < target.ndim:
+        raise ValueError(f"append_axis {axis} is out of range for a {target.ndim}-d array")
+    others = [d for d in range(target.ndim) if d != axis]
+    if any(x.shape[d] != target.shape[d] for d in others):
+        raise ShapeMismatchError(
+            f"cannot append data of shape {x.shape} to an array of shape {target.shape} "
+            f"along axis {axis}: the other axes differ"
+        )
+    old = target.shape[axis]
+    new_shape = tuple(n + x.shape[axis] if d == axis else n for d, n in enumerate(target.shape))
+    target.resize(new_shape)
+    return target, tuple(slice(old, n) if d == axis else slice(0, n) for d, n in enumerate(new_shape))
+
+
+def _checked_region(x: da.Array | np.ndarray, target: Array, region: Sequence[slice] | None) -> tuple[slice, ...]:
+    """``region`` as step-1 slices within ``target``, checked against ``x``'s shape."""
+    bounds = normalize_region(region, target.shape)
+    extents = tuple(stop - start for start, stop in bounds)
+    if tuple(x.shape) != extents:
+        raise ShapeMismatchError(f"data of shape {tuple(x.shape)} does not fit region {bounds} of shape {extents}")
+    return tuple(slice(start, stop) for start, stop in bounds)
+
+
+def _as_dask(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...]) -> da.Array:
+    """``x`` as a dask array; in-memory data gets blocks aligned to the target's write grid."""
+    if isinstance(x, da.Array):
+        return x
+    data = np.asarray(x)
+    chunks = tuple(
+        _aligned_axis(s.start, s.stop, g) for s, g in zip(region, target.write_grid)
+    )
+    return da.from_array(data, chunks=chunks)
+
+
+def _aligned_axis(start: int, stop: int, grid: int) -> tuple[int, ...]:
+    """Blocks of ``[start, stop)`` cut at the write-grid lines."""
+    head = min(stop, -(-start // grid) * grid) - start
+    rest = default_read_chunks((stop - start - head,), (grid,))[0]
+    if head == 0:
+        return rest
+    return (head,) + (rest if stop - start - head else ())
