@@ -24,7 +24,10 @@ import pytest
 
 import zarrdask
 
-from _util import assert_same
+try:  # tests/ as a package or as rootdir-inserted modules
+    from ._util import assert_same
+except ImportError:
+    from _util import assert_same  # type: ignore[no-redef]
 
 zarr = pytest.importorskip("zarr")  # the peers are part of the test extra
 ts = pytest.importorskip("tensorstore")
@@ -37,6 +40,7 @@ except ImportError:  # pragma: no cover
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::RuntimeWarning")
 
 ZD, ZP, TS = "zarrdask", "zarr-python", "tensorstore"
+ML_NAMES = ("bfloat16", "int4", "float8_e4m3fn", "float8_e5m2")
 DIRECTIONS = [(ZD, ZP), (ZD, TS), (ZP, ZD), (TS, ZD)]
 
 
@@ -53,6 +57,12 @@ def make_data(dtype: Any, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     if dtype == "variable_length_bytes":
         return np.array([bytes(rng.integers(0, 256, i % 9, dtype=np.uint8)) for i in range(n)], dtype=object).reshape(shape)
     dt = np.dtype(dtype)
+    if ml_dtypes is not None and dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return (rng.standard_normal(n) * 4).astype(dt).reshape(shape)
+    if ml_dtypes is not None and dt.name == "int4":
+        return rng.integers(-8, 8, n).astype(dt).reshape(shape)
+    if dt.byteorder == ">":
+        return make_data(dt.newbyteorder("="), shape, seed).astype(dt)
     k = dt.kind
     if k == "b":
         return rng.integers(0, 2, n).astype(bool).reshape(shape)
@@ -90,10 +100,6 @@ def make_data(dtype: Any, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
         if n > 2:
             out[1] = np.iinfo(np.int64).min  # NaT
         return out.view(dt).reshape(shape)
-    if ml_dtypes is not None and dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        return (rng.standard_normal(n) * 4).astype(dt).reshape(shape)
-    if ml_dtypes is not None and dt.name == "int4":
-        return rng.integers(-8, 8, n).astype(dt).reshape(shape)
     raise NotImplementedError(dt)
 
 
@@ -171,19 +177,38 @@ def expected_values(spec: Spec, data: np.ndarray) -> np.ndarray:
     with the fill value outside the written region."""
     out = data
     if spec.lossy and spec.filters:
-        flat = np.ascontiguousarray(data)
-        enc = flat
+        out = _lossy_reference(spec, data)
+    if spec.region is not None:
+        full = np.full(spec.shape, spec.fill, dtype=out.dtype)
+        full[spec.region] = out[spec.region]
+        out = full
+    return out
+
+
+def _lossy_reference(spec: Spec, data: np.ndarray) -> np.ndarray:
+    """Apply the v2 filters chunk by chunk exactly as the v2 spec lays chunks out: each
+    chunk padded to the full chunk shape with the fill value, flattened in ``order``,
+    encoded by the filters in order and decoded in reverse (numcodecs, independent of
+    zarrdask and zarr-python)."""
+    dt = np.dtype(spec.dtype).newbyteorder("=")
+    out = np.empty(spec.shape, dtype=dt)
+    grid = [range(0, n, c) for n, c in zip(spec.shape, spec.chunks)]
+    import itertools
+
+    for starts in itertools.product(*grid):
+        region = tuple(slice(s, min(s + c, n)) for s, c, n in zip(starts, spec.chunks, spec.shape))
+        block = np.full(spec.chunks, spec.fill if spec.fill is not None else 0, dtype=np.dtype(spec.dtype))
+        block[tuple(slice(0, r.stop - r.start) for r in region)] = data[region]
+        enc = np.ascontiguousarray(block) if spec.order == "C" else np.asfortranarray(block)
+        enc = enc.reshape(-1, order=spec.order)
         for f in spec.filters:
             enc = f.encode(enc)
         dec = enc
         for f in reversed(spec.filters):
             dec = f.decode(dec)
-        out = np.frombuffer(np.ascontiguousarray(dec).tobytes(), dtype=np.dtype(spec.dtype).newbyteorder("=")).reshape(data.shape)
-        out = out.astype(np.dtype(spec.dtype).newbyteorder("="))
-    if spec.region is not None:
-        full = np.full(spec.shape, spec.fill, dtype=out.dtype)
-        full[spec.region] = out[spec.region]
-        out = full
+        dec = np.frombuffer(np.ascontiguousarray(dec).tobytes(), dtype=np.dtype(spec.dtype))
+        dec = dec.reshape(spec.chunks, order=spec.order)
+        out[region] = dec[tuple(slice(0, r.stop - r.start) for r in region)]
     return out
 
 
@@ -263,7 +288,7 @@ def write_tensorstore(path: Path, spec: Spec, data: np.ndarray) -> None:
     if spec.zarr_format == 3:
         md = {
             "shape": list(spec.shape),
-            "data_type": dt.name if dt.kind not in "biufc" else _V3_NAMES[dt.str[1:]],
+            "data_type": dt.name if dt.name in ML_NAMES else _V3_NAMES[dt.str[1:]],
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(spec.chunks)}},
             "chunk_key_encoding": spec.chunk_key_encoding or {"name": "default"},
             "fill_value": fill_json(dt, spec.fill),
@@ -276,11 +301,26 @@ def write_tensorstore(path: Path, spec: Spec, data: np.ndarray) -> None:
             "shape": list(spec.shape), "chunks": list(spec.chunks), "dtype": dt.str,
             "fill_value": fill_json(dt, spec.fill) if spec.fill is not None and dt.kind not in "SUV" else None,
             "order": spec.order, "dimension_separator": spec.dimension_separator,
-            "compressor": spec.compressor.get_config() if spec.compressor is not None else None, "filters": None,
+            "compressor": _ts_v2_compressor(spec.compressor), "filters": None,
         }
     store = ts.open({**_ts_spec(path, spec.zarr_format), "metadata": md, "create": True}).result()
     sel, vals = _region_data(spec, data)
+    if spec.zarr_format == 2 and dt.type in (np.bytes_, np.void):
+        # TensorStore: fixed-length bytes are a trailing dimension of char/byte
+        vals = np.ascontiguousarray(vals).view(np.uint8).reshape(vals.shape + (dt.itemsize,))
+        if dt.type is np.bytes_:
+            vals = vals.view("S1")
+        sel = tuple(sel) + (slice(None),) if sel != (Ellipsis,) else sel
     store[sel].write(vals).result()
+
+
+def _ts_v2_compressor(comp) -> dict | None:
+    if comp is None:
+        return None
+    cfg = comp.get_config()
+    if cfg["id"] == "zstd" and not cfg.get("checksum"):
+        cfg.pop("checksum", None)  # TensorStore rejects the member (even when false)
+    return cfg
 
 
 _V3_NAMES = {np.dtype(n).str[1:]: n for n in [
@@ -304,9 +344,14 @@ def read_with(who: str, path: Path, spec: Spec) -> np.ndarray:
         return values
     if who == ZP:
         return read_zarr_python(path)
+    if spec.zarr_format == 2:
+        comp = json.loads((path / ".zarray").read_text()).get("compressor") or {}
+        if comp.get("id") == "zstd" and "checksum" in comp:
+            pytest.skip("TensorStore's zarr v2 driver rejects the zstd 'checksum' member that numcodecs writes")
     out = read_tensorstore(path, spec.zarr_format)
     dt = np.dtype(spec.dtype)
-    if dt.kind in "SV":  # TensorStore: a trailing byte dimension of char/byte
+    if spec.zarr_format == 2 and dt.type in (np.bytes_, np.void):
+        # TensorStore: a trailing byte dimension of char/byte
         out = np.ascontiguousarray(out).view(dt)[..., 0]
     return out
 
@@ -577,7 +622,7 @@ V2_DTYPE_CASES = {
     for dt in ["|b1", "|i1", "<i2", ">i4", "<i8", "|u1", "<u2", ">u4", "<u8", "<f2", "<f4", ">f8", "<c8", ">c16"]
 }
 V2_DTYPE_CASES.update({
-    "S5": _v2("|S5", fill=b""),
+    "S5": _v2("|S5", fill=None),
     "U7": _v2("<U7", fill=""),
     "M8ns": _v2("<M8[ns]", fill=0),
     "m8s": _v2("<m8[s]", fill=0),
@@ -585,6 +630,7 @@ V2_DTYPE_CASES.update({
     "i4-fill-null": _v2("<i4", fill=None),
 })
 _TS_V2_NO = {
+    ("S5", TS): "TensorStore's Python bridge returns the zarr v2 '|S' (char) dimension as numpy '|S0': values unreadable",
     ("U7", TS): "TensorStore's zarr v2 driver does not support the '<U' dtype",
     ("M8ns", TS): "TensorStore's zarr v2 driver does not support the '<M8' dtype",
     ("m8s", TS): "TensorStore's zarr v2 driver does not support the '<m8' dtype",
@@ -614,6 +660,7 @@ for cname in ("blosclz", "lz4", "lz4hc", "zlib", "zstd"):
 V2_COMPRESSOR_CASES["blosc-blocksize"] = _v2("<u4", shape=(300,), chunks=(150,),
                                              compressor=numcodecs.Blosc(cname="lz4", clevel=3, shuffle=1, blocksize=256))
 _TS_V2_COMP_NO = {
+    ("zstd-checksum", TS): "TensorStore's zarr v2 driver has no zstd 'checksum' option",
     ("lz4", TS): "TensorStore's zarr v2 driver has no 'lz4' compressor",
     ("lzma", TS): "TensorStore's zarr v2 driver has no 'lzma' compressor",
 }

@@ -21,7 +21,10 @@ from hypothesis.extra import numpy as hnp
 import zarrdask
 from zarrdask.storage.memory import MemoryStore
 
-from _util import assert_same
+try:  # tests/ as a package or as rootdir-inserted modules
+    from ._util import assert_same
+except ImportError:
+    from _util import assert_same  # type: ignore[no-redef]
 
 settings.register_profile(
     "zarrdask-acceptance",
