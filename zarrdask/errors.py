@@ -32,6 +32,7 @@ __all__ = [
     "BoundsError",
     "ShapeMismatchError",
     "ChunkAlignmentError",
+    "InvalidModeError",
 ]
 
 
@@ -140,3 +141,7 @@ class ShapeMismatchError(ZarrdaskError, ValueError):
 
 class ChunkAlignmentError(ZarrdaskError, ValueError):
     """Dask chunks that cannot be written safely in the requested way."""
+
+
+class InvalidModeError(ZarrdaskError, ValueError):
+    """An unknown access mode or a bad combination of arguments."""

@@ -98,6 +98,14 @@ class Store(ABC):
     def exists(self, key: str) -> bool:
         return self._exists(normalize_key(key))
 
+    def size(self, key: str) -> int | None:
+        """The size in bytes of the value at ``key`` (``None`` when missing)."""
+        return self._size(normalize_key(key))
+
+    def _size(self, key: str) -> int | None:
+        value = self._get(key)
+        return None if value is None else len(value)
+
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Every key below ``prefix`` (recursively), as full keys."""
         prefix = prefix.strip("/")

@@ -10,6 +10,7 @@ never a torn one. (Writes are not fsync-ed: atomic, not durable across a crash.)
 from __future__ import annotations
 
 import os
+import stat
 import re
 import uuid
 from collections.abc import Iterator
@@ -110,6 +111,13 @@ class LocalStore(Store):
             finally:
                 os.close(fd)
         return out
+
+    def _size(self, key: str) -> int | None:
+        try:
+            st = os.stat(self._path(key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
 
     def _exists(self, key: str) -> bool:
         return os.path.isfile(self._path(key))

@@ -1,0 +1,40 @@
+"""zarrdask: a spec-complete Zarr v2/v3 engine native to Dask and xarray.
+
+Core API (no Dask needed): :func:`open`, :func:`open_array`, :func:`open_group`,
+:func:`create_array`, :func:`create_group`, :func:`consolidate_metadata`.
+Dask: :func:`from_zarr`, :func:`to_zarr`, :func:`plan_write`. xarray:
+``xr.open_dataset(path, engine="zarrdask")`` and ``ds.zarrdask.to_zarr(...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import codecs as codecs
+from .core.api import open, open_array, open_group
+from .core.array import Array, ArrayOptions
+from .core.create import create_array, create_group
+from .core.group import Group
+from .core.group import consolidate_metadata as _consolidate
+from .errors import ZarrdaskError
+from .storage import open_store
+
+__all__ = [
+    "Array", "ArrayOptions", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
+    "open", "open_array", "open_group", "open_store", "from_zarr", "to_zarr", "plan_write",
+]
+__version__ = "0.1.0"
+
+
+def consolidate_metadata(store: Any, path: str | None = None, storage_options: dict[str, Any] | None = None) -> Group:
+    """Write consolidated metadata for the group at ``path`` (v2 ``.zmetadata`` / v3 inline)."""
+    return _consolidate(open_store(store, mode="a", storage_options=storage_options), (path or "").strip("/"))
+
+
+def __getattr__(name: str) -> Any:
+    # The Dask layer is imported on first use: ``import zarrdask`` stays light.
+    if name in ("from_zarr", "to_zarr", "plan_write"):
+        from . import dask_io
+
+        return getattr(dask_io, name)
+    raise AttributeError(f"module 'zarrdask' has no attribute {name!r}")

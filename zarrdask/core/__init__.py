@@ -1,0 +1,1 @@
+"""The core: Array, Group, creation and opening (everything but Dask and xarray)."""

@@ -1,0 +1,77 @@
+"""Opening nodes: ``open``, ``open_array``, ``open_group`` (v2 or v3, detected)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Union
+
+from ..errors import ArrayNotFoundError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
+from ..storage import open_store
+from ..storage.base import normalize_key
+from .array import Array, ArrayOptions
+from .create import create_group
+from .group import Group, node_from_metadata
+from .node_io import read_node
+
+__all__ = ["open", "open_array", "open_group"]
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+def _path(path: str | None) -> str:
+    path = (path or "").strip("/")
+    if path:
+        normalize_key(path)
+    return path
+
+
+def open(store: Any, *, mode: str = "r", path: str | None = None, storage_options: dict[str, Any] | None = None,
+         zarr_format: int | None = None, **options: Any) -> Union[Array, Group]:  # noqa: A001
+    """Open the array or group at ``path`` (v2 or v3, detected).
+
+    ``mode``: ``"r"`` read-only, ``"r+"`` read/write an existing node, ``"a"`` read/write
+    (a group is created when nothing exists), ``"w"`` create a group, replacing what is
+    there, ``"w-"`` create a group, failing if something exists. Keyword ``options`` are
+    :class:`ArrayOptions` for arrays (``missing_chunks="raise"``, ``threads=1``, ...).
+    """
+    if mode not in _MODES:
+        raise InvalidModeError(f"mode must be one of {_MODES}, got {mode!r}")
+    path = _path(path)
+    s = open_store(store, mode=mode, storage_options=storage_options)
+    if mode in ("w", "w-"):
+        return create_group(s, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")
+    try:
+        meta = read_node(s, path, zarr_format)
+    except NodeNotFoundError:
+        if mode == "a":
+            return create_group(s, path=path, zarr_format=zarr_format or 3)
+        raise
+    return node_from_metadata(s, path, meta, options=ArrayOptions(**options) if options else None)
+
+
+def open_array(store: Any, *, mode: str = "r", path: str | None = None,
+               storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+               shape: Sequence[int] | None = None, dtype: Any = None, chunks: Sequence[int] | None = None,
+               **options: Any) -> Array:
+    """Open an existing array; ``shape``/``dtype``/``chunks`` are checked when given."""
+    node = open(store, mode="r" if mode == "r" else "r+", path=path, storage_options=storage_options,
+                zarr_format=zarr_format, **options)
+    if not isinstance(node, Array):
+        raise ArrayNotFoundError(f"the node at {path or '<root>'!r} is a group, not an array")
+    node.check_expectations(shape, dtype, chunks)
+    return node
+
+
+def open_group(store: Any, *, mode: str = "r", path: str | None = None,
+               storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+               use_consolidated: bool | None = None) -> Group:
+    """Open (or with ``mode`` "a"/"w"/"w-" create) a group. Consolidated metadata is used when
+    present unless ``use_consolidated=False``; ``True`` requires it."""
+    node = open(store, mode=mode, path=path, storage_options=storage_options, zarr_format=zarr_format)
+    if not isinstance(node, Group):
+        raise GroupNotFoundError(f"the node at {path or '<root>'!r} is an array, not a group")
+    if use_consolidated is False and node.consolidated:
+        return Group(node.store, node.path, node.metadata.evolve(consolidated=None))
+    if use_consolidated and not node.consolidated:
+        raise NodeNotFoundError(f"group {node.name!r} has no consolidated metadata")
+    return node

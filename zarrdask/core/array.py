@@ -1,0 +1,352 @@
+"""The Array: a Zarr array (v2 or v3) in a store, read and written with numpy selections."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..codecs.base import ChunkSpec
+from ..codecs.pipeline import CodecPipeline
+from ..codecs.sharding import ShardingCodec
+from ..codecs.v2 import V2Pipeline
+from ..errors import (
+    Problem,
+    ReadOnlyError,
+    SelectionError,
+    ShapeMismatchError,
+    UnknownExtensionError,
+)
+from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
+from ..storage.base import Store, join_path
+from ..storage.transformers import get_storage_transformer
+from .attributes import Attributes
+from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
+from .node_io import write_node
+
+__all__ = ["Array", "ArrayOptions"]
+
+
+def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
+    """Wrap the store in each storage transformer, outermost first (spec order)."""
+    for i, named in enumerate(metadata.storage_transformers):
+        factory = get_storage_transformer(named.name)
+        if factory is None:
+            if not named.must_understand:
+                warnings.warn(f"ignoring unknown storage transformer {named.name!r} (must_understand: false)",
+                              stacklevel=4)
+                continue
+            raise UnknownExtensionError(
+                [Problem(("storage_transformers", i, "name"), f"unknown storage transformer {named.name!r}")])
+        store = factory(dict(named.configuration), store)
+    return store
+
+
+class Array:
+    """A Zarr array. ``a[sel]`` reads, ``a[sel] = v`` writes; ``oindex``/``vindex`` for
+    orthogonal and coordinate selections. Open with :func:`zarrdask.open_array`."""
+
+    def __init__(self, store: Store, path: str, metadata: Any, options: ArrayOptions | None = None) -> None:
+        self._store = store
+        self._path = path.strip("/")
+        self._metadata = metadata
+        self._options = options or ArrayOptions()
+        self._setup()
+
+    def _setup(self) -> None:
+        meta = self._metadata
+        spec = ChunkSpec(tuple(meta.chunk_grid.chunk_shape), meta.data_type, meta.fill_value)
+        if meta.zarr_format == 3:
+            self._pipeline: Any = CodecPipeline.from_metadata(meta.codecs, spec)
+        else:
+            self._pipeline = V2Pipeline(meta)
+        self._cache = IndexCache(self._options.index_cache_size)
+        chunk_store = _apply_storage_transformers(self._store, meta)
+        self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, self._pipeline, spec,
+                                         self._options, self._cache)
+
+    # -- description ---------------------------------------------------------------
+    @property
+    def metadata(self) -> Any:
+        return self._metadata
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def name(self) -> str:
+        return "/" + self._path
+
+    @property
+    def basename(self) -> str:
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def options(self) -> ArrayOptions:
+        return self._options
+
+    @property
+    def read_only(self) -> bool:
+        return self._store.read_only
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._metadata.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._metadata.data_type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def _sharding(self) -> ShardingCodec | None:
+        ab = getattr(self._pipeline, "array_bytes", None)
+        return ab if isinstance(ab, ShardingCodec) else None
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The read chunk shape: inner chunks when sharded."""
+        sharding = self._sharding
+        return tuple(sharding.chunk_shape) if sharding else tuple(self._metadata.chunk_grid.chunk_shape)
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard (write) shape, or None when unsharded."""
+        return tuple(self._metadata.chunk_grid.chunk_shape) if self._sharding else None
+
+    @property
+    def write_grid(self) -> tuple[int, ...]:
+        """The shape of one storage key's region: shards when sharded, else chunks."""
+        return tuple(self._metadata.chunk_grid.chunk_shape)
+
+    @property
+    def fill_value(self) -> Any:
+        return self._metadata.fill_value
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self._metadata.dimension_names
+
+    @property
+    def zarr_format(self) -> int:
+        return self._metadata.zarr_format
+
+    @property
+    def codecs(self) -> list[dict[str, Any]]:
+        """The codec chain as JSON (v3), or the v2 filters/compressor."""
+        return self._pipeline.to_json() if self.zarr_format == 3 else [self._pipeline.to_json()]
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(lambda: self._metadata.attributes, self._set_attributes)
+
+    def _set_attributes(self, attributes: dict[str, Any]) -> None:
+        self._update_metadata(self._metadata.evolve(attributes=attributes))
+
+    def _update_metadata(self, metadata: Any) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"array {self.name!r} is read-only")
+        write_node(self._store, self._path, metadata)
+        self._metadata = metadata
+        self._setup()
+
+    @property
+    def info(self) -> str:
+        """A human-readable summary."""
+        lines = [
+            f"Type               : zarrdask.Array (Zarr v{self.zarr_format})",
+            f"Path               : {self.name}",
+            f"Shape              : {self.shape}",
+            f"Chunk shape        : {self.chunks}",
+            f"Shard shape        : {self.shards}",
+            f"Data type          : {self._metadata.data_type.to_json()} ({self.dtype})",
+            f"Fill value         : {self.fill_value!r}",
+            f"Dimension names    : {self.dimension_names}",
+            f"Codecs             : {json.dumps(self.codecs)}",
+            f"Store              : {self._store!r}",
+            f"No. bytes          : {self.nbytes} ({self.nbytes / 2**20:.1f} MiB)",
+        ]
+        return "\n".join(lines)
+
+    def nbytes_stored(self) -> int:
+        """Bytes the array occupies in the store (metadata and chunks)."""
+        prefix = self._path
+        return sum(self._store.size(k) or 0 for k in self._store.list_prefix(prefix))
+
+    def __repr__(self) -> str:
+        return f"<zarrdask.Array {self.name!r} shape={self.shape} dtype={self.dtype} v{self.zarr_format}>"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    # -- options, pickling, tokens ----------------------------------------------------
+    def with_options(self, **changes: Any) -> Array:
+        """A view of the same array with other runtime options (see :class:`ArrayOptions`)."""
+        return Array(self._store, self._path, self._metadata, replace(self._options, **changes))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Array, (self._store, self._path, self._metadata, self._options))
+
+    def __dask_tokenize__(self) -> object:
+        digest = hashlib.sha1(json.dumps(self._metadata.to_json(), sort_keys=True, default=str).encode()).hexdigest()
+        return ("zarrdask.Array", self._store.url, self._path, digest)
+
+    # -- reads ---------------------------------------------------------------------------
+    def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any:
+        out = np.empty(selection.shape, dtype=self.dtype)
+        self._source.read(selection, out)
+        out = out.reshape(out_shape)
+        return out[()] if out_shape == () else out
+
+    def __getitem__(self, selection: Any) -> Any:
+        if _is_fancy(selection):
+            return self.oindex[selection]
+        sel, shape = basic_selection(selection, self.shape)
+        return self._read(sel, shape)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.asarray(self[...])
+        return out if dtype is None else out.astype(dtype)
+
+    @property
+    def oindex(self) -> _OIndex:
+        return _OIndex(self)
+
+    @property
+    def vindex(self) -> _VIndex:
+        return _VIndex(self)
+
+    # -- writes --------------------------------------------------------------------------
+    def _write(self, selection: Selection, value: Any) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"array {self.name!r} is read-only")
+        target_shape = selection.shape
+        values = np.asarray(value, dtype=self.dtype)
+        if values.shape != target_shape:
+            try:
+                values = np.broadcast_to(values, target_shape)
+            except ValueError:
+                if values.size != math.prod(target_shape):
+                    raise ShapeMismatchError(
+                        f"cannot write values of shape {values.shape} into a selection of shape {target_shape}"
+                    ) from None
+                values = values.reshape(target_shape)
+        self._source.write(selection, values)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        if _is_fancy(selection):
+            self.oindex[selection] = value
+            return
+        sel, _ = basic_selection(selection, self.shape)
+        self._write(sel, value)
+
+    def resize(self, *shape: Any) -> None:
+        """Change the shape. Chunks wholly outside the new shape are deleted, and the parts of
+        edge chunks beyond it are reset to the fill value (so growing again shows no stale data)."""
+        new = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+        if len(new) != self.ndim or any(not isinstance(s, (int, np.integer)) or s < 0 for s in new):
+            raise ShapeMismatchError(f"resize needs {self.ndim} non-negative integers, got {new}")
+        new = tuple(int(s) for s in new)
+        old = self.shape
+        grid = self.write_grid
+        for d, (n_new, n_old, g) in enumerate(zip(new, old, grid)):
+            edge_end = min(-(-n_new // g) * g, n_old)
+            if n_new < n_old and n_new % g and edge_end > n_new:
+                region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
+                self[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
+        self._update_metadata(self._metadata.evolve(shape=new))
+        old_grid = [range(-(-n // g)) for n, g in zip(old, grid)]
+        new_grid = [-(-n // g) for n, g in zip(new, grid)]
+        stale = [c for c in itertools.product(*old_grid) if any(i >= n for i, n in zip(c, new_grid))]
+        self._store.delete_many([self._source.key(c) for c in stale])
+        self._cache.invalidate([self._source.key(c) for c in stale])
+
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""
+        data = np.asarray(data, dtype=self.dtype)
+        if data.ndim != self.ndim or any(s != d for i, (s, d) in enumerate(zip(self.shape, data.shape)) if i != axis):
+            raise ShapeMismatchError(f"cannot append data of shape {data.shape} to shape {self.shape} along {axis}")
+        old = self.shape[axis]
+        new = tuple(s + data.shape[axis] if i == axis else s for i, s in enumerate(self.shape))
+        self.resize(new)
+        self[tuple(slice(old, None) if i == axis else slice(None) for i in range(self.ndim))] = data
+        return new
+
+    def check_expectations(self, shape: Sequence[int] | None = None, dtype: Any = None,
+                           chunks: Sequence[int] | None = None) -> None:
+        """Raise ShapeMismatchError if the stored array differs from what the caller expects."""
+        problems = []
+        if shape is not None and tuple(shape) != self.shape:
+            problems.append(f"shape: expected {tuple(shape)}, found {self.shape}")
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            problems.append(f"dtype: expected {np.dtype(dtype)}, found {self.dtype}")
+        if chunks is not None and tuple(chunks) not in (self.chunks, self.write_grid):
+            problems.append(f"chunks: expected {tuple(chunks)}, found {self.chunks}")
+        if problems:
+            raise ShapeMismatchError(f"array {self.name!r} does not match: " + "; ".join(problems))
+
+
+def _is_fancy(selection: Any) -> bool:
+    items = selection if isinstance(selection, tuple) else (selection,)
+    return any(isinstance(s, (list, np.ndarray)) for s in items)
+
+
+class _OIndex:
+    """``a.oindex[...]``: orthogonal selection (int/bool arrays index each axis independently)."""
+
+    def __init__(self, array: Array) -> None:
+        self._array = array
+
+    def __getitem__(self, selection: Any) -> Any:
+        sel, shape = orthogonal_selection(selection, self._array.shape)
+        return self._array._read(sel, shape)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        sel, shape = orthogonal_selection(selection, self._array.shape)
+        self._array._write(sel, value)
+
+
+class _VIndex:
+    """``a.vindex[...]``: coordinate (point) selection, or a boolean mask of the array's shape."""
+
+    def __init__(self, array: Array) -> None:
+        self._array = array
+
+    def __getitem__(self, selection: Any) -> Any:
+        sel, shape = point_selection(selection, self._array.shape)
+        return self._array._read(sel, shape)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        sel, shape = point_selection(selection, self._array.shape)
+        values = np.asarray(value, dtype=self._array.dtype)
+        try:
+            values = np.broadcast_to(values, shape).reshape(sel.shape)
+        except ValueError:
+            raise SelectionError(f"cannot assign values of shape {values.shape} to {shape} points") from None
+        self._array._write(sel, values)
+

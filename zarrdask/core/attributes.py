@@ -1,0 +1,51 @@
+"""``attrs``: a mutable mapping whose every change is persisted to the node's metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import Any
+
+__all__ = ["Attributes"]
+
+
+class Attributes(MutableMapping[str, Any]):
+    """User attributes of an array or group. Changes are written at once (atomically per key)."""
+
+    def __init__(self, read: Callable[[], Mapping[str, Any]], write: Callable[[dict[str, Any]], None]) -> None:
+        self._read = read
+        self._write = write
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.update({key: value})
+
+    def __delitem__(self, key: str) -> None:
+        new = dict(self._read())
+        del new[key]
+        self._write(new)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._read()))
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # one write for many keys
+        new = dict(self._read())
+        new.update(other, **kwargs)
+        self._write(new)
+
+    def put(self, attributes: Mapping[str, Any]) -> None:
+        """Replace all attributes."""
+        self._write(dict(attributes))
+
+    def asdict(self) -> dict[str, Any]:
+        return dict(self._read())
+
+    def __repr__(self) -> str:
+        return repr(dict(self._read()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self._read()) == dict(other)

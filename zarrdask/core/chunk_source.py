@@ -1,0 +1,385 @@
+"""Chunk sources: where a selection's bytes come from and how they get back to the store.
+
+``PlainChunkSource`` stores one chunk per key. ``ShardedChunkSource`` stores a shard
+per key and is the only place that knows about sharding: a partial read fetches the
+shard index with one ranged request (cached per array), then only the inner chunks
+it needs, neighbouring ranges coalesced, all shards' requests batched into one store
+call; a whole shard is one GET. Each chunk is decoded once and copied straight into
+the caller's output. Writes encode chunks in parallel and put each key once; a
+partly covered chunk or shard is read, modified and written inside the same call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..codecs.base import ChunkSpec
+from ..codecs.sharding import MISSING, ShardingCodec, is_empty_chunk
+from ..errors import CodecError, CorruptChunkError, MissingChunkError
+from ..indexing import Projection, Selection
+from ..storage.base import ByteRange, Store, join_path
+from ..storage.coalesce import coalesce_ranges, split_coalesced
+
+__all__ = ["ArrayOptions", "IndexCache", "PlainChunkSource", "ShardedChunkSource", "make_chunk_source"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ArrayOptions:
+    """Per-array runtime options (not stored in metadata).
+
+    ``write_empty_chunks``: store chunks equal to the fill value (default: delete them).
+    ``missing_chunks``: ``"fill"`` reads absent chunks as the fill value, ``"raise"`` raises.
+    ``index_cache_size``: shard indexes kept per array (LRU).
+    ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
+    ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
+    """
+
+    write_empty_chunks: bool = False
+    missing_chunks: str = "fill"
+    index_cache_size: int = 1024
+    threads: int | None = None
+    coalesce_gap: int = 1 << 16
+    coalesce_max: int = 1 << 26
+
+
+class IndexCache:
+    """A thread-safe LRU of decoded shard indexes, keyed by store key."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: str, index: np.ndarray) -> None:
+        if self.maxsize <= 0:
+            return
+        with self._lock:
+            self._data[key] = index
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def invalidate(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._data.pop(key, None)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="zarrdask")
+        return _POOL
+
+
+def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None) -> list[R]:
+    """Apply ``fn`` to every item, on the shared pool unless serial is asked or cheaper."""
+    if threads == 1 or len(items) < 2 or threading.current_thread().name.startswith("zarrdask"):
+        return [fn(item) for item in items]
+    return list(_pool().map(fn, items))
+
+
+def _with_key(exc: CodecError, key: str, inner: tuple[int, ...] | None = None) -> CodecError:
+    where = f"chunk {key}" if inner is None else f"shard {key}, inner chunk {inner}"
+    text = str(exc)
+    return type(exc)(text if text.startswith(("shard ", "chunk ")) else f"{where}: {text}")
+
+
+class ChunkSource:
+    """Common state: the store, how keys are named, the storage unit's pipeline and spec."""
+
+    def __init__(self, store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
+                 options: ArrayOptions, cache: IndexCache) -> None:
+        self.store = store
+        self.path = path
+        self.key_encoding = key_encoding
+        self.pipeline = pipeline
+        self.spec = spec
+        self.options = options
+        self.cache = cache
+        self.unit_shape = spec.shape
+        fill = spec.fill_value
+        self.fill = spec.dtype.default_fill() if fill is None else fill
+
+    def key(self, coords: tuple[int, ...]) -> str:
+        return join_path(self.path, self.key_encoding.encode(coords))
+
+    def _missing(self, key: str, target: np.ndarray, index: Any) -> None:
+        if self.options.missing_chunks == "raise":
+            raise MissingChunkError(f"chunk {key} does not exist (missing_chunks='raise')")
+        target[index] = self.fill
+
+    def _new_chunk(self, shape: tuple[int, ...]) -> np.ndarray:
+        chunk = np.empty(shape, dtype=self.spec.dtype.dtype)
+        chunk[...] = self.fill
+        return chunk
+
+    def _keep(self, chunk: np.ndarray) -> bool:
+        return self.options.write_empty_chunks or not is_empty_chunk(chunk, self.fill)
+
+    def read(self, selection: Selection, out: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def write(self, selection: Selection, values: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+class PlainChunkSource(ChunkSource):
+    """One stored value per chunk."""
+
+    def read(self, selection: Selection, out: np.ndarray) -> None:
+        projections = list(selection.project(self.unit_shape))
+        keys = [self.key(p.coords) for p in projections]
+        blobs = self.store.get_many(keys)
+
+        def decode(i: int) -> None:
+            p, blob = projections[i], blobs[i]
+            if blob is None:
+                self._missing(keys[i], out, p.out_index)
+                return
+            try:
+                chunk = self.pipeline.decode(blob)
+            except CodecError as exc:
+                raise _with_key(exc, keys[i]) from exc
+            out[p.out_index] = p.chunk_selection.extract(chunk)
+
+        run_all(decode, range(len(projections)), self.options.threads)
+
+    def write(self, selection: Selection, values: np.ndarray) -> None:
+        projections = list(selection.project(self.unit_shape))
+        keys = [self.key(p.coords) for p in projections]
+        partial = [i for i, p in enumerate(projections) if not p.full]
+        existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
+
+        def encode(i: int) -> bytes | None:
+            p = projections[i]
+            blob = existing.get(i)
+            if blob is not None:
+                try:
+                    chunk = np.array(self.pipeline.decode(blob), copy=True)
+                except CodecError as exc:
+                    raise _with_key(exc, keys[i]) from exc
+            else:
+                chunk = self._new_chunk(self.unit_shape)
+            p.chunk_selection.assign(chunk, values[p.out_index])
+            return self.pipeline.encode(chunk) if self._keep(chunk) else None
+
+        encoded = run_all(encode, range(len(projections)), self.options.threads)
+        self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
+        self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
+
+
+@dataclass
+class _InnerJob:
+    """One inner chunk to decode into ``target[q.out_index]``."""
+
+    key: str
+    q: Projection
+    target: np.ndarray
+    data: memoryview | bytes | None
+
+
+class ShardedChunkSource(ChunkSource):
+    """One stored value per shard; inner chunks addressed through the shard index."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        codec = self.pipeline.array_bytes
+        assert isinstance(codec, ShardingCodec)
+        self.codec = codec
+        self.inner = codec.inner
+        self.inner_shape = codec.chunk_shape
+        # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then.
+        self.partial_reads = not self.pipeline.bytes_bytes
+
+    # -- reads -----------------------------------------------------------------------
+    def read(self, selection: Selection, out: np.ndarray) -> None:
+        shards = list(selection.project(self.unit_shape))
+        targets = [self._target(out, p) for p in shards]
+        keys = [self.key(p.coords) for p in shards]
+        whole = [i for i, p in enumerate(shards) if p.full or not self.partial_reads]
+        partial = [i for i, p in enumerate(shards) if i not in set(whole)]
+        jobs: list[_InnerJob] = []
+        for i, blob in zip(whole, self.store.get_many([keys[i] for i in whole])):
+            jobs.extend(self._jobs_from_shard(keys[i], shards[i], targets[i], blob))
+        jobs.extend(self._jobs_from_ranges([keys[i] for i in partial], [shards[i] for i in partial],
+                                           [targets[i] for i in partial]))
+        run_all(self._decode_job, jobs, self.options.threads)
+        for p, target in zip(shards, targets):
+            if not _is_view(p.out_index):
+                out[p.out_index] = target
+
+    @staticmethod
+    def _target(out: np.ndarray, p: Projection) -> np.ndarray:
+        """Where a shard's values go: a view of ``out`` when possible, else a buffer copied back."""
+        if _is_view(p.out_index):
+            return out[p.out_index]
+        return np.empty(p.chunk_selection.shape, dtype=out.dtype)
+
+    def _jobs_from_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None) -> list[_InnerJob]:
+        inner = list(p.chunk_selection.project(self.inner_shape))
+        if blob is None:
+            return [_InnerJob(key, q, target, None) for q in inner]
+        try:
+            blob = self.pipeline.decode_bytes_stage(blob)
+            index = self.codec.index_of(blob, key)
+        except CodecError as exc:
+            raise _with_key(exc, key) from exc
+        view = memoryview(blob)
+        jobs = []
+        for q in inner:
+            off, size = index[q.coords]
+            data = None if off == MISSING else view[int(off): int(off) + int(size)]
+            jobs.append(_InnerJob(key, q, target, data))
+        return jobs
+
+    def _indexes(self, keys: list[str]) -> list[np.ndarray | None]:
+        """Shard indexes from the cache, the rest with one batched ranged request."""
+        indexes: list[np.ndarray | None] = [self.cache.get(k) for k in keys]
+        todo = [i for i, idx in enumerate(indexes) if idx is None]
+        request = self.codec.index_request()
+        for i, raw in zip(todo, self.store.get_ranges([(keys[i], request) for i in todo])):
+            if raw is None:
+                continue
+            try:
+                index = self.codec.decode_index(raw, keys[i])
+                self.codec.check_index(index, None, keys[i])
+            except CodecError as exc:
+                raise _with_key(exc, keys[i]) from exc
+            self.cache.put(keys[i], index)
+            indexes[i] = index
+        return indexes
+
+    def _jobs_from_ranges(self, keys: list[str], shards: list[Projection],
+                          targets: list[np.ndarray]) -> list[_InnerJob]:
+        if not keys:
+            return []
+        jobs: list[_InnerJob] = []
+        requests: list[tuple[str, ByteRange]] = []
+        placements: list[tuple[list[tuple[int, int]], list, list[_InnerJob]]] = []
+        for key, p, target, index in zip(keys, shards, targets, self._indexes(keys)):
+            inner = list(p.chunk_selection.project(self.inner_shape))
+            if index is None:
+                jobs.extend(_InnerJob(key, q, target, None) for q in inner)
+                continue
+            ranges, pending = [], []
+            for q in inner:
+                off, size = index[q.coords]
+                job = _InnerJob(key, q, target, None)
+                jobs.append(job)
+                if off != MISSING:
+                    ranges.append((int(off), int(off) + int(size)))
+                    pending.append(job)
+            merged = coalesce_ranges(ranges, self.options.coalesce_gap, self.options.coalesce_max)
+            requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
+            placements.append((ranges, merged, pending))
+        fetched = self.store.get_ranges(requests)
+        pos = 0
+        for ranges, merged, pending in placements:
+            pieces = split_coalesced(ranges, merged, fetched[pos: pos + len(merged)])
+            pos += len(merged)
+            for (start, end), piece, job in zip(ranges, pieces, pending):
+                if piece is None or len(piece) != end - start:
+                    got = "nothing" if piece is None else f"{len(piece)} bytes"
+                    raise CorruptChunkError(
+                        f"shard {job.key}, inner chunk {job.q.coords}: expected {end - start} bytes at offset "
+                        f"{start}, got {got} (truncated shard)")
+                job.data = piece
+        return jobs
+
+    def _decode_job(self, job: _InnerJob) -> None:
+        q = job.q
+        if job.data is None:
+            self._missing(f"{job.key} (inner chunk {q.coords})", job.target, q.out_index)
+            return
+        try:
+            chunk = self.inner.decode(job.data)
+        except CodecError as exc:
+            raise _with_key(exc, job.key, q.coords) from exc
+        job.target[q.out_index] = q.chunk_selection.extract(chunk)
+
+    # -- writes ----------------------------------------------------------------------
+    def write(self, selection: Selection, values: np.ndarray) -> None:
+        shards = list(selection.project(self.unit_shape))
+        keys = [self.key(p.coords) for p in shards]
+        partial = [i for i, p in enumerate(shards) if not p.full]
+        existing: dict[int, dict[tuple[int, ...], Any]] = {}
+        for i, blob in zip(partial, self.store.get_many([keys[i] for i in partial])):
+            if blob is not None:
+                try:
+                    existing[i] = self.codec.split(self.pipeline.decode_bytes_stage(blob), keys[i])
+                except CodecError as exc:
+                    raise _with_key(exc, keys[i]) from exc
+        tasks = []
+        for i, p in enumerate(shards):
+            sub_values = values[p.out_index]
+            for q in p.chunk_selection.project(self.inner_shape):
+                tasks.append((i, q, sub_values, existing.get(i, {}).get(q.coords)))
+
+        def encode(task: tuple) -> bytes | None:
+            i, q, sub_values, old = task
+            if old is not None and not q.full:
+                try:
+                    chunk = np.array(self.inner.decode(old), copy=True)
+                except CodecError as exc:
+                    raise _with_key(exc, keys[i], q.coords) from exc
+            else:
+                chunk = self._new_chunk(self.inner_shape)
+            q.chunk_selection.assign(chunk, sub_values[q.out_index])
+            return self.inner.encode(chunk) if self._keep(chunk) else None
+
+        encoded = run_all(encode, tasks, self.options.threads)
+        chunks: list[dict[tuple[int, ...], Any]] = [dict(existing.get(i, {})) for i in range(len(shards))]
+        for (i, q, _, _), data in zip(tasks, encoded):
+            if data is None:
+                chunks[i].pop(q.coords, None)
+            else:
+                chunks[i][q.coords] = data
+        puts, deletes = {}, []
+        for key, inner_chunks in zip(keys, chunks):
+            shard = self.codec.assemble({c: bytes(d) for c, d in inner_chunks.items()})
+            if shard is None:
+                deletes.append(key)
+            else:
+                for codec in self.pipeline.bytes_bytes:
+                    shard = codec.encode(shard)
+                puts[key] = shard
+        self.cache.invalidate(keys)
+        self.store.set_many(puts)
+        self.store.delete_many(deletes)
+
+
+def _is_view(index: Any) -> bool:
+    """True when indexing with ``index`` gives a view (basic slices only)."""
+    return isinstance(index, tuple) and all(isinstance(s, slice) for s in index)
+
+
+def make_chunk_source(store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
+                      options: ArrayOptions, cache: IndexCache) -> ChunkSource:
+    """The chunk source for a pipeline: sharded when its array->bytes codec is sharding."""
+    sharded = isinstance(getattr(pipeline, "array_bytes", None), ShardingCodec)
+    cls = ShardedChunkSource if sharded else PlainChunkSource
+    return cls(store, path, key_encoding, pipeline, spec, options, cache)

@@ -1,0 +1,267 @@
+"""Creating arrays and groups: user arguments -> validated metadata -> stored documents.
+
+The metadata is validated (codec chain built against the chunk spec) before anything
+is written, so a bad argument leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..codecs.base import ChunkSpec, Codec
+from ..codecs.blosc import SHUFFLES
+from ..codecs.pipeline import CodecPipeline
+from ..dtypes import DataType, data_type_from_numpy, parse_dtype_v2
+from ..errors import ContainsNodeError, MetadataError, Problem, ShapeMismatchError
+from ..grid import RegularChunkGrid, parse_chunk_key_encoding, raise_problems
+from ..metadata.extension import NamedConfig, parse_named_config
+from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
+from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
+from ..storage import open_store
+from ..storage.base import Store, join_path, normalize_key
+from .array import Array, ArrayOptions
+from .group import Group
+from .node_io import read_nodes, write_node
+
+__all__ = ["create_array", "create_group"]
+
+_AUTO_CHUNK_BYTES = 4 << 20
+_ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+_ZSTD_V2 = {"id": "zstd", "level": 0, "checksum": False}
+_INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+_SHUFFLE_NAMES = {v: k for k, v in SHUFFLES.items()}
+
+
+def _shape(value: Any, name: str) -> tuple[int, ...]:
+    shape = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if any(not isinstance(s, (int, np.integer)) or s < 0 for s in shape):
+        raise ShapeMismatchError(f"{name} must be non-negative integers, got {value!r}")
+    return tuple(int(s) for s in shape)
+
+
+def _auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Halve the largest dimension until a chunk holds at most ~4 MiB."""
+    chunks = [max(1, s) for s in shape]
+    while math.prod(chunks) * itemsize > _AUTO_CHUNK_BYTES and max(chunks) > 1:
+        i = chunks.index(max(chunks))
+        chunks[i] = -(-chunks[i] // 2)
+    return tuple(chunks)
+
+
+def _chunks(value: Any, shape: tuple[int, ...], itemsize: int, name: str = "chunks") -> tuple[int, ...]:
+    if value is None or value == "auto":
+        return _auto_chunks(shape, itemsize)
+    chunks = (int(value),) * len(shape) if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(chunks) != len(shape) or any(not isinstance(c, (int, np.integer)) or c < 1 for c in chunks):
+        raise ShapeMismatchError(f"{name} must be {len(shape)} positive integers, got {value!r}")
+    return tuple(int(c) for c in chunks)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _codec_json_v3(obj: Any) -> Any:
+    """A codec given as a name, a v3 dict, a numcodecs object/config, or a zarrdask Codec -> v3 JSON."""
+    if isinstance(obj, Codec):
+        return obj.to_json()
+    if hasattr(obj, "get_config"):
+        obj = obj.get_config()
+    if isinstance(obj, str) or (isinstance(obj, Mapping) and "name" in obj):
+        return obj
+    if isinstance(obj, Mapping) and "id" in obj:
+        config = {k: v for k, v in obj.items() if k != "id"}
+        codec_id = obj["id"]
+        if codec_id == "zstd":
+            return {"name": "zstd", "configuration": {"level": config.get("level", 0),
+                                                        "checksum": config.get("checksum", False)}}
+        if codec_id == "gzip":
+            return {"name": "gzip", "configuration": {"level": config.get("level", 5)}}
+        if codec_id == "blosc":
+            return {"name": "blosc", "configuration": {
+                "cname": config.get("cname", "lz4"), "clevel": config.get("clevel", 5),
+                "shuffle": _SHUFFLE_NAMES.get(config.get("shuffle", 1), "shuffle"),
+                "blocksize": config.get("blocksize", 0)}}
+        return {"name": f"numcodecs.{codec_id}", "configuration": config}
+    raise MetadataError(f"cannot interpret {obj!r} as a codec")
+
+
+def _codec_json_v2(obj: Any) -> dict[str, Any]:
+    """A codec -> numcodecs config (``{"id": ...}``) for v2 metadata."""
+    if hasattr(obj, "get_config"):
+        return dict(obj.get_config())
+    if isinstance(obj, str):
+        obj = {"name": obj}
+    if isinstance(obj, Codec):
+        obj = obj.to_json()
+    if isinstance(obj, Mapping) and "id" in obj:
+        return dict(obj)
+    if isinstance(obj, Mapping) and "name" in obj:
+        name, config = obj["name"], dict(obj.get("configuration") or {})
+        if name == "blosc" and isinstance(config.get("shuffle"), str):
+            config["shuffle"] = SHUFFLES[config["shuffle"]]
+            config.pop("typesize", None)
+        return {"id": name.removeprefix("numcodecs."), **config}
+    raise MetadataError(f"cannot interpret {obj!r} as a v2 codec")
+
+
+def _named(values: Sequence[Any], loc: str) -> tuple[NamedConfig, ...]:
+    problems: list[Problem] = []
+    parsed = [parse_named_config(v, (loc, i), problems) for i, v in enumerate(values)]
+    raise_problems(problems)
+    return tuple(p for p in parsed if p is not None)
+
+
+def _key_encoding(value: Any, zarr_format: int) -> Any:
+    if value is None:
+        return parse_chunk_key_encoding(NamedConfig("default" if zarr_format == 3 else "v2"), (), [])
+    if isinstance(value, str) and value in ("/", "."):
+        value = {"name": "default" if zarr_format == 3 else "v2", "configuration": {"separator": value}}
+    if isinstance(value, Mapping) and "separator" in value and "configuration" not in value:
+        value = {"name": value.get("name", "default"), "configuration": {"separator": value["separator"]}}
+    problems: list[Problem] = []
+    named = parse_named_config(value, ("chunk_key_encoding",), problems)
+    encoding = named and parse_chunk_key_encoding(named, ("chunk_key_encoding",), problems)
+    raise_problems(problems)
+    return encoding
+
+
+def _v3_codecs(dtype: DataType, chunks: tuple[int, ...], shards: tuple[int, ...] | None, codecs: Any,
+               compressors: Any, filters: Any, serializer: Any) -> list[Any]:
+    if codecs is not None:
+        if shards is not None:
+            raise MetadataError("pass either codecs= (the whole chain, with chunks= as its grid) or shards=, not both")
+        return [_codec_json_v3(c) for c in _as_list(codecs)]
+    if serializer == "auto":
+        serializer = {"string": "vlen-utf8", "bytes": "vlen-bytes"}.get(
+            dtype.family, {"name": "bytes", "configuration": {"endian": "little"}})
+    if compressors == "auto":
+        compressors = [_ZSTD_V3]
+    chain = [_codec_json_v3(c) for c in _as_list(filters)]
+    chain.append(_codec_json_v3(serializer))
+    chain.extend(_codec_json_v3(c) for c in _as_list(compressors))
+    if shards is None:
+        return chain
+    return [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": list(chunks), "codecs": chain, "index_codecs": _INDEX_CODECS, "index_location": "end"}}]
+
+
+def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int) -> None:
+    """Refuse (or clear) an existing node; create missing parent groups."""
+    parts = path.split("/") if path else []
+    parents = ["/".join(parts[:i]) for i in range(len(parts))]
+    found = read_nodes(store, [*parents, path])
+    if found[-1] is not None:
+        if not overwrite:
+            raise ContainsNodeError(f"a node already exists at {path or '<root>'!r} in {store!r} (pass overwrite=True)")
+        store.delete_prefix(path)
+    for parent, meta in zip(parents, found):
+        if meta is None:
+            write_node(store, parent, GroupMetadataV3() if zarr_format == 3 else GroupMetadataV2())
+        elif meta.node_type == "array":
+            raise ContainsNodeError(f"cannot create {path!r}: its parent {parent or '<root>'!r} is an array")
+
+
+def create_array(store: Any, *, shape: Any, dtype: Any, chunks: Any = None, shards: Any = None,
+                 fill_value: Any = None, compressors: Any = "auto", filters: Any = None, serializer: Any = "auto",
+                 codecs: Any = None, dimension_names: Sequence[str | None] | None = None,
+                 attributes: Mapping[str, Any] | None = None, chunk_key_encoding: Any = None,
+                 zarr_format: int = 3, path: str | None = None, overwrite: bool = False,
+                 storage_options: dict[str, Any] | None = None, order: str = "C",
+                 **options: Any) -> Array:
+    """Create an array and write its metadata; returns it opened for writing.
+
+    ``chunks`` is the read chunk shape; with ``shards`` the chunks are packed into shards
+    (the write unit). ``codecs`` gives the whole v3 chain instead of ``filters`` /
+    ``serializer`` / ``compressors`` (then ``chunks`` is the chain's grid). Keyword
+    ``options`` are :class:`ArrayOptions` (``write_empty_chunks``, ``threads``, ...).
+    """
+    if zarr_format not in (2, 3):
+        raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
+    s = open_store(store, mode="a", storage_options=storage_options)
+    path = (path or "").strip("/")
+    if path:
+        normalize_key(path)
+    opts = ArrayOptions(**options)
+    shape = _shape(shape, "shape")
+    if zarr_format == 3:
+        metadata: Any = _metadata_v3(shape, dtype, chunks, shards, fill_value, compressors, filters, serializer,
+                                     codecs, dimension_names, attributes, chunk_key_encoding)
+    else:
+        if shards is not None or codecs is not None:
+            raise MetadataError("Zarr v2 has no sharding and no v3 codec chain; use zarr_format=3")
+        metadata = _metadata_v2(shape, dtype, chunks, fill_value, compressors, filters, dimension_names,
+                                attributes, chunk_key_encoding, order)
+    array = Array(s, path, metadata, opts)  # validates the codec chain before any write
+    if zarr_format == 3:
+        metadata = metadata.evolve(codecs=_named(array._pipeline.to_json(), "codecs"))
+    _prepare(s, path, overwrite, zarr_format)
+    write_node(s, path, metadata)
+    return Array(s, path, metadata, opts)
+
+
+def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, fill_value: Any, compressors: Any,
+                 filters: Any, serializer: Any, codecs: Any, dimension_names: Any, attributes: Any,
+                 chunk_key_encoding: Any) -> ArrayMetadataV3:
+    dt = dtype if isinstance(dtype, DataType) else data_type_from_numpy(dtype)
+    itemsize = dt.dtype.itemsize if dt.dtype.kind != "O" else 16
+    inner = _chunks(chunks, shape, itemsize)
+    shard_shape = None if shards is None else _chunks(shards, shape, itemsize, "shards")
+    if shard_shape is not None and any(s % c for s, c in zip(shard_shape, inner)):
+        raise ShapeMismatchError(f"shards {shard_shape} must be whole multiples of chunks {inner}")
+    chain = _v3_codecs(dt, inner, shard_shape, codecs, compressors, filters, serializer)
+    if dimension_names is not None and len(dimension_names) != len(shape):
+        raise ShapeMismatchError(f"dimension_names needs {len(shape)} entries, got {len(dimension_names)}")
+    return ArrayMetadataV3(
+        shape=shape, data_type=dt, chunk_grid=RegularChunkGrid(shard_shape or inner),
+        chunk_key_encoding=_key_encoding(chunk_key_encoding, 3), fill_value=dt.cast_fill(fill_value),
+        codecs=_named(chain, "codecs"), attributes=dict(attributes or {}),
+        dimension_names=tuple(dimension_names) if dimension_names is not None else None,
+    )
+
+
+def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: Any, compressors: Any, filters: Any,
+                 dimension_names: Any, attributes: Any, chunk_key_encoding: Any, order: str) -> ArrayMetadataV2:
+    np_dtype = np.dtype(object) if dtype in (str, bytes, "string") else np.dtype(dtype)
+    dt = parse_dtype_v2(np_dtype.str if np_dtype.fields is None else [list(f) for f in np_dtype.descr])
+    filter_list = [_codec_json_v2(f) for f in _as_list(filters)]
+    if np_dtype.kind == "O" and not filter_list:
+        filter_list = [{"id": "vlen-bytes" if dtype is bytes else "vlen-utf8"}]
+    compressor_list = [_ZSTD_V2] if compressors == "auto" else [_codec_json_v2(c) for c in _as_list(compressors)]
+    if len(compressor_list) > 1:
+        raise MetadataError("Zarr v2 stores at most one compressor")
+    attrs = dict(attributes or {})
+    if dimension_names is not None:
+        attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)
+    sep = _key_encoding(chunk_key_encoding, 2).separator
+    fill = dt.cast_fill(fill_value) if np_dtype.kind != "O" else fill_value
+    itemsize = np_dtype.itemsize if np_dtype.kind != "O" else 16
+    return ArrayMetadataV2(
+        shape=shape, chunk_shape=_chunks(chunks, shape, itemsize), data_type=dt, fill_value=fill, order=order,
+        compressor=compressor_list[0] if compressor_list else None, filters=tuple(filter_list) or None,
+        dimension_separator=sep, attributes=attrs,
+    )
+
+
+def create_group(store: Any, *, path: str | None = None, attributes: Mapping[str, Any] | None = None,
+                 zarr_format: int = 3, overwrite: bool = False, storage_options: dict[str, Any] | None = None) -> Group:
+    """Create a group (and any missing parents) and return it."""
+    if zarr_format not in (2, 3):
+        raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
+    s = open_store(store, mode="a", storage_options=storage_options)
+    path = (path or "").strip("/")
+    if path:
+        normalize_key(path)
+    _prepare(s, path, overwrite, zarr_format)
+    meta: Any = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
+        GroupMetadataV2(attributes=dict(attributes or {}))
+    write_node(s, path, meta)
+    return Group(s, path, meta)

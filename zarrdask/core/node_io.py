@@ -1,0 +1,77 @@
+"""Reading and writing node metadata documents (the only metadata I/O).
+
+Detecting a node costs one batched store call: ``zarr.json``, ``.zarray``, ``.zgroup``,
+``.zattrs`` (and ``.zmetadata``) of a path are fetched together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+from ..errors import MetadataError, NodeNotFoundError
+from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
+from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_json_document, parse_v3
+from ..storage.base import Store, join_path
+
+__all__ = ["NodeMetadata", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+
+NodeMetadata = Union[ArrayMetadataV3, GroupMetadataV3, ArrayMetadataV2, GroupMetadataV2]
+_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | None = None) -> NodeMetadata | None:
+    """Build node metadata from already-decoded documents keyed by file name; None if no node."""
+    if "zarr.json" in docs and zarr_format in (None, 3):
+        doc = docs["zarr.json"]
+        if doc.get("zarr_format") == 2:
+            raise MetadataError("zarr.json declares zarr_format 2", key=join_path(path, "zarr.json"))
+        return parse_v3(doc, key=join_path(path, "zarr.json"))
+    if zarr_format == 3:
+        return None
+    attrs = docs.get(".zattrs")
+    if ".zarray" in docs:
+        return ArrayMetadataV2.from_json(docs[".zarray"], attrs, key=join_path(path, ".zarray"))
+    if ".zgroup" in docs:
+        meta = GroupMetadataV2.from_json(docs[".zgroup"], attrs, key=join_path(path, ".zgroup"))
+        zmeta = docs.get(".zmetadata")
+        if isinstance(zmeta, Mapping) and isinstance(zmeta.get("metadata"), Mapping):
+            meta = meta.evolve(consolidated=dict(zmeta["metadata"]))
+        return meta
+    return None
+
+
+def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = None) -> list[NodeMetadata | None]:
+    """Metadata of many nodes with one batched fetch (``None`` where there is no node)."""
+    keys = [join_path(p, n) for p in paths for n in _NAMES]
+    blobs = store.get_many(keys)
+    out: list[NodeMetadata | None] = []
+    for i, path in enumerate(paths):
+        docs = {}
+        for j, name in enumerate(_NAMES):
+            blob = blobs[i * len(_NAMES) + j]
+            if blob is not None:
+                docs[name] = parse_json_document(blob, join_path(path, name))
+        out.append(parse_node_documents(docs, path, zarr_format))
+    return out
+
+
+def read_node(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata:
+    """Metadata of the node at ``path``; NodeNotFoundError when there is none."""
+    meta = read_nodes(store, [path], zarr_format)[0]
+    if meta is None:
+        raise NodeNotFoundError(f"no array or group at {path or '<root>'!r} in {store!r}")
+    return meta
+
+
+def write_node(store: Store, path: str, metadata: NodeMetadata) -> None:
+    """Persist node metadata (each document atomically); v2 removes a now-empty .zattrs."""
+    docs = {join_path(path, name): data for name, data in metadata.to_documents().items()}
+    store.set_many(docs)
+    if metadata.zarr_format == 2 and not metadata.attributes:
+        store.delete(join_path(path, ".zattrs"))
+
+
+def dumps(doc: Any) -> bytes:
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
