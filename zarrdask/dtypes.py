@@ -229,7 +229,7 @@ def _fill_rawbytes(t: DataType, v: JSON) -> Any:
 def _fill_time(t: DataType, v: JSON) -> Any:
     if isinstance(v, str) and v == "NaT":
         return t.dtype.type("NaT")
-    return t.dtype.type(_parse_int(np.dtype("i8"), v), t.dtype.str[4:-1] or None)
+    return np.array(_parse_int(np.dtype("i8"), v), dtype="i8").view(t.dtype)[()]
 
 
 def _fill_ml(t: DataType, v: JSON) -> Any:
