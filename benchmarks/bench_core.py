@@ -1,28 +1,51 @@
 """Scenario 'core' (issue 2): write and read an unsharded float32 array, zstd level 1.
 
 Each library writes its own copy (timed: create + write everything), reads its own copy
-(timed: open + read everything), and reads every other library's copy (same bytes, so the
-fairest read comparison). Reads are verified bit-exact against the source (untimed).
+(timed: open + read everything), and reads every library's copy (the same bytes for all
+three readers: the fairest read comparison). Reads are checked bit-exact against the
+source after the first timed repetition (untimed).
 """
 
 from __future__ import annotations
 
 import os
 
-from harness import (
-    LIBS,
-    Cell,
-    Geometry,
-    Row,
-    Scenario,
-    compare,
-    dir_size,
-    make_data,
-    measure,
-    rmtree,
-    run_cell,
-)
+from harness import LIBS, Geometry, Row, Scenario, Task, compare, dir_size, make_data, measure_many, rmtree
 from libs import LIB_OBJECTS, Layout
+
+
+def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, base: str, cross: bool, what: str):
+    """Rows shared by 'core' and 'sharding': write own copy, read own copy, read each copy."""
+    data = make_data(geom.shape)
+    paths = {lib: os.path.join(base, lib) for lib in LIBS}
+
+    def check_read(result):
+        return compare(data, result)
+
+    def writer(lib):
+        L, p = LIB_OBJECTS[lib], paths[lib]
+        return Task(fn=lambda: L.write(p, data, layout), setup=lambda: rmtree(p))
+
+    def reader(lib, path):
+        L = LIB_OBJECTS[lib]
+        return Task(fn=lambda: L.read_all(L.open(path)), check=check_read)
+
+    w = measure_many(f"{sc.name} write", {lib: writer(lib) for lib in LIBS}, repeat)
+    sc.rows.append(Row("write (own copy)", w, nbytes=geom.nbytes))
+    ok = [lib for lib in LIBS if not w[lib].error]
+    sizes = {lib: dir_size(paths[lib]) for lib in ok}
+
+    r = measure_many(f"{sc.name} {what} own copy", {lib: reader(lib, paths[lib]) for lib in ok}, repeat)
+    sc.rows.append(Row(f"{what} (own copy)", r, nbytes=geom.nbytes))
+    if cross:
+        for src in ok:
+            cells = measure_many(
+                f"{sc.name} {what} {src}'s copy", {lib: reader(lib, paths[src]) for lib in LIBS}, repeat
+            )
+            sc.rows.append(Row(f"{what} copy by {src}", cells, nbytes=geom.nbytes))
+    ratios = ", ".join(f"{lib} {geom.nbytes / s:.2f}x ({s / 2**20:.0f} MiB)" for lib, s in sizes.items())
+    sc.notes.append(f"compression ratio of each copy: {ratios}")
+    return paths, w
 
 
 def run(geom: Geometry, repeat: int, data_dir: str, cross: bool = True) -> Scenario:
@@ -31,55 +54,6 @@ def run(geom: Geometry, repeat: int, data_dir: str, cross: bool = True) -> Scena
         title=f"unsharded {geom.shape} float32, chunks {geom.chunks}, zstd-1 (issue 2)",
         columns={lib: f"{lib} Array API" for lib in LIBS},
     )
-    data = make_data(geom.shape)
-    layout = Layout(chunks=geom.chunks)
-    paths = {lib: os.path.join(data_dir, "core", lib) for lib in LIBS}
-
-    def check_read(result):
-        return compare(data, result)
-
-    # write: each library writes its own copy
-    write_cells: dict[str, Cell] = {}
-    for lib in LIBS:
-        L = LIB_OBJECTS[lib]
-        write_cells[lib] = run_cell(
-            f"core write {lib}",
-            lambda L=L, p=paths[lib]: measure(
-                lambda: L.write(p, data, layout), repeat, setup=lambda: rmtree(p)
-            ),
-        )
-    sizes = {lib: dir_size(p) for lib, p in paths.items() if os.path.isdir(p)}
-    sc.rows.append(Row("write (own copy)", write_cells, nbytes=geom.nbytes))
-
-    # read: each library reads its own copy (checked bit-exact after the first repetition)
-    read_cells: dict[str, Cell] = {}
-    for lib in LIBS:
-        L = LIB_OBJECTS[lib]
-        if write_cells[lib].error:
-            read_cells[lib] = Cell(error="its write failed")
-            continue
-        read_cells[lib] = run_cell(
-            f"core read own copy {lib}",
-            lambda L=L, p=paths[lib]: measure(lambda: L.read_all(L.open(p)), repeat, check=check_read),
-        )
-    sc.rows.append(Row("read (own copy)", read_cells, nbytes=geom.nbytes))
-
-    if cross:
-        for writer in LIBS:
-            if write_cells[writer].error:
-                continue
-            cells = {}
-            for reader in LIBS:
-                L = LIB_OBJECTS[reader]
-                cells[reader] = run_cell(
-                    f"core read {writer}'s copy with {reader}",
-                    lambda L=L, p=paths[writer]: measure(
-                        lambda: L.read_all(L.open(p)), repeat, check=check_read
-                    ),
-                )
-            sc.rows.append(Row(f"read copy by {writer}", cells, nbytes=geom.nbytes))
-
-    ratios = ", ".join(f"{lib} {geom.nbytes / s:.2f}x ({s / 2**20:.0f} MiB)" for lib, s in sizes.items())
-    sc.notes.append(f"compression ratio of each copy: {ratios}")
+    write_read_rows(sc, geom, repeat, Layout(chunks=geom.chunks), os.path.join(data_dir, "core"), cross, "read")
     sc.notes.append("write = create + write whole array into an emptied directory; read = open + read whole array")
     return sc

@@ -27,20 +27,8 @@ import uuid
 
 import numpy as np
 
-from harness import (
-    TENSORSTORE,
-    ZARR_PYTHON,
-    ZARRDASK,
-    Cell,
-    Geometry,
-    Row,
-    Scenario,
-    compare,
-    make_data,
-    measure,
-    rmtree,
-    run_cell,
-)
+from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK, Geometry, Row, Scenario, Task, compare, make_data
+from harness import measure_many, rmtree
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec
 import reference
 
@@ -73,8 +61,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
     )
     data = make_data(geom.shape)
     ref_path = reference.sharded_array(geom, data_dir)
-    expected_sum = float(data.sum(dtype=np.float64))
-    check_sum = _sum_check(expected_sum)
+    check_sum = _sum_check(float(data.sum(dtype=np.float64)))
 
     with dask.config.set(scheduler="threads"):
         # ------------------------------------------------------------------ read
@@ -91,33 +78,25 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
             x = da.from_array(TSDaskAdapter(arr), chunks=geom.shard, name="ts-read-" + uuid.uuid4().hex)
             return x.sum().compute()
 
-        read = Row(
-            "full read .sum().compute()",
+        cells = measure_many(
+            "dask full read",
             {
-                ZARRDASK: run_cell("dask read zarrdask", lambda: measure(zd_read, repeat, check=check_sum)),
-                ZARR_PYTHON: run_cell(
-                    "dask read zarr-python (inner-chunk tasks)",
-                    lambda: measure(zp_read, repeat, check=check_sum),
-                ),
-                TENSORSTORE: run_cell("dask read tensorstore", lambda: measure(ts_read, repeat, check=check_sum)),
+                ZARRDASK: Task(zd_read, check=check_sum),
+                ZARR_PYTHON: Task(zp_read, check=check_sum),
+                TENSORSTORE: Task(ts_read, check=check_sum),
             },
-            nbytes=geom.nbytes,
+            repeat,
         )
+        read = Row("full read .sum().compute()", cells, nbytes=geom.nbytes)
         sc.rows.append(read)
+        cells = measure_many(
+            "dask full read, zarr-python with shard-sized chunks",
+            {ZARR_PYTHON: Task(lambda: zp_read(chunks=geom.shard), check=check_sum)},
+            repeat,
+        )
+        sc.rows.append(Row("  (peer) da.from_zarr(chunks=shard)", cells, baseline=read))
         n_inner = int(np.prod([-(-s // c) for s, c in zip(geom.shape, geom.inner)]))
         n_shards = int(np.prod([-(-s // c) for s, c in zip(geom.shape, geom.shard)]))
-        sc.rows.append(
-            Row(
-                "  (peer) da.from_zarr(chunks=shard)",
-                {
-                    ZARR_PYTHON: run_cell(
-                        "dask read zarr-python (shard-sized tasks)",
-                        lambda: measure(lambda: zp_read(chunks=geom.shard), repeat, check=check_sum),
-                    )
-                },
-                baseline=read,
-            )
-        )
         sc.notes.append(
             f"read tasks: zarrdask and TensorStore {n_shards} (one per shard); dask.array.from_zarr's "
             f"default {n_inner} (one per inner chunk)"
@@ -139,13 +118,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
             import zarrdask
 
             zarrdask.to_zarr(
-                x,
-                out[ZARRDASK],
-                chunks=geom.inner,
-                shards=geom.shard,
-                compressors=[ZSTD1],
-                fill_value=0,
-                mode="w",
+                x, out[ZARRDASK], chunks=geom.inner, shards=geom.shard, compressors=[ZSTD1], fill_value=0, mode="w"
             )
 
         def zp_write(x):
@@ -177,60 +150,39 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
             ).result()
             da.store(x, TSDaskAdapter(arr), lock=False)
 
+        def task(fn, x, lib, reader):
+            return Task(
+                lambda: fn(x),
+                setup=lambda: rmtree(out[lib]),
+                check=verify_with(reader, out[lib]),
+                check_every=True,
+            )
+
         rows = {}
         for kind, chunks in (("aligned", geom.shard), ("misaligned", geom.misaligned)):
             x = da.from_array(data, chunks=chunks, name=f"src-{kind}")
-            cells = {
-                ZARRDASK: run_cell(
-                    f"dask write {kind} zarrdask",
-                    lambda: measure(
-                        lambda: zd_write(x),
-                        repeat,
-                        setup=lambda: rmtree(out[ZARRDASK]),
-                        check=verify_with(TENSORSTORE, out[ZARRDASK]),
-                        check_every=True,
-                    ),
-                ),
-                ZARR_PYTHON: run_cell(
-                    f"dask write {kind} zarr-python",
-                    lambda: measure(
-                        lambda: zp_write(x),
-                        repeat,
-                        setup=lambda: rmtree(out[ZARR_PYTHON]),
-                        check=verify_with(TENSORSTORE, out[ZARR_PYTHON]),
-                        check_every=True,
-                    ),
-                ),
-                TENSORSTORE: run_cell(
-                    f"dask write {kind} tensorstore",
-                    lambda: measure(
-                        lambda: ts_write(x),
-                        repeat,
-                        setup=lambda: rmtree(out[TENSORSTORE]),
-                        check=verify_with(ZARR_PYTHON, out[TENSORSTORE]),
-                        check_every=True,
-                    ),
-                ),
-            }
+            cells = measure_many(
+                f"dask write {kind}",
+                {
+                    ZARRDASK: task(zd_write, x, ZARRDASK, TENSORSTORE),
+                    ZARR_PYTHON: task(zp_write, x, ZARR_PYTHON, TENSORSTORE),
+                    TENSORSTORE: task(ts_write, x, TENSORSTORE, ZARR_PYTHON),
+                },
+                repeat,
+            )
             label = "dask chunks = shards" if kind == "aligned" else f"dask chunks {geom.misaligned}"
             rows[kind] = Row(f"write {kind} ({label})", cells, nbytes=geom.nbytes)
             sc.rows.append(rows[kind])
             if kind == "misaligned":
+                cells = measure_many(
+                    "dask write misaligned into an existing zarr.Array",
+                    {ZARR_PYTHON: task(zp_write_existing, x, ZARR_PYTHON, TENSORSTORE)},
+                    repeat,
+                )
                 sc.rows.append(
                     Row(
                         "  (peer) misaligned -> existing zarr.Array",
-                        {
-                            ZARR_PYTHON: run_cell(
-                                "dask write misaligned into existing zarr.Array",
-                                lambda: measure(
-                                    lambda: zp_write_existing(x),
-                                    repeat,
-                                    setup=lambda: rmtree(out[ZARR_PYTHON]),
-                                    check=verify_with(TENSORSTORE, out[ZARR_PYTHON]),
-                                    check_every=True,
-                                ),
-                            )
-                        },
+                        cells,
                         baseline=rows["misaligned"],
                         note="dask rechunks to whole shards first when handed an existing zarr.Array",
                     )
@@ -245,8 +197,11 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
     if zp_mis.checks:
         sc.notes.append(
             "dask.array.to_zarr(path, shards=...) with misaligned chunks: "
-            + ("read back CORRECT in every repetition" if all(c is None for c in zp_mis.checks)
-               else f"read back WRONG ({zp_mis.check_summary()})")
+            + (
+                "read back CORRECT in every repetition"
+                if all(c is None for c in zp_mis.checks)
+                else f"read back WRONG ({zp_mis.check_summary()})"
+            )
         )
-    sc.notes.append("write = create the array + compute the graph; each repetition read back and compared, untimed")
+    sc.notes.append("write = create the array + compute the graph; every repetition read back and compared, untimed")
     return sc

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from harness import ZARR_PYTHON, ZARRDASK, Geometry, Row, Scenario, make_data, measure, run_cell
+from harness import ZARR_PYTHON, ZARRDASK, Geometry, Row, Scenario, Task, make_data, measure_many
 import reference
 
 
@@ -62,51 +62,34 @@ def run(geom: Geometry, repeat: int, data_dir: str, n_vars: int = 50) -> Scenari
             return xr.open_dataset(many, engine=engine, chunks=chunks)
 
     with dask.config.set(scheduler="threads"):
-        main = Row(
-            'open_dataset(chunks={}).mean("time").compute()',
+        cells = measure_many(
+            "xarray mean(time)",
             {
-                ZARRDASK: run_cell(
-                    "xarray mean engine=zarrdask",
-                    lambda: measure(lambda: mean_time("zarrdask", {}), repeat, check=check_mean),
-                ),
-                ZARR_PYTHON: run_cell(
-                    "xarray mean engine=zarr",
-                    lambda: measure(lambda: mean_time("zarr", {}), repeat, check=check_mean),
-                ),
+                ZARRDASK: Task(lambda: mean_time("zarrdask", {}), check=check_mean),
+                ZARR_PYTHON: Task(lambda: mean_time("zarr", {}), check=check_mean),
             },
-            nbytes=geom.nbytes,
+            repeat,
         )
+        main = Row('open_dataset(chunks={}).mean("time").compute()', cells, nbytes=geom.nbytes)
         sc.rows.append(main)
         shard_chunks = dict(zip(("time", "lat", "lon"), geom.shard))
-        sc.rows.append(
-            Row(
-                "  (peer) engine=zarr, chunks=shard shape",
-                {
-                    ZARR_PYTHON: run_cell(
-                        "xarray mean engine=zarr chunks=shard",
-                        lambda: measure(lambda: mean_time("zarr", shard_chunks), repeat, check=check_mean),
-                    )
-                },
-                baseline=main,
-            )
+        cells = measure_many(
+            "xarray mean(time), engine=zarr with shard-sized chunks",
+            {ZARR_PYTHON: Task(lambda: mean_time("zarr", shard_chunks), check=check_mean)},
+            repeat,
         )
+        sc.rows.append(Row("  (peer) engine=zarr, chunks=shard shape", cells, baseline=main))
         n_open = max(repeat, 7)
         for chunks, label in ((None, "lazy"), ({}, "chunks={}")):
-            sc.rows.append(
-                Row(
-                    f"open_dataset {n_vars} variables ({label})",
-                    {
-                        eng_col: run_cell(
-                            f"open {n_vars} vars {label} engine={engine}",
-                            lambda engine=engine: measure(
-                                lambda: open_many(engine, chunks), n_open, check=check_vars
-                            ),
-                        )
-                        for eng_col, engine in ((ZARRDASK, "zarrdask"), (ZARR_PYTHON, "zarr"))
-                    },
-                    note=f"{n_open} repetitions",
-                )
+            cells = measure_many(
+                f"open {n_vars} variables ({label})",
+                {
+                    ZARRDASK: Task(lambda: open_many("zarrdask", chunks), check=check_vars),
+                    ZARR_PYTHON: Task(lambda: open_many("zarr", chunks), check=check_vars),
+                },
+                n_open,
             )
+            sc.rows.append(Row(f"open_dataset {n_vars} variables ({label})", cells, note=f"{n_open} repetitions"))
     sc.notes.append("both engines with their defaults (consolidated metadata present; engine=zarr reads it)")
     sc.notes.append("targets (issue 5): mean(time) ratio >= 20x; 50-variable open ratio >= 3x")
     return sc

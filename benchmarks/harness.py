@@ -130,52 +130,132 @@ def random_windows(geom: Geometry, n: int, seed: int = 1) -> list[tuple[slice, .
 # --------------------------------------------------------------------------- timing
 
 
-def measure(
-    fn: Callable[[], Any],
-    repeat: int,
-    *,
-    setup: Callable[[], Any] | None = None,
-    check: Callable[[Any], str | None] | None = None,
-    check_every: bool = False,
-) -> "Cell":
-    """Run ``fn`` ``repeat`` times, timing only ``fn`` (not ``setup`` nor ``check``).
+@dataclass
+class Task:
+    """One library's side of a measurement.
 
-    ``check(result)`` returns None when the result is right, else a short problem text;
-    it runs after the first repetition (or after each, with ``check_every``).
+    ``fn`` is timed; ``setup`` runs untimed before each call; ``check(result)`` returns None
+    when the result is right, else a short problem text (after the first timed call, or
+    after each with ``check_every``). ``fn`` may return a :class:`SelfTimed` to report its
+    own figure (e.g. a median per-read latency) instead of its wall time.
     """
-    cell = Cell()
-    for i in range(repeat):
-        if setup is not None:
-            setup()
-        gc.collect()
-        t0 = time.perf_counter()
-        result = fn()
-        cell.times.append(time.perf_counter() - t0)
-        if check is not None and (i == 0 or check_every):
-            problem = check(result)
-            cell.checks.append(problem)
-        del result
-    return cell
+
+    fn: Callable[[], Any]
+    setup: Callable[[], Any] | None = None
+    check: Callable[[Any], str | None] | None = None
+    check_every: bool = False
+    unit: str = "s"
 
 
-def run_cell(label: str, fn: Callable[[], "Cell"]) -> "Cell":
-    """Run one measurement; an exception becomes an error cell (so a table still prints)."""
-    print(f"  .. {label}", end="", flush=True)
-    t0 = time.perf_counter()
+@dataclass
+class SelfTimed:
+    seconds: float
+    result: Any = None
+    extra: dict = field(default_factory=dict)
+
+
+def _cpu_busy_s() -> float | None:
+    """Seconds of CPU time all processes used since boot (from /proc/stat)."""
     try:
-        cell = fn()
-    except Exception as exc:  # noqa: BLE001 - a benchmark must report, not crash
-        msg = f"{type(exc).__name__}: {exc}"
-        cell = Cell(error=msg.splitlines()[0][:200] if msg else type(exc).__name__)
-        print(f"  ERROR {cell.error}", flush=True)
-        return cell
-    extra = f" [{cell.check_summary()}]" if cell.checks else ""
-    print(
-        f"  median {fmt_time(cell.median, cell.unit)} min {fmt_time(cell.min, cell.unit)}"
-        f"  ({time.perf_counter() - t0:.1f}s wall){extra}",
-        flush=True,
-    )
-    return cell
+        with open("/proc/stat") as f:
+            parts = f.readline().split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in parts[:8])
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def _self_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+class _Timer:
+    """Wall time of a call, plus how many cores *other* processes kept busy meanwhile."""
+
+    def __enter__(self):
+        self.busy0, self.self0 = _cpu_busy_s(), _self_cpu_s()
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.elapsed = time.perf_counter() - self.t0
+        busy1, self1 = _cpu_busy_s(), _self_cpu_s()
+        self.background = None
+        if self.busy0 is not None and busy1 is not None and self.elapsed >= 0.5:  # 10 ms ticks
+            self.background = max(0.0, (busy1 - self.busy0) - (self1 - self.self0)) / self.elapsed
+        return False
+
+
+WARMUP_KEEP_S = 10.0  # a warm-up call slower than this counts as the first repetition
+
+
+def measure_many(
+    label: str, tasks: dict[str, Task], repeat: int, *, warmup: bool = True
+) -> dict[str, Cell]:
+    """Time every task ``repeat`` times, interleaved: round r runs each library once.
+
+    Interleaving (with the order rotated each round) spreads any background load on the
+    machine over all libraries instead of penalising whichever ran during it. A first
+    untimed warm-up round pays one-time costs (imports, thread pools, first-touch); a
+    warm-up call that takes more than WARMUP_KEEP_S seconds is kept as the first
+    repetition instead of being run again. An exception makes that library's cell an
+    error cell (so the table still prints) and drops it from later rounds.
+    """
+    cells = {lib: Cell(unit=t.unit) for lib, t in tasks.items()}
+    active = list(tasks)
+    t_start = time.perf_counter()
+    print(f"  .. {label}:", end="", flush=True)
+
+    def call(lib: str, timed: bool) -> None:
+        task, cell = tasks[lib], cells[lib]
+        try:
+            if task.setup is not None:
+                task.setup()
+            gc.collect()
+            with _Timer() as tm:
+                result = task.fn()
+            seconds = tm.elapsed
+            if isinstance(result, SelfTimed):
+                for k, v in result.extra.items():
+                    cell.extra.setdefault(k, []).append(v)
+                seconds, result = result.seconds, result.result
+            if not timed and tm.elapsed > WARMUP_KEEP_S:
+                timed = True
+            if timed:
+                cell.times.append(seconds)
+                if tm.background is not None:
+                    cell.background.append(tm.background)
+            if task.check is not None and (not cell.checks or task.check_every) and timed:
+                cell.checks.append(task.check(result))
+            del result
+        except Exception as exc:  # noqa: BLE001 - a benchmark must report, not crash
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            cell.error = msg
+            active.remove(lib)
+            print(f" [{lib} ERROR {msg}]", end="", flush=True)
+
+    if warmup:
+        for lib in list(active):
+            call(lib, timed=False)
+    for r in range(repeat):
+        order = active[r % len(active):] + active[: r % len(active)] if active else []
+        for lib in order:
+            if lib in active and len(cells[lib].times) < repeat:
+                call(lib, timed=True)
+    print(f" ({time.perf_counter() - t_start:.0f}s)", flush=True)
+    for lib, cell in cells.items():
+        if cell.error:
+            continue
+        extra = f" [{cell.check_summary()}]" if cell.checks else ""
+        bg = cell.mean_background
+        bgs = f" bg {bg:.2f} cores" if bg is not None else ""
+        print(
+            f"       {lib:<12} median {fmt_time(cell.median, cell.unit)} "
+            f"min {fmt_time(cell.min, cell.unit)}{bgs}{extra}",
+            flush=True,
+        )
+    return cells
 
 
 # --------------------------------------------------------------------------- results
@@ -188,6 +268,12 @@ class Cell:
     error: str | None = None
     unit: str = "s"  # display unit: "s" or "ms"
     note: str = ""
+    background: list[float] = field(default_factory=list)  # cores other processes used, per rep
+    extra: dict[str, list] = field(default_factory=dict)  # per-rep extra figures (e.g. p90)
+
+    @property
+    def mean_background(self) -> float | None:
+        return sum(self.background) / len(self.background) if self.background else None
 
     @property
     def median(self) -> float | None:
@@ -214,6 +300,8 @@ class Cell:
             "check": self.check_summary() or None,
             "error": self.error,
             "note": self.note or None,
+            "background_cores": self.background,
+            "extra": self.extra or None,
         }
 
 
@@ -282,12 +370,20 @@ def fmt_time(sec: float | None, unit: str = "s") -> str:
     return f"{sec:.3f}s"
 
 
+BUSY_CORES = 0.3  # background load above this marks a cell with "!"
+
+
+def _busy(cell: Cell | None) -> bool:
+    return cell is not None and (cell.mean_background or 0.0) > BUSY_CORES
+
+
 def _fmt_cell(cell: Cell | None) -> str:
     if cell is None:
         return "-"
     if cell.error:
         return "n/a"
-    return f"{fmt_time(cell.median, cell.unit)} ({fmt_time(cell.min, cell.unit)})"
+    mark = "!" if _busy(cell) else ""
+    return f"{fmt_time(cell.median, cell.unit)} ({fmt_time(cell.min, cell.unit)}){mark}"
 
 
 def render_scenario(sc: Scenario) -> str:
@@ -336,6 +432,11 @@ def render_scenario(sc: Scenario) -> str:
             out.append(f"   note {row.case}: {row.note}")
         if row.baseline is not None:
             out.append(f"   note {row.case}: ratios against zarrdask's '{row.baseline.case}'")
+    if any(_busy(c) for row in sc.rows for c in row.cells.values()):
+        out.append(
+            f"   ! = other processes kept more than {BUSY_CORES} cores busy on average during that "
+            "cell's timed runs (noisy figure)"
+        )
     for n in sc.notes:
         out.append(f"   * {n}")
     out.append(f"   (scenario wall time {sc.wall_s:.0f}s)")
