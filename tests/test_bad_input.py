@@ -573,8 +573,8 @@ def test_open_sharded_with_expectations(tmp_path):
     root = write_sharded(tmp_path / "s")
     arr = zarrdask.open_array(str(root), shape=SHAPE, chunks=CHUNKS)
     assert tuple(arr.shards) == SHARD
-    with pytest.raises(ShapeMismatchError):
-        zarrdask.open_array(str(root), chunks=SHARD)  # chunks means the inner (read) chunks
+    with pytest.raises(ShapeMismatchError, match="chunks"):
+        zarrdask.open_array(str(root), chunks=(1, 3))
 
 
 def test_missing_chunks_read_as_fill_value(tmp_path):
