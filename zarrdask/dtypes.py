@@ -127,7 +127,10 @@ class DataType:
             return value
         if isinstance(value, str) and self.family in ("float", "complex"):
             return self.fill_from_json(value)
-        return np.array(value).astype(self.dtype)[()] if self.dtype.kind != "V" else np.void(bytes(value))
+        try:
+            return np.array(value).astype(self.dtype)[()] if self.dtype.kind != "V" else np.void(bytes(value))
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise MetadataError([Problem(("fill_value",), f"{value!r} is not a valid {self.name} value: {exc}")]) from None
 
 
 # -- fill parsing --------------------------------------------------------------
@@ -493,7 +496,10 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
         return parse_data_type_v3("string")
     if dtype is bytes:
         return parse_data_type_v3("variable_length_bytes")
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedDataTypeError([Problem(("data_type",), f"{dtype!r} is not a data type: {exc}")]) from None
     if dt.kind in "biufc":
         return parse_data_type_v3(_NUMPY_TO_V3[dt.str[1:]])
     if dt.kind == "U":

@@ -20,6 +20,7 @@ __all__ = [
     "NodeNotFoundError",
     "ArrayNotFoundError",
     "GroupNotFoundError",
+    "MemberNotFoundError",
     "ContainsNodeError",
     "MissingChunkError",
     "CodecError",
@@ -93,6 +94,13 @@ class ArrayNotFoundError(NodeNotFoundError):
 
 class GroupNotFoundError(NodeNotFoundError):
     """No group at the given path."""
+
+
+class MemberNotFoundError(NodeNotFoundError, KeyError):
+    """A group has no member of that name (also a ``KeyError``, as for a mapping)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class ContainsNodeError(ZarrdaskError, FileExistsError):

@@ -209,7 +209,10 @@ def _int_array(value: Any, n: int, dim: int) -> np.ndarray:
 
 
 def _slice(s: slice, n: int) -> DimSel:
-    start, stop, step = s.indices(n)
+    try:
+        start, stop, step = s.indices(n)
+    except (ValueError, TypeError) as exc:
+        raise SelectionError(f"invalid slice {s!r}: {exc}") from None
     if step > 0:
         return slice(start, max(start, stop), step)
     return np.arange(start, stop, step, dtype=np.int64)

@@ -41,9 +41,8 @@ class BytesCodec(ArrayBytesCodec):
         if dt.kind == "O":
             raise config_error(loc, f"the bytes codec cannot store variable-length data type {spec.dtype.name!r}; "
                                     "use vlen-utf8 or vlen-bytes")
-        if self.endian is None and dt.itemsize > 1 and dt.kind not in "SV":
-            raise config_error((*loc, "configuration", "endian"),
-                               f"required for the {dt.itemsize}-byte data type {spec.dtype.name!r}")
+        if self.endian is None and dt.itemsize > 1 and not (dt.kind in "SV" and dt.type in (np.bytes_, np.void)):
+            return BytesCodec("little")  # the configuration is optional in practice; zarr-python defaults to little
         return self
 
     def _swap(self, dt: np.dtype) -> bool:

@@ -18,6 +18,7 @@ from ..codecs.pipeline import CodecPipeline
 from ..codecs.sharding import ShardingCodec
 from ..codecs.v2 import V2Pipeline
 from ..errors import (
+    MetadataError,
     Problem,
     ReadOnlyError,
     SelectionError,
@@ -63,12 +64,18 @@ class Array:
     def _setup(self) -> None:
         meta = self._metadata
         spec = ChunkSpec(tuple(meta.chunk_grid.chunk_shape), meta.data_type, meta.fill_value)
-        if meta.zarr_format == 3:
-            self._pipeline: Any = CodecPipeline.from_metadata(meta.codecs, spec)
-        else:
-            self._pipeline = V2Pipeline(meta)
+        try:
+            if meta.zarr_format == 3:
+                self._pipeline: Any = CodecPipeline.from_metadata(meta.codecs, spec)
+            else:
+                self._pipeline = V2Pipeline(meta)
+            chunk_store = _apply_storage_transformers(self._store, meta)
+        except MetadataError as exc:
+            if exc.key is not None:
+                raise
+            key = join_path(self._path, "zarr.json" if meta.zarr_format == 3 else ".zarray")
+            raise type(exc)(exc.problems, key=key) from None
         self._cache = IndexCache(self._options.index_cache_size)
-        chunk_store = _apply_storage_transformers(self._store, meta)
         self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, self._pipeline, spec,
                                          self._options, self._cache)
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..codecs.base import ChunkSpec
 from ..codecs.sharding import MISSING, ShardingCodec, is_empty_chunk
-from ..errors import CodecError, CorruptChunkError, MissingChunkError
+from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
 from ..indexing import Projection, Selection
 from ..storage.base import ByteRange, Store, join_path
 from ..storage.coalesce import coalesce_ranges, split_coalesced
@@ -51,6 +51,12 @@ class ArrayOptions:
     threads: int | None = None
     coalesce_gap: int = 1 << 16
     coalesce_max: int = 1 << 26
+
+    def __post_init__(self) -> None:
+        if self.missing_chunks not in ("fill", "raise"):
+            raise InvalidModeError(f"missing_chunks must be 'fill' or 'raise', got {self.missing_chunks!r}")
+        if self.threads is not None and self.threads < 1:
+            raise InvalidModeError(f"threads must be None or >= 1, got {self.threads!r}")
 
 
 class IndexCache:

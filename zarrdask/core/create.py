@@ -25,7 +25,7 @@ from ..storage import open_store
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
 from .group import Group
-from .node_io import read_nodes, write_node
+from .node_io import encode_node, read_nodes, write_node
 
 __all__ = ["create_array", "create_group"]
 
@@ -203,6 +203,7 @@ def create_array(store: Any, *, shape: Any, dtype: Any, chunks: Any = None, shar
     array = Array(s, path, metadata, opts)  # validates the codec chain before any write
     if zarr_format == 3:
         metadata = metadata.evolve(codecs=_named(array._pipeline.to_json(), "codecs"))
+    encode_node(path, metadata)  # validates the attributes before any write
     _prepare(s, path, overwrite, zarr_format)
     write_node(s, path, metadata)
     return Array(s, path, metadata, opts)
@@ -260,8 +261,9 @@ def create_group(store: Any, *, path: str | None = None, attributes: Mapping[str
     path = (path or "").strip("/")
     if path:
         normalize_key(path)
-    _prepare(s, path, overwrite, zarr_format)
     meta: Any = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
         GroupMetadataV2(attributes=dict(attributes or {}))
+    encode_node(path, meta)
+    _prepare(s, path, overwrite, zarr_format)
     write_node(s, path, meta)
     return Group(s, path, meta)

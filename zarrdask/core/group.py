@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
-from ..errors import ContainsNodeError, NodeNotFoundError, ReadOnlyError
+from ..errors import ContainsNodeError, MemberNotFoundError, NodeNotFoundError, ReadOnlyError
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.v3 import GroupMetadataV3, parse_v3
 from ..storage.base import Store, join_path, normalize_key
@@ -113,13 +113,13 @@ class Group:
             try:
                 meta = read_node(self._store, path, self.zarr_format)
             except NodeNotFoundError:
-                raise KeyError(name) from NodeNotFoundError(f"no member {name!r} in group {self.name!r}")
+                raise MemberNotFoundError(f"no member {name!r} in group {self.name!r}") from None
         return node_from_metadata(self._store, path, meta, self._child_consolidated(name))
 
     def get(self, name: str, default: Any = None) -> Any:
         try:
             return self[name]
-        except KeyError:
+        except MemberNotFoundError:
             return default
 
     def __contains__(self, name: object) -> bool:

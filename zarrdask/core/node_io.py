@@ -15,7 +15,7 @@ from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_json_document, parse_v3
 from ..storage.base import Store, join_path
 
-__all__ = ["NodeMetadata", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+__all__ = ["NodeMetadata", "encode_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 NodeMetadata = Union[ArrayMetadataV3, GroupMetadataV3, ArrayMetadataV2, GroupMetadataV2]
 _NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
@@ -65,13 +65,23 @@ def read_node(store: Store, path: str, zarr_format: int | None = None) -> NodeMe
     return meta
 
 
+def encode_node(path: str, metadata: NodeMetadata) -> dict[str, bytes]:
+    """The node's documents as bytes; MetadataError (nothing written) if they are not JSON."""
+    try:
+        return metadata.to_documents()
+    except (TypeError, ValueError) as exc:
+        name = "zarr.json" if metadata.zarr_format == 3 else ".zattrs"
+        raise MetadataError(f"attributes: metadata is not JSON-serializable: {exc}",
+                            key=join_path(path, name)) from None
+
+
 def write_node(store: Store, path: str, metadata: NodeMetadata) -> None:
     """Persist node metadata (each document atomically); v2 removes a now-empty .zattrs."""
-    docs = {join_path(path, name): data for name, data in metadata.to_documents().items()}
+    docs = {join_path(path, name): data for name, data in encode_node(path, metadata).items()}
     store.set_many(docs)
     if metadata.zarr_format == 2 and not metadata.attributes:
         store.delete(join_path(path, ".zattrs"))
 
 
 def dumps(doc: Any) -> bytes:
-    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")

@@ -82,6 +82,8 @@ def from_zarr(
     The graph is a single Blockwise layer, one task per block::
 
         ("zarrdask-read-<token>", i, j) -> getter(ShardReader(array), (slice(...), slice(...)))
+
+    (With ``array.query-planning`` on, dask names the layer itself: ``fromarray-<token>``.)
     """
     array = open_source(source, path=path, storage_options=storage_options)
     block_chunks = read_chunks(array, chunks)
@@ -90,16 +92,20 @@ def from_zarr(
         name = f"zarrdask-read-{tokenize(reader, block_chunks)}"
     elif name is False or name is True:
         name = f"zarrdask-read-{uuid.uuid4().hex}"
-    return da.from_array(
-        reader,
-        chunks=block_chunks,
-        name=name,
-        lock=False,
-        asarray=False,
-        fancy=False,
-        inline_array=True,
-        meta=np.empty((0,) * array.ndim, dtype=array.dtype),
-    )
+    # The annotation keeps the read layer out of Blockwise fusion, so progress bars and the
+    # dashboard still show the reads (dask's low-level fusion then merges each read with a
+    # single consumer into one task named "zarrdask-read-<op>": still one task per shard).
+    with dask.annotate(zarrdask="read"):
+        return da.from_array(
+            reader,
+            chunks=block_chunks,
+            name=name,
+            lock=False,
+            asarray=False,
+            fancy=False,
+            inline_array=True,
+            meta=np.empty((0,) * array.ndim, dtype=array.dtype),
+        )
 
 
 def open_source(

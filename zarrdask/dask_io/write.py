@@ -21,7 +21,7 @@ from dask.task_spec import List, Task, TaskRef
 
 from ..core.create import create_array
 from ..core.array import Array
-from ..errors import ArrayNotFoundError, ShapeMismatchError
+from ..errors import NodeNotFoundError, ShapeMismatchError
 from ..plan import WritePlan, WritePlanSummary, default_read_chunks, make_write_plan, normalize_region
 from .read import open_source
 
@@ -167,7 +167,7 @@ def _prepare_target(
     if mode in ("r+", "a"):
         try:
             target = open_source(store, path=path, storage_options=storage_options, mode="r+")
-        except ArrayNotFoundError:
+        except NodeNotFoundError:
             if mode == "r+":
                 raise
         else:

@@ -19,7 +19,7 @@ _ARRAY_FIELDS = {
 
 
 def _dumps(doc: Any) -> bytes:
-    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
 
 @dataclass(frozen=True)

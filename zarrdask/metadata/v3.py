@@ -47,7 +47,7 @@ def _extra_fields(doc: Mapping[str, Any], known: set[str], problems: list[Proble
 
 
 def _dumps(doc: Mapping[str, Any]) -> bytes:
-    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
 
 @dataclass(frozen=True)

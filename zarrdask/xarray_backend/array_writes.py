@@ -1,0 +1,58 @@
+"""The data half of a Dataset write: in-memory data now, dask data as one graph.
+
+Stands where xarray's ``ArrayWriter`` (which hands dask data to ``da.store``) stands:
+dask variables go through zarrdask's shard-safe Dask writer, so dask chunks that
+cut through shards are gathered per shard and never race.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import numpy as np
+from dask.delayed import Delayed
+from xarray.namedarray.pycompat import is_chunked_array
+
+from zarrdask.core.array import Array
+from zarrdask.dask_io import to_zarr as dask_to_zarr
+
+__all__ = ["ArrayWrites"]
+
+
+def _concrete_region(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """Slices with explicit start and stop (``slice(3, None)`` -> ``slice(3, n)``)."""
+    return tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, shape, strict=True))
+
+
+def _all_written(*_: Any) -> None:
+    """Final task of a deferred write: depends on every array write."""
+
+
+class ArrayWrites:
+    """Write sources into zarrdask arrays: numpy at once, dask batched into one graph."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: list[Delayed] = []
+
+    def add(self, source: Any, target: Array, region: tuple[slice, ...]) -> None:
+        """Write ``source`` into ``target[region]`` (now, or later if it is dask)."""
+        region = _concrete_region(region, target.shape)
+        if is_chunked_array(source):
+            self._pending.append(
+                dask_to_zarr(source, target, region=region, mode="r+", compute=False)
+            )
+        else:
+            target[region] = np.asarray(source)
+
+    def sync(self, compute: bool = True, **compute_kwargs: Any) -> Delayed | None:
+        """Run the dask writes (``compute=True``, with ``dask.compute`` keywords) or
+        return them as one ``Delayed``."""
+        pending, self._pending = self._pending, []
+        if not compute:
+            return dask.delayed(_all_written)(*pending)
+        if pending:
+            dask.compute(*pending, **compute_kwargs)
+        return None

@@ -1,0 +1,187 @@
+"""Read side of the xarray backend: a zarrdask group seen as xarray variables.
+
+``ZarrdaskDataStore`` maps every array of one group to a lazy ``xarray.Variable``
+(dimensions, raw attributes, storage encoding); CF decoding is left to
+``xarray.conventions`` exactly as xarray's own zarr engine does.
+``ZarrdaskBackendArray`` maps xarray's explicit indexers onto ``a[...]``,
+``a.oindex[...]`` and ``a.vindex[...]``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xarray import Variable, coding
+from xarray.backends.common import AbstractDataStore, BackendArray
+from xarray.backends.zarr import DIMENSION_KEY
+from xarray.core import indexing
+from xarray.core.utils import FrozenDict
+
+from zarrdask.core.array import Array
+from zarrdask.core.group import Group
+from zarrdask.errors import MetadataError
+from zarrdask.xarray_backend.encoding import (
+    decode_fill_value_attr,
+    read_encoding,
+    string_kind,
+)
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["ZarrdaskBackendArray", "ZarrdaskDataStore", "array_dims_and_attrs"]
+
+
+class ZarrdaskBackendArray(BackendArray):
+    """A zarrdask ``Array`` behind xarray's lazy indexing (vectorized support)."""
+
+    __slots__ = ("_array", "dtype", "shape")
+
+    def __init__(self, array: Array) -> None:
+        self._array = array
+        self.shape = array.shape
+        kind = string_kind(array)
+        # Keep the vlen element type on object arrays, as xarray's engine does (GH 7328).
+        self.dtype = coding.strings.create_vlen_dtype(kind) if kind else array.dtype
+
+    def get_array(self) -> Array:
+        """The wrapped zarrdask array."""
+        return self._array
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        if isinstance(key, indexing.VectorizedIndexer):
+            method = self._vindex
+        elif isinstance(key, indexing.OuterIndexer):
+            method = self._oindex
+        else:
+            method = self._getitem
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.VECTORIZED, method
+        )
+
+    def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
+        return np.asarray(self._array[key])
+
+    def _oindex(self, key: tuple[Any, ...]) -> np.ndarray:
+        return np.asarray(self._array.oindex[key])
+
+    def _vindex(self, key: tuple[Any, ...]) -> np.ndarray:
+        return np.asarray(self._array.vindex[key])
+
+
+def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """Dimension names and user attributes of one array.
+
+    v3: ``dimension_names``; v2: the ``_ARRAY_DIMENSIONS`` attribute (hidden from
+    the attributes), else NCZarr's ``dimrefs``. Arrays without names get
+    ``dim_0, dim_1, ...`` with a warning (xarray's own engine refuses them).
+    """
+    attrs = dict(array.attrs)
+    names: list[str | None] | None
+    if array.zarr_format == 3:
+        names = list(array.dimension_names) if array.dimension_names else None
+    else:
+        names = attrs.pop(DIMENSION_KEY, None) or _nczarr_dims_maybe(array, attrs)
+        attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
+    if names is not None and len(names) != array.ndim:
+        raise MetadataError(
+            f"{len(names)} dimension names {names!r} for an array of {array.ndim} "
+            "dimensions",
+            key=array.path,
+        )
+    if names is None or any(name is None for name in names):
+        names = [f"dim_{i}" if n is None else n for i, n in enumerate(names or [None] * array.ndim)]
+        warnings.warn(
+            f"array {array.path!r} has no dimension names; opening it with "
+            f"dimensions {tuple(names)}",
+            UserWarning,
+            stacklevel=2,
+        )
+    return tuple(str(name) for name in names), attrs
+
+
+def _nczarr_dims_maybe(array: Array, attrs: Mapping[str, Any]) -> list[str] | None:
+    """NCZarr dimension references (fully qualified names), if the array has them."""
+    nczarr = attrs.get("_nczarr_array")
+    if nczarr is None:
+        raw = array.store.get(posixpath.join(array.path, ".zarray"))
+        nczarr = json.loads(raw).get("_NCZARR_ARRAY") if raw else None
+    if not nczarr or "dimrefs" not in nczarr:
+        return None
+    return [posixpath.basename(ref) for ref in nczarr["dimrefs"]]
+
+
+class ZarrdaskDataStore(AbstractDataStore):
+    """One zarrdask group as an xarray data store (read side).
+
+    ``fill_value_as_mask`` follows xarray's zarr engine: by default True for v2
+    (the Zarr ``fill_value`` becomes the CF ``_FillValue``) and False for v3 (the
+    ``fill_value`` goes to ``encoding`` and a ``_FillValue`` attribute is decoded
+    from xarray's base64 form).
+    """
+
+    __slots__ = ("_fill_value_as_mask", "_members", "group")
+
+    def __init__(self, group: Group, *, fill_value_as_mask: bool | None = None) -> None:
+        self.group = group
+        self._members: dict[str, Array | Group] = dict(group.members())
+        if fill_value_as_mask is None:
+            fill_value_as_mask = group.zarr_format == 2
+        self._fill_value_as_mask = fill_value_as_mask
+
+    def arrays(self) -> dict[str, Array]:
+        """The arrays directly in this group, by name."""
+        return {k: v for k, v in self._members.items() if isinstance(v, Array)}
+
+    def groups(self) -> dict[str, Group]:
+        """The subgroups directly in this group, by name."""
+        return {k: v for k, v in self._members.items() if isinstance(v, Group)}
+
+    def walk(self, prefix: str = "/") -> Iterator[tuple[str, Self]]:
+        """This store and the stores of all subgroups, with their tree paths."""
+        yield prefix, self
+        for name, child in sorted(self.groups().items()):
+            store = type(self)(child, fill_value_as_mask=self._fill_value_as_mask)
+            yield from store.walk(posixpath.join(prefix, name))
+
+    def open_store_variable(self, name: str) -> Variable:
+        """One array as a lazy, still CF-encoded ``Variable``."""
+        array = self.arrays()[name]
+        dims, attrs = array_dims_and_attrs(array)
+        encoding = read_encoding(array, dims)
+        if self._fill_value_as_mask:
+            if array.fill_value is not None:
+                attrs["_FillValue"] = array.fill_value
+        else:
+            if array.zarr_format == 3:
+                encoding["fill_value"] = array.fill_value
+            if "_FillValue" in attrs:
+                attrs["_FillValue"] = decode_fill_value_attr(attrs["_FillValue"], array)
+        data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array))
+        return Variable(dims, data, attrs, encoding)
+
+    def get_variables(self) -> FrozenDict[str, Variable]:
+        return FrozenDict((name, self.open_store_variable(name)) for name in self.arrays())
+
+    def get_attrs(self) -> dict[str, Any]:
+        return {k: v for k, v in self.group.attrs.items() if not k.lower().startswith("_nc")}
+
+    def get_dimensions(self) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for array in self.arrays().values():
+            dims, _ = array_dims_and_attrs(array)
+            for dim, size in zip(dims, array.shape, strict=True):
+                if sizes.setdefault(dim, size) != size:
+                    raise ValueError(
+                        f"found conflicting lengths for dimension {dim} "
+                        f"({size} != {sizes[dim]})"
+                    )
+        return sizes
+
+    def close(self) -> None:
+        """Nothing to release: zarrdask holds no open handles."""

@@ -1,0 +1,310 @@
+"""Write side of the xarray backend: a writable data store over one zarrdask group.
+
+``ZarrdaskWritableStore.store`` follows ``xarray.backends.ZarrStore.store`` step by
+step (existing variables keep their on-disk encoding, append resizes, ``mode="a-"``
+only touches appended variables, ``r+`` refuses new variables), so a Dataset write
+has ``Dataset.to_zarr``'s semantics. The differences are deliberate: metadata is
+written by zarrdask, data goes through ``ArrayWrites`` (shard-safe dask writes), and
+there is no ``safe_chunks`` check because misaligned dask chunks cannot race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xarray import Dataset, Variable, conventions
+from xarray.backends.common import AbstractWritableDataStore, _encode_variable_name
+from xarray.backends.zarr import (
+    DIMENSION_KEY,
+    _validate_and_transpose_existing_dims,
+    _validate_datatypes_for_zarr_append,
+    encode_zarr_attr_value,
+    encode_zarr_variable,
+)
+from xarray.coding.strings import check_vlen_dtype
+
+import zarrdask
+from zarrdask.core.array import Array
+from zarrdask.core.group import Group
+from zarrdask.errors import MetadataError, NodeNotFoundError
+from zarrdask.xarray_backend.array_writes import ArrayWrites
+from zarrdask.xarray_backend.encoding import encode_fill_value_attr, write_layout
+from zarrdask.xarray_backend.region import RegionArg, resolve_region
+from zarrdask.xarray_backend.store import ZarrdaskDataStore
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = ["ZarrdaskWritableStore", "open_group_for_write"]
+
+
+def open_group_for_write(
+    store: Any,
+    *,
+    mode: str,
+    path: str | None,
+    zarr_format: int | None,
+    storage_options: dict[str, Any] | None,
+) -> Group:
+    """The group a write goes into: created (``w``, ``w-``, and ``a``/``a-`` when
+    missing) or opened for update (``a``, ``a-``, ``r+``)."""
+    if mode in ("w", "w-"):
+        return zarrdask.create_group(
+            store,
+            path=path,
+            zarr_format=zarr_format or 3,
+            overwrite=mode == "w",
+            storage_options=storage_options,
+        )
+    try:
+        group = zarrdask.open_group(store, mode="r+", path=path, storage_options=storage_options)
+    except NodeNotFoundError:
+        if mode == "r+":
+            raise
+        return zarrdask.create_group(
+            store, path=path, zarr_format=zarr_format or 3, storage_options=storage_options
+        )
+    if zarr_format is not None and group.zarr_format != zarr_format:
+        raise MetadataError(
+            f"the existing group is Zarr v{group.zarr_format}; cannot write "
+            f"zarr_format={zarr_format} into it with mode={mode!r}",
+            key=path,
+        )
+    return group
+
+
+class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
+    """One zarrdask group as a writable xarray data store."""
+
+    __slots__ = ("_append_dim", "_mode", "_region", "_write_empty")
+
+    def __init__(
+        self,
+        group: Group,
+        *,
+        mode: str,
+        append_dim: Hashable | None = None,
+        region: RegionArg = None,
+        write_empty: bool | None = None,
+    ) -> None:
+        super().__init__(group)
+        self._mode = mode
+        self._append_dim = append_dim
+        self._region: Any = region
+        self._write_empty = write_empty
+
+    def get_child_store(self, group: str) -> Self:
+        """The store of subgroup ``group`` (a relative path; created when missing)."""
+        try:
+            child = self.group[group]
+        except (KeyError, NodeNotFoundError):
+            child = self.group.create_group(group)
+        return type(self)(
+            child,
+            mode=self._mode,
+            append_dim=self._append_dim,
+            region=self._region,
+            write_empty=self._write_empty,
+        )
+
+    # -- validation before encoding (called by the Dataset writer) ------------------
+
+    def prepare(self, ds: Dataset, encoding: Mapping[Hashable, Any]) -> Dataset:
+        """Resolve ``region`` and refuse ``encoding`` for variables that already exist."""
+        ds, self._region = resolve_region(
+            ds,
+            self._region,
+            mode=self._mode,
+            append_dim=self._append_dim,
+            read_index=self.open_store_variable,
+        )
+        if encoding and self._mode in ("a", "a-", "r+"):
+            for name in self.arrays():
+                if name in encoding:
+                    raise ValueError(
+                        f"variable {name!r} already exists, but encoding was provided"
+                    )
+        return ds
+
+    # -- AbstractWritableDataStore ------------------------------------------------------
+
+    def encode_variable(self, variable: Variable, name: Hashable | None = None) -> Variable:
+        return encode_zarr_variable(variable, name=name, zarr_format=self.group.zarr_format)
+
+    def encode_attribute(self, a: Any) -> Any:
+        return encode_zarr_attr_value(a)
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        try:
+            self.group.attrs.put(dict(attributes))
+        except TypeError as err:
+            raise TypeError("Invalid attribute in Dataset.attrs.") from err
+
+    def set_dimensions(self, variables: Any, unlimited_dims: Any = None) -> None:
+        if unlimited_dims is not None:
+            raise NotImplementedError(
+                "Zarr backend doesn't know how to handle unlimited dimensions"
+            )
+
+    def store(
+        self,
+        variables: Mapping[Hashable, Variable],
+        attributes: Mapping[str, Any],
+        check_encoding_set: Iterable[Hashable] = frozenset(),
+        writer: Any = None,
+        unlimited_dims: Any = None,
+    ) -> None:
+        """Encode and write ``variables`` and ``attributes`` (``Dataset.to_zarr`` rules).
+
+        Data goes to ``writer`` (``add(source, target, region)``); without one, it is
+        written before returning.
+        """
+        own_writer = writer is None
+        writer = ArrayWrites() if own_writer else writer
+        existing = set() if self._mode == "w" else set(self.arrays())
+        old_names = {vn for vn in variables if _encode_variable_name(vn) in existing}
+        if self._mode == "r+" and (new := [k for k in variables if k not in existing]):
+            raise ValueError(
+                f"dataset contains non-pre-existing variables {new!r}, which is not "
+                "allowed in ``xarray.Dataset.to_zarr()`` with ``mode='r+'``. To allow "
+                "writing new variables, set ``mode='a'``."
+            )
+        if self._append_dim is not None and self._append_dim not in existing:
+            dims = self.get_dimensions()
+            if self._append_dim not in dims:
+                raise ValueError(
+                    f"append_dim={self._append_dim!r} does not match any existing "
+                    f"dataset dimensions {dims}"
+                )
+        encoded, attributes = self.encode(
+            {vn: v for vn, v in variables.items() if vn not in old_names}, attributes
+        )
+        if old_names:
+            encoded.update(self._encode_like_stored(variables, old_names))
+        if self._mode not in ("r", "r+"):
+            self.set_attributes(attributes)
+            self.set_dimensions(encoded, unlimited_dims=unlimited_dims)
+        if self._mode == "a-" and self._append_dim is not None:
+            encoded = {
+                k: v
+                for k, v in encoded.items()
+                if k not in old_names or self._append_dim in v.dims
+            }
+        self.set_variables(encoded, check_encoding_set, writer)
+        self._members = dict(self.group.members())
+        if own_writer:
+            writer.sync()
+
+    def _encode_like_stored(
+        self, variables: Mapping[Hashable, Variable], names: set[Hashable]
+    ) -> dict[Hashable, Variable]:
+        """Encode variables that already exist *exactly* as the stored ones are."""
+        stored, _, _ = conventions.decode_cf_variables(
+            {k: self.open_store_variable(str(k)) for k in names}, {}
+        )
+        like_stored = {}
+        for vn in names:
+            _validate_datatypes_for_zarr_append(vn, stored[vn], variables[vn])
+            like_stored[vn] = variables[vn].copy(deep=False)
+            like_stored[vn].encoding = stored[vn].encoding
+        encoded, _ = self.encode(like_stored, {})
+        return {
+            vn: _validate_and_transpose_existing_dims(
+                vn, encoded[vn], stored[vn], self._region, self._append_dim
+            )
+            for vn in names
+        }
+
+    def set_variables(
+        self,
+        variables: Mapping[Hashable, Variable],
+        check_encoding_set: Iterable[Hashable],
+        writer: Any,
+        unlimited_dims: Any = None,
+    ) -> None:
+        """Create or extend one array per variable and queue its data write."""
+        existing = self.arrays()
+        check = set(check_encoding_set)
+        for vn, v in variables.items():
+            name = _encode_variable_name(vn)
+            attrs, fill_value = self._split_fill_value(v)
+            layout = write_layout(
+                v, name=vn, raise_on_invalid=vn in check, zarr_format=self.group.zarr_format
+            )
+            self._apply_write_empty(layout)
+            region = {dim: (self._region or {}).get(dim, slice(None)) for dim in v.dims}
+            if self._mode != "w" and name in existing:
+                array = self._existing_array(existing[name], v, region)
+            else:
+                array = self._create_array(name, v, attrs, fill_value, layout)
+            writer.add(v.data, array, tuple(region[dim] for dim in v.dims))
+
+    def _split_fill_value(self, v: Variable) -> tuple[dict[str, Any], Any]:
+        """The attributes to store and the Zarr ``fill_value`` (xarray's rules: v2 uses
+        ``_FillValue``; v3 keeps it as an encoded attribute and defaults floats to NaN)."""
+        attrs = dict(v.attrs)
+        if self._fill_value_as_mask:
+            fill_value = attrs.pop("_FillValue", None)
+        else:
+            fill_value = v.encoding.pop("fill_value", None)
+            if fill_value is None and v.dtype.kind == "f":
+                fill_value = np.nan
+            if "_FillValue" in attrs:
+                fv = attrs.pop("_FillValue")
+                if fv is not None:
+                    attrs["_FillValue"] = encode_fill_value_attr(fv, v.dtype)
+        if "_FillValue" in v.encoding:
+            if v.encoding["_FillValue"] is not None:
+                raise ValueError("Zarr does not support _FillValue in encoding.")
+            del v.encoding["_FillValue"]
+        return attrs, fill_value
+
+    def _apply_write_empty(self, layout: dict[str, Any]) -> None:
+        if self._write_empty is None:
+            return
+        if layout.get("write_empty_chunks", self._write_empty) != self._write_empty:
+            raise ValueError(
+                'Differing "write_empty_chunks" values in encoding and parameters'
+                f'Got {layout["write_empty_chunks"] = } and {self._write_empty = }'
+            )
+        layout["write_empty_chunks"] = self._write_empty
+
+    def _existing_array(
+        self, array: Array, v: Variable, region: dict[Hashable, slice]
+    ) -> Array:
+        """An existing array, resized first when appending along one of its dims."""
+        if self._write_empty is not None:
+            array = array.with_options(write_empty_chunks=self._write_empty)
+        if self._append_dim is not None and self._append_dim in v.dims:
+            axis = v.dims.index(self._append_dim)
+            old = array.shape[axis]
+            region[self._append_dim] = slice(old, None)
+            array.resize(array.shape[:axis] + (old + v.shape[axis],) + array.shape[axis + 1 :])
+        return array
+
+    def _create_array(
+        self,
+        name: str,
+        v: Variable,
+        attrs: dict[str, Any],
+        fill_value: Any,
+        layout: dict[str, Any],
+    ) -> Array:
+        """A new array for ``v``, with dimension names (v3) or ``_ARRAY_DIMENSIONS`` (v2)."""
+        attributes = {k: self.encode_attribute(a) for k, a in attrs.items()}
+        dtype: Any = check_vlen_dtype(v.dtype) or v.dtype
+        if self.group.zarr_format == 3:
+            layout["dimension_names"] = tuple(str(d) for d in v.dims)
+        else:
+            attributes[DIMENSION_KEY] = [str(d) for d in v.dims]
+        return self.group.create_array(
+            name,
+            shape=v.shape,
+            dtype=dtype,
+            fill_value=fill_value,
+            attributes=attributes,
+            overwrite=self._mode == "w",
+            **layout,
+        )
