@@ -128,7 +128,9 @@ class DataType:
         if isinstance(value, str) and self.family in ("float", "complex"):
             return self.fill_from_json(value)
         try:
-            return np.array(value).astype(self.dtype)[()] if self.dtype.kind != "V" else np.void(bytes(value))
+            if self.family in ("raw", "rawbytes"):
+                return np.void(bytes(value).ljust(self.dtype.itemsize, b"\0"))
+            return np.array(value).astype(self.dtype)[()]
         except (ValueError, TypeError, OverflowError) as exc:
             raise MetadataError([Problem(("fill_value",), f"{value!r} is not a valid {self.name} value: {exc}")]) from None
 
@@ -500,6 +502,8 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
         dt = np.dtype(dtype)
     except (TypeError, ValueError) as exc:
         raise UnsupportedDataTypeError([Problem(("data_type",), f"{dtype!r} is not a data type: {exc}")]) from None
+    if dt.name in _ML_DTYPES:
+        return parse_data_type_v3(dt.name)
     if dt.kind in "biufc":
         return parse_data_type_v3(_NUMPY_TO_V3[dt.str[1:]])
     if dt.kind == "U":
@@ -516,9 +520,6 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
         return parse_data_type_v3("string")
     if dt.kind == "T":  # numpy StringDType
         return parse_data_type_v3("string")
-    for name in _ML_DTYPES:
-        if dt.name == name:
-            return parse_data_type_v3(name)
     raise UnsupportedDataTypeError(f"numpy dtype {dt!r} has no Zarr v3 data type")
 
 

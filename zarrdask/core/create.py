@@ -31,7 +31,7 @@ __all__ = ["create_array", "create_group"]
 
 _AUTO_CHUNK_BYTES = 4 << 20
 _ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
-_ZSTD_V2 = {"id": "zstd", "level": 0, "checksum": False}
+_ZSTD_V2 = {"id": "zstd", "level": 0}  # no "checksum" member: TensorStore's v2 driver rejects it
 _INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 _SHUFFLE_NAMES = {v: k for k, v in SHUFFLES.items()}
 

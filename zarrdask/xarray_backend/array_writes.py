@@ -15,7 +15,7 @@ from dask.delayed import Delayed
 from xarray.namedarray.pycompat import is_chunked_array
 
 from zarrdask.core.array import Array
-from zarrdask.dask_io import to_zarr as dask_to_zarr
+from zarrdask.dask_io.write import to_zarr as dask_to_zarr
 
 __all__ = ["ArrayWrites"]
 
@@ -42,7 +42,14 @@ class ArrayWrites:
         region = _concrete_region(region, target.shape)
         if is_chunked_array(source):
             self._pending.append(
-                dask_to_zarr(source, target, region=region, mode="r+", compute=False)
+                dask_to_zarr(
+                    source,
+                    target,
+                    region=region,
+                    mode="r+",
+                    compute=False,
+                    write_empty_chunks=target.options.write_empty_chunks,
+                )
             )
         else:
             target[region] = np.asarray(source)

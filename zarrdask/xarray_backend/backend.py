@@ -21,8 +21,8 @@ from xarray.backends.common import (
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.core.utils import close_on_error
 
-import zarrdask
-from zarrdask.storage import open_store
+from zarrdask.core.api import open_group
+from zarrdask.core.group import Group
 from zarrdask.xarray_backend.store import ZarrdaskDataStore
 
 if TYPE_CHECKING:
@@ -43,7 +43,9 @@ def _open_store(
 ) -> ZarrdaskDataStore:
     if isinstance(filename_or_obj, ZarrdaskDataStore):
         return filename_or_obj
-    root = zarrdask.open_group(
+    if isinstance(filename_or_obj, Group):
+        return ZarrdaskDataStore(filename_or_obj)
+    root = open_group(
         _normalize_path(filename_or_obj),
         mode="r",
         path=group,

@@ -17,7 +17,6 @@ import numpy as np
 from xarray import Dataset, Variable, conventions
 from xarray.backends.common import AbstractWritableDataStore, _encode_variable_name
 from xarray.backends.zarr import (
-    DIMENSION_KEY,
     _validate_and_transpose_existing_dims,
     _validate_datatypes_for_zarr_append,
     encode_zarr_attr_value,
@@ -25,8 +24,9 @@ from xarray.backends.zarr import (
 )
 from xarray.coding.strings import check_vlen_dtype
 
-import zarrdask
+from zarrdask.core.api import open_group
 from zarrdask.core.array import Array
+from zarrdask.core.create import create_group
 from zarrdask.core.group import Group
 from zarrdask.errors import MetadataError, NodeNotFoundError
 from zarrdask.xarray_backend.array_writes import ArrayWrites
@@ -51,7 +51,7 @@ def open_group_for_write(
     """The group a write goes into: created (``w``, ``w-``, and ``a``/``a-`` when
     missing) or opened for update (``a``, ``a-``, ``r+``)."""
     if mode in ("w", "w-"):
-        return zarrdask.create_group(
+        return create_group(
             store,
             path=path,
             zarr_format=zarr_format or 3,
@@ -59,11 +59,13 @@ def open_group_for_write(
             storage_options=storage_options,
         )
     try:
-        group = zarrdask.open_group(store, mode="r+", path=path, storage_options=storage_options)
+        group = open_group(
+            store, mode="r+", path=path, storage_options=storage_options, use_consolidated=False
+        )
     except NodeNotFoundError:
         if mode == "r+":
             raise
-        return zarrdask.create_group(
+        return create_group(
             store, path=path, zarr_format=zarr_format or 3, storage_options=storage_options
         )
     if zarr_format is not None and group.zarr_format != zarr_format:
@@ -292,19 +294,15 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         fill_value: Any,
         layout: dict[str, Any],
     ) -> Array:
-        """A new array for ``v``, with dimension names (v3) or ``_ARRAY_DIMENSIONS`` (v2)."""
-        attributes = {k: self.encode_attribute(a) for k, a in attrs.items()}
-        dtype: Any = check_vlen_dtype(v.dtype) or v.dtype
-        if self.group.zarr_format == 3:
-            layout["dimension_names"] = tuple(str(d) for d in v.dims)
-        else:
-            attributes[DIMENSION_KEY] = [str(d) for d in v.dims]
+        """A new array for ``v``; zarrdask stores its dimension names as v3
+        ``dimension_names`` or as the v2 ``_ARRAY_DIMENSIONS`` attribute."""
         return self.group.create_array(
             name,
             shape=v.shape,
-            dtype=dtype,
+            dtype=check_vlen_dtype(v.dtype) or v.dtype,
             fill_value=fill_value,
-            attributes=attributes,
+            attributes={k: self.encode_attribute(a) for k, a in attrs.items()},
+            dimension_names=[str(d) for d in v.dims],
             overwrite=self._mode == "w",
             **layout,
         )

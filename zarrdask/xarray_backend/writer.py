@@ -17,8 +17,7 @@ from xarray import Dataset, DataTree
 from xarray.backends.writers import _validate_dataset_names, dump_to_store
 from xarray.backends.zarr import _choose_default_mode
 
-import zarrdask
-from zarrdask.core.group import Group
+from zarrdask.core.group import Group, consolidate_metadata
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.region import RegionArg
 from zarrdask.xarray_backend.write_store import ZarrdaskWritableStore, open_group_for_write
@@ -78,7 +77,7 @@ def to_zarr(
     writes = ArrayWrites()
     dump_to_store(ds, zstore, writes, encoding=encoding)
     if consolidated is not False and mode != "r+":
-        zarrdask.consolidate_metadata(root.store)
+        consolidate_metadata(root.store)
     return _finish(writes, root, compute, chunkmanager_store_kwargs)
 
 
@@ -132,7 +131,7 @@ def datatree_to_zarr(
         node_ds = node_store.prepare(node_ds, node_encoding)
         dump_to_store(node_ds, node_store, writes, encoding=node_encoding)
     if consolidated and mode != "r+":
-        zarrdask.consolidate_metadata(root.store)
+        consolidate_metadata(root.store)
     return _finish(writes, root, compute, chunkmanager_store_kwargs)
 
 
