@@ -169,6 +169,8 @@ def _np_dtype(dtype: Any) -> Any:
         return str
     if dtype == "variable_length_bytes":
         return bytes
+    if dtype in ML_NAMES:
+        return dtype  # the v3 name (numpy dtype objects: see test_ml_dtypes_as_numpy_dtypes)
     return np.dtype(dtype)
 
 
@@ -542,6 +544,21 @@ def test_v3_tensorstore_extension_dtypes(tmp_path, spec, writer, reader):
     else:
         u = np.uint16 if np.dtype(spec.dtype).itemsize == 2 else np.uint8
         np.testing.assert_array_equal(g.view(u), np.ascontiguousarray(data).view(u))
+
+
+@pytest.mark.skipif(ml_dtypes is None, reason="ml_dtypes (optional) is not installed")
+@pytest.mark.parametrize("name", ML_NAMES)
+def test_ml_dtypes_as_numpy_dtypes(tmp_path, name):
+    """create_array(dtype=ml_dtypes.<type>) (a numpy dtype object, not the v3 name) writes the
+    TensorStore extension type, not raw_bytes, and TensorStore reads it back."""
+    dt = np.dtype(getattr(ml_dtypes, name))
+    data = make_data(dt, (6,), seed=1)
+    arr = zarrdask.create_array(str(tmp_path / "a.zarr"), shape=(6,), dtype=dt, chunks=(4,))
+    arr[...] = data
+    assert json.loads((tmp_path / "a.zarr" / "zarr.json").read_text())["data_type"] == name
+    got = read_tensorstore(tmp_path / "a.zarr")
+    assert np.dtype(got.dtype).name == name
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(data).tobytes()
 
 
 # ======================================================================================
