@@ -1,0 +1,272 @@
+"""from_zarr / to_zarr / plan_write on the local schedulers: graph shape, I/O counts, modes."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import dask
+import dask.array as da
+from dask.array.core import PerformanceWarning
+from dask.callbacks import Callback
+from dask.delayed import Delayed
+from dask.utils import key_split
+from zarrdask.core.api import open_array
+from zarrdask.core.create import create_array
+from zarrdask.dask_io import from_zarr, plan_write, to_zarr
+from zarrdask.dask_io.read import ShardReader
+from zarrdask.errors import ContainsNodeError, ShapeMismatchError
+from zarrdask.storage import ByteRequest, MemoryStore, Store, SuffixRange
+
+LAYOUT = dict(chunks=(8, 8), shards=(32, 32), fill_value=0)
+
+
+class CountingStore(Store):
+    """Forwards to ``inner`` and records every read call and byte request."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+        self.requests: list[tuple[str, ByteRequest | None]] = []
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.requests.clear()
+
+    def _get(self, key: str) -> bytes | None:
+        self.calls.append("get")
+        self.requests.append((key, None))
+        return self.inner.get(key)
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        self.calls.append("get_ranges")
+        self.requests.extend(requests)
+        return self.inner.get_ranges(requests)
+
+    def _set(self, key, value) -> None:
+        self.inner.set(key, value)
+
+    def _delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    def _exists(self, key: str) -> bool:
+        return self.inner.exists(key)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        return self.inner.list_prefix(prefix)
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        return self.inner.list_dir(prefix)
+
+    @property
+    def url(self) -> str:
+        return "counting+" + self.inner.url
+
+
+class Prefixes(Callback):
+    """Records the key prefix of every task the local scheduler starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def _pretask(self, key, dsk, state) -> None:
+        self.seen.add(key_split(key))
+
+
+def _data(shape, seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _chunk_keys(store: Store) -> list[str]:
+    return [k for k in store.list_prefix("") if not k.endswith(("zarr.json", ".zarray", ".zattrs"))]
+
+
+# ----------------------------------------------------------------------------- reads
+
+
+def test_one_read_task_and_one_index_read_per_shard():
+    store = CountingStore(MemoryStore())
+    data = _data((256, 256))
+    create_array(store, shape=data.shape, dtype=data.dtype, chunks=(4, 4), shards=(64, 64))[...] = data
+    y = from_zarr(store)
+    assert y.numblocks == (4, 4)
+    assert len(dict(y.__dask_graph__())) == 16  # 16 shards x 256 inner chunks -> 16 tasks
+    store.reset()
+    assert y.sum().compute(scheduler="threads") == pytest.approx(data.sum())
+    # Each task reads its shard's index once (a whole-shard GET carries it; a partial read
+    # fetches it by suffix range, then the inner chunks coalesced): 16 index reads, not 4096.
+    shard_reads = [k for k, r in store.requests if r is None or isinstance(r, SuffixRange) or r.start == 0]
+    assert len(shard_reads) == 16 and len(set(shard_reads)) == 16
+    assert len(store.calls) <= 2 * 16, store.calls
+
+
+def test_from_zarr_graph_for_a_million_chunks_builds_in_well_under_a_second():
+    array = create_array(MemoryStore(), shape=(100_000, 100_000), dtype="uint8", chunks=(100, 100))
+    start = time.perf_counter()
+    y = from_zarr(array)
+    elapsed = time.perf_counter() - start
+    assert y.numblocks == (1000, 1000)
+    assert elapsed < 0.25, f"graph build took {elapsed:.3f}s"
+    print(f"\nfrom_zarr graph build for 1,000,000 chunks: {elapsed * 1000:.1f} ms")
+
+
+def test_read_chunks_default_auto_and_explicit():
+    array = create_array(MemoryStore(), shape=(4096, 4096), dtype="float64", **LAYOUT)
+    assert from_zarr(array).chunks == ((32,) * 128, (32,) * 128)
+    with dask.config.set({"array.chunk-size": "1MiB"}):
+        auto = from_zarr(array, chunks="auto")
+    assert auto.chunks[0][0] % 32 == 0 and auto.chunks[0][0] * auto.chunks[1][0] * 8 <= 2**20
+    with pytest.warns(PerformanceWarning, match="cut through"):
+        from_zarr(array, chunks=(100, 64))
+    assert from_zarr(array, chunks=(64, -1)).chunks[1] == (4096,)
+
+
+def test_read_names_are_deterministic_and_overridable():
+    array = create_array(MemoryStore(), shape=(64, 64), dtype="int32", **LAYOUT)
+    assert from_zarr(array).name == from_zarr(array).name
+    assert from_zarr(array).name.startswith("zarrdask-read-")
+    assert from_zarr(array, chunks=(64, 64)).name != from_zarr(array).name
+    assert from_zarr(array, name="mine").name == "mine"
+    assert from_zarr(array, name=False).name != from_zarr(array, name=False).name
+
+
+def test_read_tasks_pickle_small():
+    array = create_array(MemoryStore(), shape=(64, 64), dtype="int32", **LAYOUT)
+    reader = ShardReader(array)
+    assert len(pickle.dumps(reader)) < 4096
+    assert np.array_equal(pickle.loads(pickle.dumps(reader))[0:32, 0:32], np.zeros((32, 32), "int32"))
+
+
+# ----------------------------------------------------------------------------- writes
+
+
+def test_misaligned_write_has_one_task_per_shard(tmp_path):
+    data = _data((100, 90))
+    x = da.from_array(data, chunks=(7, 13))
+    delayed = to_zarr(x, str(tmp_path / "a.zarr"), compute=False, **LAYOUT)
+    assert isinstance(delayed, Delayed)
+    writes = [k for k in delayed.__dask_graph__() if key_split(k) == "zarrdask-write"]
+    assert len(writes) == 4 * 3 + 1  # a task per shard plus the final task
+    assert open_array(str(tmp_path / "a.zarr")).shape == (100, 90)  # metadata first
+    assert _chunk_keys(open_array(str(tmp_path / "a.zarr")).store) == []  # no chunk yet
+    delayed.compute()
+    np.testing.assert_array_equal(open_array(str(tmp_path / "a.zarr"))[...], data)
+
+
+def test_write_modes(tmp_path):
+    path = str(tmp_path / "m.zarr")
+    data = _data((40, 40))
+    x = da.from_array(data, chunks=(10, 10))
+    array = to_zarr(x, path, **LAYOUT)
+    np.testing.assert_array_equal(array[...], data)
+    with pytest.raises(ContainsNodeError):
+        to_zarr(x, path)
+    to_zarr(x * 2, path, mode="w", chunks=(4, 4))
+    reopened = open_array(path)
+    assert reopened.shards is None and tuple(reopened.chunks) == (4, 4)
+    np.testing.assert_array_equal(reopened[...], data * 2)
+    with pytest.raises(ValueError, match="region"):
+        to_zarr(x, path, mode="w", region=(slice(0, 40),))
+    with pytest.raises(FileNotFoundError):
+        to_zarr(x, str(tmp_path / "missing.zarr"), mode="r+")
+
+
+def test_region_write_starting_mid_shard(tmp_path):
+    path = str(tmp_path / "r.zarr")
+    base = _data((100, 100), seed=1)
+    create_array(path, shape=base.shape, dtype=base.dtype, **LAYOUT)[...] = base
+    patch = _data((50, 37), seed=2)
+    region = (slice(13, 63), slice(40, 77))
+    summary = plan_write(da.from_array(patch, chunks=(7, 13)), path, region)
+    assert summary.write_tasks == summary.units_written == 2 * 2  # rows 13:63, columns 40:77
+    assert summary.read_modify_writes == 4 and summary.full_writes == 0
+    to_zarr(da.from_array(patch, chunks=(7, 13)), path, mode="r+", region=region)
+    base[region] = patch
+    np.testing.assert_array_equal(open_array(path)[...], base)
+    with pytest.raises(ShapeMismatchError):
+        to_zarr(da.from_array(patch), path, mode="r+", region=(slice(0, 10), slice(0, 10)))
+
+
+def test_append_first_row_mid_shard(tmp_path):
+    path = str(tmp_path / "app.zarr")
+    first = _data((45, 20), seed=3)
+    to_zarr(da.from_array(first, chunks=(9, 20)), path, mode="a", **LAYOUT)  # "a" creates
+    second = _data((30, 20), seed=4)
+    array = to_zarr(da.from_array(second, chunks=(7, 13)), path, mode="a")
+    assert array.shape == (75, 20)
+    np.testing.assert_array_equal(open_array(path)[...], np.concatenate([first, second]))
+    with pytest.raises(ShapeMismatchError):
+        to_zarr(da.from_array(_data((5, 21))), path, mode="a")
+    np.testing.assert_array_equal(
+        open_array(path)[...], np.concatenate([first, second])
+    )  # a rejected append changed nothing
+
+
+def test_append_along_another_axis(tmp_path):
+    path = str(tmp_path / "ax.zarr")
+    first, second = _data((20, 30), seed=5), _data((20, 11), seed=6)
+    to_zarr(first, path, **LAYOUT)
+    to_zarr(da.from_array(second, chunks=(6, 5)), path, mode="a", append_axis=1)
+    np.testing.assert_array_equal(open_array(path)[...], np.concatenate([first, second], axis=1))
+
+
+def test_numpy_input_is_written_one_task_per_shard(tmp_path):
+    data = _data((70, 40))
+    delayed = to_zarr(data, str(tmp_path / "n.zarr"), compute=False, **LAYOUT)
+    assert sum(key_split(k) == "zarrdask-write" for k in delayed.__dask_graph__()) == 3 * 2 + 1
+    delayed.compute()
+    np.testing.assert_array_equal(open_array(str(tmp_path / "n.zarr"))[...], data)
+
+
+def test_default_chunks_follow_the_dask_blocks(tmp_path):
+    array = to_zarr(da.zeros((30, 20), chunks=(10, 20)) + 1, str(tmp_path / "c.zarr"))
+    assert tuple(array.chunks) == (10, 20) and array.shards is None
+    assert plan_write(da.ones((30, 20), chunks=(10, 20)), array).aligned
+
+
+def test_empty_shards_are_not_written(tmp_path):
+    array = to_zarr(da.zeros((64, 64), chunks=(7, 13)), str(tmp_path / "e.zarr"), **LAYOUT)
+    assert _chunk_keys(array.store) == []
+
+
+def test_progress_shows_read_and_write_prefixes(tmp_path):
+    with Prefixes() as prefixes:
+        array = to_zarr(da.ones((64, 64), chunks=(7, 13)), str(tmp_path / "p.zarr"), **LAYOUT)
+        from_zarr(array).persist()
+    assert {"zarrdask-read", "zarrdask-write"} <= prefixes.seen
+    with Prefixes() as prefixes:  # a read fused with its consumer keeps the read prefix
+        assert from_zarr(array).sum().compute() == 64 * 64
+    assert "zarrdask-read-sum" in prefixes.seen
+
+
+def test_query_planning_on_in_a_subprocess(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import numpy as np, dask.array as da
+        assert da.array_expr_enabled()
+        from zarrdask.dask_io import from_zarr, to_zarr
+        data = np.arange(100 * 90, dtype="float64").reshape(100, 90)
+        target = {str(tmp_path / "q.zarr")!r}
+        to_zarr(da.from_array(data, chunks=(7, 13)) + 1, target, chunks=(8, 8), shards=(32, 32))
+        y = from_zarr(target)
+        assert y.numblocks == (4, 3), y.numblocks
+        assert np.array_equal(y.compute(), data + 1)
+        assert float(y.sum().compute()) == float((data + 1).sum())
+        print("ok")
+        """
+    )
+    env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "True"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
