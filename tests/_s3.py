@@ -37,8 +37,7 @@ def s3_storage_options(endpoint: str) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """URL of a moto S3 server listening on 127.0.0.1 (a free port), with one bucket."""
-    pytest.importorskip("s3fs")
-    moto_server = pytest.importorskip("moto.server")
+    import moto.server as moto_server  # a test dependency: fail loudly when it is missing
     saved = {k: os.environ.get(k) for k in _ENV}
     os.environ.update(_ENV)
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
