@@ -676,6 +676,29 @@ def test_write_value_of_wrong_shape(tmp_path):
     np.testing.assert_array_equal(read_all(root), DATA)  # nothing written
 
 
+@pytest.mark.parametrize("value", ["abc", object(), [1, "x"], {"a": 1}], ids=["str", "object", "mixed-list", "dict"])
+def test_write_value_of_wrong_type(tmp_path, value):
+    """A value that cannot become the array's dtype is a ZarrdaskError (a ValueError), not a
+    bare numpy ValueError/TypeError; nothing is written."""
+    root = write_v3_array(tmp_path / "a")
+    arr = zarrdask.open(str(root), mode="r+")
+    with pytest.raises(ZarrdaskError) as ei:
+        arr[0, 0:2] = value
+    assert isinstance(ei.value, ValueError)
+    np.testing.assert_array_equal(read_all(root), DATA)
+
+
+def test_group_getitem_with_non_string_name(tmp_path):
+    g = zarrdask.create_group(str(tmp_path / "g"))
+    with pytest.raises(ZarrdaskError):
+        g[3]
+
+
+def test_unknown_url_protocol(tmp_path):
+    with pytest.raises(ZarrdaskError, match="nosuchproto"):
+        zarrdask.open("nosuchproto://bucket/x")
+
+
 def test_write_to_read_only(tmp_path):
     root = write_v3_array(tmp_path / "a")
     arr = zarrdask.open(str(root))  # mode="r" by default
@@ -693,6 +716,13 @@ def test_write_to_read_only(tmp_path):
     (dict(shape=(4, 4), dtype="int3", chunks=(2, 2)), "int3"),
     (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), fill_value="abc"), "fill_value"),
     (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), dimension_names=["a"]), "dimension_names"),
+    (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), dimension_names=["a", 3]), "dimension_names"),
+    (dict(shape=(4, 4), dtype="int16", chunks=("a", 2)), "chunks"),
+    (dict(shape="abc", dtype="int16", chunks=(2, 2)), "shape"),
+    (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), compressors=[42]), "42"),
+    (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), serializer={"name": "nope"}), "nope"),
+    (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), chunk_key_encoding={"name": "nope"}), "nope"),
+    (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), shards=(4, 4), zarr_format=2), "v2"),
     (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), codecs=[{"name": "nope"}]), "nope"),
     (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), compressors=[{"name": "gzip", "configuration": {"level": 42}}]), "level"),
     (dict(shape=(4, 4), dtype="int16", chunks=(2, 2), shards=(3, 3)), "shards"),
