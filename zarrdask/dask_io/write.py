@@ -59,7 +59,7 @@ def to_zarr(
     array), ``"a"`` appends ``x`` along ``append_axis`` (resizing first; creates the array
     when absent). ``chunks``, ``shards``, ``compressors``, ``dimension_names``,
     ``attributes``, ``fill_value`` and ``zarr_format`` apply when an array is created;
-    without ``chunks`` and ``shards`` the chunks are the first dask block's shape.
+    without ``chunks`` the chunks are the first dask block's shape (when it divides ``shards``).
 
     Returns the target ``Array`` once written, or with ``compute=False`` a ``Delayed``
     that writes when computed (the metadata is already written). The graph::
@@ -176,8 +176,8 @@ def _prepare_target(
             return _append(x, target, append_axis)
     if isinstance(store, Array):
         raise ValueError(f"mode={mode!r} creates an array: pass a store, path or URL, not an Array")
-    if create_kwargs["chunks"] is None and create_kwargs["shards"] is None and isinstance(x, da.Array):
-        create_kwargs["chunks"] = tuple(max(1, c[0]) for c in x.chunks)
+    if create_kwargs["chunks"] is None:
+        create_kwargs["chunks"] = _default_chunks(x, create_kwargs["shards"])
     target = create_array(
         store,
         path=path,
@@ -188,6 +188,17 @@ def _prepare_target(
         **create_kwargs,
     )
     return target, tuple(slice(0, n) for n in target.shape)
+
+
+def _default_chunks(x: da.Array | np.ndarray, shards: Sequence[int] | None) -> tuple[int, ...] | None:
+    """Chunks for a new array: the first dask block when it fits (divides the shards), else
+    the shards themselves; ``None`` (the core's default) for in-memory data without shards."""
+    if not isinstance(x, da.Array):
+        return None if shards is None else tuple(shards)
+    block = tuple(max(1, c[0]) for c in x.chunks)
+    if shards is None or all(s % b == 0 for s, b in zip(shards, block)):
+        return block
+    return tuple(shards)
 
 
 def _append(x: da.Array | np.ndarray, target: Array, axis: int) -> tuple[Array, tuple[slice, ...]]:

@@ -34,6 +34,7 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
 
@@ -48,16 +49,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class AxisPiece:
-    """Along one axis: ``block``'s ``[block_start, block_stop)`` goes to ``[out_start, out_stop)``
-    of the group's buffer (all relative: to the block, and to the group's start)."""
+class AxisPiece(NamedTuple):
+    """Along one axis: ``block_slice`` of block ``block`` goes to ``out_slice`` of the
+    group's buffer (relative to the block, and to the group's start)."""
 
     block: int
-    block_start: int
-    block_stop: int
-    out_start: int
-    out_stop: int
+    block_slice: slice
+    out_slice: slice
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +268,7 @@ def _plan_axis(size: int, grid: int, start: int, stop: int, chunks: tuple[int, .
             last = cell + 1
             touching = list(itertools.takewhile(lambda blk: blk[1] < hi, blocks[j:]))
         pieces = tuple(
-            AxisPiece(b, max(lo, b0) - b0, min(hi, b1) - b0, max(lo, b0) - lo, min(hi, b1) - lo)
+            AxisPiece(b, slice(max(lo, b0) - b0, min(hi, b1) - b0), slice(max(lo, b0) - lo, min(hi, b1) - lo))
             for b, b0, b1 in touching
         )
         cells = range(cell, last)
@@ -281,15 +279,11 @@ def _plan_axis(size: int, grid: int, start: int, stop: int, chunks: tuple[int, .
 
 
 def _make_task(combo: tuple[tuple[int, AxisGroup], ...]) -> WriteTask:
-    index = tuple(i for i, _ in combo)
-    groups = [g for _, g in combo]
+    if not combo:  # a 0-d array: one task, one block
+        return WriteTask((), (), (), (), (SourcePiece((), (), ()),))
+    index, groups = zip(*combo)
     pieces = tuple(
-        SourcePiece(
-            tuple(p.block for p in axis_pieces),
-            tuple(slice(p.block_start, p.block_stop) for p in axis_pieces),
-            tuple(slice(p.out_start, p.out_stop) for p in axis_pieces),
-        )
-        for axis_pieces in itertools.product(*(g.pieces for g in groups))
+        SourcePiece(*zip(*axis_pieces)) for axis_pieces in itertools.product(*(g.pieces for g in groups))
     )
     return WriteTask(
         index,
@@ -312,6 +306,6 @@ def _unit_extents(groups: tuple[AxisGroup, ...], grid: int, size: int) -> list[t
 def _axis_aligned(groups: tuple[AxisGroup, ...], chunks: tuple[int, ...]) -> bool:
     """One group per non-empty block, each taking that whole block."""
     return sum(1 for c in chunks if c) == len(groups) and all(
-        len(g.pieces) == 1 and g.pieces[0].block_stop - g.pieces[0].block_start == chunks[g.pieces[0].block]
+        len(g.pieces) == 1 and g.pieces[0].block_slice.stop - g.pieces[0].block_slice.start == chunks[g.pieces[0].block]
         for g in groups
     )
