@@ -794,3 +794,78 @@ def test_group_hierarchy_interop(tmp_path):
     assert isinstance(g, zarrdask.Group)
     assert dict(g.attrs) == {"k": [1, 2]}
     assert_same(np.asarray(g["x/y"][...]), np.eye(3), "zarrdask")
+
+
+# ======================================================================================
+# 7. partial (read-modify-write) updates across libraries, consolidated metadata
+# ======================================================================================
+@pytest.mark.parametrize("first,second", [(ZP, ZD), (TS, ZD), (ZD, ZP), (ZD, TS)])
+@pytest.mark.parametrize("case", ["index-end-crc", "index-start-nocrc", "nested", "missing-shards"])
+def test_sharded_partial_update_across_libraries(tmp_path, case, first, second):
+    """One library writes a sharded array, another updates a region that cuts through
+    shards and inner chunks (read-modify-write), and all three read the result."""
+    spec = SHARD_CASES[case]
+    path = tmp_path / "a.zarr"
+    data = spec.source()
+    WRITERS[first](path, spec, data)
+    want = expected_values(spec, data).copy()
+    region = tuple(slice(max(0, n // 3 - 1), max(1, n // 3 + n // 2)) for n in spec.shape)
+    patch = make_data(spec.dtype, tuple(r.stop - r.start for r in region), seed=99)
+    if second == ZD:
+        zarrdask.open(str(path), mode="r+")[region] = patch
+    elif second == ZP:
+        zarr.open_array(str(path), mode="r+")[region] = patch
+    else:
+        ts.open(_ts_spec(path, 3)).result()[region].write(patch).result()
+    want[region] = patch
+    for reader in (ZD, ZP, TS):
+        assert_same(read_with(reader, path, spec), want, f"{first} then {second} -> {reader}")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_consolidated_metadata_interop(tmp_path, zarr_format):
+    """zarrdask's consolidated metadata is used by zarr-python, and zarr-python's by zarrdask."""
+    path = tmp_path / "g.zarr"
+    root = zarrdask.create_group(str(path), zarr_format=zarr_format, attributes={"title": "c"})
+    a = root.create_group("sub").create_array("a", shape=(6,), dtype="int32", chunks=(4,), fill_value=-1)
+    a[...] = np.arange(6, dtype="int32")
+    zarrdask.consolidate_metadata(str(path))
+    if zarr_format == 2:
+        assert (path / ".zmetadata").is_file()
+    else:
+        assert "consolidated_metadata" in json.loads((path / "zarr.json").read_text())
+    zg = zarr.open_consolidated(str(path), zarr_format=zarr_format)
+    assert zg.attrs["title"] == "c"
+    np.testing.assert_array_equal(zg["sub/a"][...], np.arange(6, dtype="int32"))
+    # hide the per-node documents: only the consolidated copy can answer
+    p2 = tmp_path / "zp.zarr"
+    zg2 = zarr.open_group(str(p2), mode="w", zarr_format=zarr_format)
+    zg2.attrs["t"] = 1
+    zz = zg2.create_group("x").create_array("y", shape=(3,), dtype="float32", chunks=(2,))
+    zz[...] = np.array([1.5, -0.0, np.nan], dtype="float32")
+    zarr.consolidate_metadata(str(p2), zarr_format=zarr_format)
+    g = zarrdask.open(str(p2))
+    assert getattr(g, "consolidated", True)
+    assert dict(g.attrs) == {"t": 1}
+    assert_same(np.asarray(g["x/y"][...]), np.array([1.5, -0.0, np.nan], dtype="float32"), "zarrdask")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_resize_and_append_read_by_peers(tmp_path, zarr_format):
+    path = tmp_path / "r.zarr"
+    data = np.arange(60, dtype="int16").reshape(6, 10)
+    arr = zarrdask.create_array(str(path), shape=data.shape, dtype="int16", chunks=(4, 4), fill_value=-5,
+                                zarr_format=zarr_format)
+    arr[...] = data
+    arr.resize((3, 7))  # shrink: chunks outside the new shape are gone
+    want = data[:3, :7]
+    assert_same(read_zarr_python(path), want, "zarr-python after shrink")
+    assert_same(read_tensorstore(path, zarr_format), want, "tensorstore after shrink")
+    arr.resize((5, 9))  # grow: the new region reads as the fill value (old data must not resurface)
+    want = np.full((5, 9), -5, dtype="int16")
+    want[:3, :7] = data[:3, :7]
+    assert_same(read_zarr_python(path), want, "zarr-python after grow")
+    arr.append(np.ones((2, 9), dtype="int16"), axis=0)
+    want = np.concatenate([want, np.ones((2, 9), dtype="int16")])
+    assert_same(read_zarr_python(path), want, "zarr-python after append")
+    assert_same(read_tensorstore(path, zarr_format), want, "tensorstore after append")
