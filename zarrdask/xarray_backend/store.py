@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import posixpath
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,12 +82,16 @@ def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]
     ``dim_0, dim_1, ...`` with a warning (xarray's own engine refuses them).
     """
     attrs = dict(array.attrs)
-    names: list[str | None] | None
+    names: Sequence[str | None] | None
     if array.zarr_format == 3:
-        names = list(array.dimension_names) if array.dimension_names else None
+        names = array.dimension_names
     else:
-        names = attrs.pop(DIMENSION_KEY, None) or _nczarr_dims_maybe(array, attrs)
+        names = attrs.pop(DIMENSION_KEY, None)
+        if names is None:
+            names = _nczarr_dims_maybe(array, attrs)
         attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
+    if names is None and array.ndim == 0:
+        names = ()
     if names is not None and len(names) != array.ndim:
         raise MetadataError(
             f"{len(names)} dimension names {names!r} for an array of {array.ndim} "

@@ -296,7 +296,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
     ) -> Array:
         """A new array for ``v``; zarrdask stores its dimension names as v3
         ``dimension_names`` or as the v2 ``_ARRAY_DIMENSIONS`` attribute."""
-        return self.group.create_array(
+        array = self.group.create_array(
             name,
             shape=v.shape,
             dtype=check_vlen_dtype(v.dtype) or v.dtype,
@@ -306,3 +306,10 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             overwrite=self._mode == "w",
             **layout,
         )
+        if fill_value is None and array.zarr_format == 2 and array.fill_value is not None:
+            # A v2 variable without _FillValue has no mask: store "fill_value": null, as
+            # xarray does (create_array fills in the type's default instead).
+            docs = array.metadata.evolve(fill_value=None).to_documents()
+            array.store.set_many({f"{array.path}/{k}": doc for k, doc in docs.items()})
+            array = self.group[name]
+        return array
