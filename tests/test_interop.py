@@ -869,3 +869,113 @@ def test_resize_and_append_read_by_peers(tmp_path, zarr_format):
     want = np.concatenate([want, np.ones((2, 9), dtype="int16")])
     assert_same(read_zarr_python(path), want, "zarr-python after append")
     assert_same(read_tensorstore(path, zarr_format), want, "tensorstore after append")
+
+
+# ======================================================================================
+# 8. more types: v2 structured and object (vlen-utf8), v3 strings inside shards,
+#    NaN-payload fill values, dimension names with nulls
+# ======================================================================================
+STRUCT = np.dtype([("a", "<i4"), ("b", "<f8"), ("c", "S3")])
+
+
+def _struct_data(n: int) -> np.ndarray:
+    v = np.zeros(n, STRUCT)
+    v["a"] = np.arange(n) - 3
+    v["b"] = np.arange(n) * 0.25
+    v["b"][1] = -0.0
+    v["c"] = [b"x" * (i % 4) for i in range(n)]
+    return v
+
+
+@pytest.mark.parametrize("writer,reader", [(ZP, ZD), (ZD, ZP)])
+def test_v2_structured_dtype(tmp_path, writer, reader):
+    path = tmp_path / "s.zarr"
+    data = _struct_data(7)
+    if writer == ZP:
+        z = zarr.create_array(str(path), shape=(7,), chunks=(3,), dtype=STRUCT, zarr_format=2)
+        z[...] = data
+        got = np.asarray(zarrdask.open(str(path))[...])
+    else:
+        a = zarrdask.create_array(str(path), shape=(7,), chunks=(3,), dtype=STRUCT, zarr_format=2)
+        a[...] = data
+        got = np.asarray(zarr.open_array(str(path), mode="r")[...])
+    assert got.dtype == STRUCT, got.dtype
+    assert got.tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize("writer,reader", [(ZP, ZD), (ZD, ZP)])
+def test_v2_object_vlen_utf8(tmp_path, writer, reader):
+    path = tmp_path / "o.zarr"
+    data = make_data("string", (3, 4))
+    if writer == ZP:
+        z = zarr.create_array(str(path), shape=data.shape, chunks=(2, 3), dtype=str, zarr_format=2)
+        z[...] = data.astype(str)
+        got = np.asarray(zarrdask.open(str(path))[...])
+    else:
+        a = zarrdask.create_array(str(path), shape=data.shape, chunks=(2, 3), dtype=object, zarr_format=2)
+        a[...] = data
+        meta = json.loads((path / ".zarray").read_text())
+        assert meta["dtype"] == "|O" and meta["filters"][0]["id"] == "vlen-utf8"
+        got = np.asarray(zarr.open_array(str(path), mode="r")[...])
+    assert_same(got, data, f"{writer} -> {reader}")
+
+
+@pytest.mark.parametrize("writer,reader", [(ZP, ZD), (ZD, ZP)])
+@pytest.mark.parametrize("dtype", ["string", "variable_length_bytes"])
+def test_v3_variable_length_in_shards(tmp_path, writer, reader, dtype):
+    path = tmp_path / "v.zarr"
+    data = make_data(dtype, (10,))
+    fill = "" if dtype == "string" else b""
+    region = slice(0, 6)  # the second shard stays missing; inner chunk (1,) of shard 0 too
+    data[4:6] = fill
+    want = np.array([fill] * 10, dtype=object)
+    want[region] = data[region]
+    codec = "vlen-utf8" if dtype == "string" else "vlen-bytes"
+    codecs = [_shard((2,), [{"name": codec}, _zstd(1)])]
+    if writer == ZP:
+        z = zarr.create(store=str(path), shape=(10,), chunks=(6,), dtype=_zp_dtype(dtype), codecs=codecs,
+                        fill_value=fill, zarr_format=3)
+        z[region] = data[region]
+        got = np.asarray(zarrdask.open(str(path))[...])
+    else:
+        a = zarrdask.create_array(str(path), shape=(10,), chunks=(6,), dtype=_np_dtype(dtype), codecs=codecs, fill_value=fill)
+        a[region] = data[region]
+        got = np.asarray(zarr.open_array(str(path), mode="r")[...])
+    assert_same(got, want, f"{writer} -> {reader}")
+
+
+@pytest.mark.parametrize("dtype,bits", [("float32", 0x7FC00001), ("float64", 0x7FF0000000000001), ("float16", 0x7E01)])
+def test_nan_payload_fill_value_read_by_tensorstore(tmp_path, dtype, bits):
+    """A fill value with a NaN payload is written as hex JSON and TensorStore fills missing
+    chunks with exactly those bits (zarr-python 3.1.6 canonicalises NaN fills: not checked)."""
+    u = {"float16": np.uint16, "float32": np.uint32, "float64": np.uint64}[dtype]
+    fill = np.array(bits, dtype=u).view(dtype)[()]
+    path = tmp_path / "n.zarr"
+    a = zarrdask.create_array(str(path), shape=(6,), dtype=dtype, chunks=(2,), fill_value=fill)
+    a[0:2] = np.arange(2, dtype=dtype)
+    doc = json.loads((path / "zarr.json").read_text())
+    assert doc["fill_value"] == f"0x{bits:0{np.dtype(dtype).itemsize * 2}x}", doc["fill_value"]
+    got = read_tensorstore(path)
+    want = np.array([0, 1, fill, fill, fill, fill], dtype=dtype)
+    want[2:] = fill
+    assert_same(got, want, "tensorstore")
+    assert_same(np.asarray(zarrdask.open(str(path))[...]), want, "zarrdask")
+
+
+def test_dimension_names_with_nulls_and_attributes(tmp_path):
+    path = tmp_path / "d.zarr"
+    attrs = {"s": "é", "n": None, "l": [1, 2.5, True], "big": 2**63 - 1}
+    a = zarrdask.create_array(str(path), shape=(2, 3, 4), dtype="uint8", chunks=(2, 2, 2),
+                              dimension_names=["t", None, "x"], attributes=attrs)
+    a[...] = 1
+    z = zarr.open_array(str(path), mode="r")
+    assert tuple(z.metadata.dimension_names) == ("t", None, "x")
+    assert dict(z.attrs) == attrs
+    t = ts.open(_ts_spec(path, 3)).result()
+    assert list(t.domain.labels) == ["t", "", "x"]
+    p2 = tmp_path / "z.zarr"
+    z2 = zarr.create_array(str(p2), shape=(2, 3), dtype="int8", chunks=(1, 1), dimension_names=[None, "b"], attributes=attrs)
+    back = zarrdask.open(str(p2))
+    assert tuple(back.dimension_names) == (None, "b")
+    assert dict(back.attrs) == attrs
+    del z2
