@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
@@ -79,6 +80,8 @@ def to_zarr(
     )
     writer = target.with_options(threads=1, write_empty_chunks=write_empty_chunks)
     source = _as_dask(x, target, region)
+    if not da.array_expr_enabled():  # as da.store does (culling, slice fusion); expressions lower themselves
+        (source,) = dask.optimize(source)
     plan = make_write_plan(target.shape, source.chunks, target.write_grid, region)
     delayed = write_graph(source, writer, plan)
     if not compute:
