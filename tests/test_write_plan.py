@@ -209,3 +209,12 @@ def test_planning_a_million_units_is_cheap():
     plan = make_write_plan((100_000, 100_000), ((100,) * 1000, (100,) * 1000), (100, 100))
     assert len(plan) == 1_000_000
     assert plan.summary().aligned
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from zarrdask.plan import read_plan, write_plan
+
+    for module in (write_plan, read_plan):
+        assert doctest.testmod(module).failed == 0
