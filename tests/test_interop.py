@@ -979,3 +979,53 @@ def test_dimension_names_with_nulls_and_attributes(tmp_path):
     assert tuple(back.dimension_names) == (None, "b")
     assert dict(back.attrs) == attrs
     del z2
+
+
+# ======================================================================================
+# 9. random chains against zarr-python (hypothesis, bounded), zip archives
+# ======================================================================================
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+try:
+    from .test_properties import roundtrip_cases
+except ImportError:
+    from test_properties import roundtrip_cases  # type: ignore[no-redef]
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@given(case=roundtrip_cases(), zarrdask_writes=st.booleans())
+def test_random_chains_with_zarr_python(tmp_path_factory, case, zarrdask_writes):
+    """Random dtype / shape / chunks / codec chain / shards, written by one library and read
+    by the other. Values are compared numerically for floats here (NaN == NaN, -0.0 == 0.0):
+    zarr-python, like any writer, may skip chunks equal to the fill value, and the bitwise
+    rule for that is tested in test_properties."""
+    dtype, shape, chunks, shards, codecs, data, fill = case
+    path = tmp_path_factory.mktemp("rand") / "a.zarr"
+    if shards is not None:
+        codecs = [_shard(chunks, codecs)]
+    grid = shards or chunks
+    if zarrdask_writes:
+        arr = zarrdask.create_array(str(path), shape=shape, dtype=dtype, chunks=grid, codecs=codecs, fill_value=fill)
+        arr[...] = data
+        got = np.asarray(zarr.open_array(str(path), mode="r")[...])
+    else:
+        z = zarr.create(store=str(path), shape=shape, chunks=grid, dtype=dtype, codecs=codecs, fill_value=fill, zarr_format=3)
+        z[...] = data
+        got = np.asarray(zarrdask.open(str(path))[...])
+    assert got.shape == data.shape and got.dtype == data.dtype
+    np.testing.assert_array_equal(got, data)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_zip_store_written_by_zarr_python(tmp_path, zarr_format):
+    from zarr.storage import ZipStore
+
+    path = tmp_path / "a.zip"
+    data = make_data("float64", (5, 6), seed=8)
+    with ZipStore(str(path), mode="w") as zs:
+        z = zarr.create_array(zs, shape=data.shape, chunks=(2, 4), dtype="float64", zarr_format=zarr_format)
+        z[...] = data
+    assert_same(np.asarray(zarrdask.open(str(path))[...]), data, "zarrdask from .zip path")
+    assert_same(np.asarray(zarrdask.open(str(path))[1:4, ::2]), data[1:4, ::2], "zarrdask partial read from zip")
