@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import posixpath
 import warnings
@@ -63,6 +64,10 @@ class ZarrdaskBackendArray(BackendArray):
         return indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.VECTORIZED, method
         )
+
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        """``__getitem__`` in a worker thread (for ``Dataset.load_async``)."""
+        return await asyncio.to_thread(self.__getitem__, key)
 
     def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
         return np.asarray(self._array[key])
