@@ -29,6 +29,8 @@ __all__ = [
     "InvalidKeyError",
     "StoreError",
     "ReadOnlyError",
+    "InvalidStoreError",
+    "InvalidValueError",
     "SelectionError",
     "BoundsError",
     "ShapeMismatchError",
@@ -131,6 +133,10 @@ class StoreError(ZarrdaskError, OSError):
     """The store failed to perform an operation."""
 
 
+class InvalidStoreError(StoreError, ValueError):
+    """Something that cannot be opened as a store (unknown protocol, wrong type, ...)."""
+
+
 class ReadOnlyError(StoreError, PermissionError):
     """A write to a store or array opened read-only."""
 
@@ -141,6 +147,10 @@ class SelectionError(ZarrdaskError, IndexError):
 
 class BoundsError(SelectionError):
     """An index outside the array's bounds."""
+
+
+class InvalidValueError(ZarrdaskError, ValueError):
+    """Values that cannot be converted to the array's data type."""
 
 
 class ShapeMismatchError(ZarrdaskError, ValueError):

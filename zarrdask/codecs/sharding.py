@@ -43,18 +43,21 @@ _INDEX_DTYPE = data_type_from_numpy("uint64")
 
 
 def is_empty_chunk(array: np.ndarray, fill_value: Any) -> bool:
-    """True when every element equals the fill value (NaN matches NaN)."""
+    """True when every element has exactly the fill value's bits (-0.0 is not 0.0, NaN payloads count).
+
+    A chunk that is "empty" is not stored, so anything short of bit equality would change data.
+    """
     if array.dtype.kind == "O":
         return all(v == fill_value for v in array.reshape(-1))
-    if array.dtype.kind in "fc":
-        fill = np.asarray(fill_value, dtype=array.dtype)
-        if np.isnan(fill):
-            return bool(np.all(np.isnan(array)))
-        return bool(np.all(array == fill))
-    if array.dtype.kind == "V" and array.dtype.type is np.void:
-        fill = np.asarray(fill_value, dtype=array.dtype).tobytes()
-        return np.ascontiguousarray(array).tobytes() == fill * array.size
-    return bool(np.all(array == np.asarray(fill_value, dtype=array.dtype)))
+    if array.size == 0:
+        return True
+    fill = np.asarray(fill_value, dtype=array.dtype)
+    itemsize = array.dtype.itemsize
+    if itemsize in (1, 2, 4, 8) and array.dtype.kind != "U":
+        bits, fill_bits = array.view(f"u{itemsize}"), fill.view(f"u{itemsize}")
+        return bool(bits.flat[0] == fill_bits and np.all(bits == fill_bits))
+    raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1, itemsize)
+    return bool(np.all(raw == np.frombuffer(fill.tobytes(), np.uint8)))
 
 
 def _parse_codec_list(value: Any, loc: Loc) -> list[Codec]:

@@ -18,6 +18,7 @@ from ..codecs.pipeline import CodecPipeline
 from ..codecs.sharding import ShardingCodec
 from ..codecs.v2 import V2Pipeline
 from ..errors import (
+    InvalidValueError,
     MetadataError,
     Problem,
     ReadOnlyError,
@@ -253,7 +254,11 @@ class Array:
         if self.read_only:
             raise ReadOnlyError(f"array {self.name!r} is read-only")
         target_shape = selection.shape
-        values = np.asarray(value, dtype=self.dtype)
+        try:
+            values = np.asarray(value, dtype=self.dtype)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidValueError(f"cannot store {type(value).__name__} values in a {self.dtype} array: {exc}") \
+                from None
         if values.shape != target_shape:
             try:
                 values = np.broadcast_to(values, target_shape)

@@ -219,14 +219,22 @@ def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, f
     if shard_shape is not None and any(s % c for s, c in zip(shard_shape, inner)):
         raise ShapeMismatchError(f"shards {shard_shape} must be whole multiples of chunks {inner}")
     chain = _v3_codecs(dt, inner, shard_shape, codecs, compressors, filters, serializer)
-    if dimension_names is not None and len(dimension_names) != len(shape):
-        raise ShapeMismatchError(f"dimension_names needs {len(shape)} entries, got {len(dimension_names)}")
+    _check_dimension_names(dimension_names, shape)
     return ArrayMetadataV3(
         shape=shape, data_type=dt, chunk_grid=RegularChunkGrid(shard_shape or inner),
         chunk_key_encoding=_key_encoding(chunk_key_encoding, 3), fill_value=dt.cast_fill(fill_value),
         codecs=_named(chain, "codecs"), attributes=dict(attributes or {}),
         dimension_names=tuple(dimension_names) if dimension_names is not None else None,
     )
+
+
+def _check_dimension_names(names: Any, shape: tuple[int, ...]) -> None:
+    if names is None:
+        return
+    if isinstance(names, str) or not all(n is None or isinstance(n, str) for n in names):
+        raise MetadataError([Problem(("dimension_names",), f"expected a list of strings or None, got {names!r}")])
+    if len(names) != len(shape):
+        raise ShapeMismatchError(f"dimension_names needs {len(shape)} entries, got {len(names)}")
 
 
 def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: Any, compressors: Any, filters: Any,
@@ -240,6 +248,7 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     if len(compressor_list) > 1:
         raise MetadataError("Zarr v2 stores at most one compressor")
     attrs = dict(attributes or {})
+    _check_dimension_names(dimension_names, shape)
     if dimension_names is not None:
         attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)
     sep = _key_encoding(chunk_key_encoding, 2).separator

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
-from ..errors import ContainsNodeError, MemberNotFoundError, NodeNotFoundError, ReadOnlyError
+from ..errors import ContainsNodeError, InvalidKeyError, MemberNotFoundError, NodeNotFoundError, ReadOnlyError
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.v3 import GroupMetadataV3, parse_v3
 from ..storage.base import Store, join_path, normalize_key
@@ -105,6 +105,8 @@ class Group:
         return {k[len(prefix):]: v for k, v in self._consolidated.items() if k.startswith(prefix)}
 
     def __getitem__(self, name: str) -> Node:
+        if not isinstance(name, str):
+            raise InvalidKeyError(f"group members are named by strings, got {type(name).__name__}: {name!r}")
         name = normalize_key(name.strip("/"))
         path = join_path(self._path, name)
         if self._consolidated is not None and name in self._consolidated:

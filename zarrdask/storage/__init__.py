@@ -8,7 +8,7 @@ from typing import Any
 
 import fsspec
 
-from ..errors import ContainsNodeError, StoreError
+from ..errors import ContainsNodeError, InvalidModeError, InvalidStoreError, StoreError
 from .base import ByteRange, ByteRequest, Store, SuffixRange, join_path, normalize_key
 from .coalesce import coalesce_ranges, get_coalesced, split_coalesced
 from .fsspec_store import FsspecStore, ZipStore
@@ -70,16 +70,16 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
     the caller to the node path, not here (except for zip archives, see above).
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidModeError(f"mode must be one of {MODES}, got {mode!r}")
     read_only = mode == "r"
     if isinstance(store_like, Store):
         if storage_options:
-            raise ValueError("storage_options cannot be applied to an already opened Store")
+            raise InvalidModeError("storage_options cannot be applied to an already opened Store")
         if read_only and not store_like.read_only:
             return _read_only_view(store_like)
         return store_like
     if not isinstance(store_like, (str, os.PathLike)):
-        raise TypeError(f"expected a Store, path or URL, got {type(store_like).__name__}")
+        raise InvalidStoreError(f"expected a Store, path or URL, got {type(store_like).__name__}")
     url = os.fspath(store_like)
     options = dict(storage_options or {})
     protocol, sep, rest = url.partition("://")
@@ -95,7 +95,10 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
         return LocalStore(rest if sep else url, read_only=read_only)
     if protocol == "s3":
         options.setdefault("max_concurrency", 1)
-    return FsspecStore(url, storage_options=options, read_only=read_only)
+    try:
+        return FsspecStore(url, storage_options=options, read_only=read_only)
+    except (ValueError, ImportError, TypeError) as exc:
+        raise InvalidStoreError(f"cannot open store {url!r}: {exc}") from exc
 
 
 def _read_only_view(store: Store) -> Store:
