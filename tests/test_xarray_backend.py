@@ -12,7 +12,6 @@ import json
 import warnings
 from pathlib import Path
 
-import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest

@@ -81,7 +81,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
 
     def open_dataset(
         self,
-        filename_or_obj: str | os.PathLike[Any] | AbstractDataStore,
+        filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,
         *,
         mask_and_scale: bool = True,
         decode_times: bool = True,
@@ -117,7 +117,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
 
     def open_groups_as_dict(
         self,
-        filename_or_obj: str | os.PathLike[Any] | AbstractDataStore,
+        filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,
         *,
         group: str | None = None,
         consolidated: bool | None = None,
@@ -145,7 +145,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         return datasets
 
     def open_datatree(
-        self, filename_or_obj: str | os.PathLike[Any] | AbstractDataStore, **kwargs: Any
+        self, filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore, **kwargs: Any
     ) -> DataTree:
         """The group hierarchy under ``group`` (or the root) as a DataTree; takes the
         keywords of ``open_groups_as_dict``."""
