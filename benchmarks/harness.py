@@ -189,6 +189,34 @@ class _Timer:
 
 WARMUP_KEEP_S = 10.0  # a warm-up call slower than this counts as the first repetition
 
+# Before each timed call, wait up to IDLE_WAIT_S seconds for the machine to be quiet (other
+# processes using at most IDLE_CORES cores over a short sample). 0 disables. Set by run.py.
+IDLE_WAIT_S = 0.0
+IDLE_CORES = 0.25
+IDLE_SAMPLE_S = 0.3
+idle_stats = {"calls": 0, "waited_s": 0.0, "gave_up": 0}
+
+
+def wait_for_idle() -> None:
+    if IDLE_WAIT_S <= 0:
+        return
+    idle_stats["calls"] += 1
+    t_end = time.perf_counter() + IDLE_WAIT_S
+    t0 = time.perf_counter()
+    while True:
+        b0, s0, w0 = _cpu_busy_s(), _self_cpu_s(), time.perf_counter()
+        time.sleep(IDLE_SAMPLE_S)
+        b1, s1, w1 = _cpu_busy_s(), _self_cpu_s(), time.perf_counter()
+        if b0 is None or b1 is None:
+            return
+        other = max(0.0, (b1 - b0) - (s1 - s0)) / (w1 - w0)
+        if other <= IDLE_CORES:
+            break
+        if time.perf_counter() >= t_end:
+            idle_stats["gave_up"] += 1
+            break
+    idle_stats["waited_s"] += time.perf_counter() - t0
+
 
 def measure_many(
     label: str, tasks: dict[str, Task], repeat: int, *, warmup: bool = True
@@ -213,6 +241,8 @@ def measure_many(
             if task.setup is not None:
                 task.setup()
             gc.collect()
+            if timed:
+                wait_for_idle()
             with _Timer() as tm:
                 result = task.fn()
             seconds = tm.elapsed
