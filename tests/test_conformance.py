@@ -23,32 +23,18 @@ import pytest
 import zarrdask
 from zarrdask.errors import UnsupportedDataTypeError
 
-try:  # tests/ as a package or as rootdir-inserted modules
-    from ._util import (
-        assert_bitwise_equal,
-        assert_exact_equal,
-        assert_string_values_equal,
-        corpus_dir,
-        decode_fill_json,
-        json_equal,
-        load_manifest,
-        metadata_document,
-        read_all,
-        walk_hierarchy,
-    )
-except ImportError:
-    from _util import (
-        assert_bitwise_equal,
-        assert_exact_equal,
-        assert_string_values_equal,
-        corpus_dir,
-        decode_fill_json,
-        json_equal,
-        load_manifest,
-        metadata_document,
-        read_all,
-        walk_hierarchy,
-    )  # type: ignore[no-redef]
+from _util import (
+    assert_bitwise_equal,
+    assert_exact_equal,
+    assert_string_values_equal,
+    corpus_dir,
+    decode_fill_json,
+    json_equal,
+    load_manifest,
+    metadata_document,
+    read_all,
+    walk_hierarchy,
+)
 
 CORPUS = corpus_dir()
 MANIFEST = load_manifest()

@@ -24,13 +24,10 @@ import pytest
 
 import zarrdask
 
-try:  # tests/ as a package or as rootdir-inserted modules
-    from ._util import assert_same
-except ImportError:
-    from _util import assert_same  # type: ignore[no-redef]
+from _util import assert_same
 
-zarr = pytest.importorskip("zarr")  # the peers are part of the test extra
-ts = pytest.importorskip("tensorstore")
+import zarr  # noqa: E402  (the peers are part of the test extra)
+import tensorstore as ts  # noqa: E402
 
 try:  # the optional TensorStore extension types
     import ml_dtypes
@@ -990,7 +987,7 @@ from hypothesis import strategies as st  # noqa: E402
 try:
     from .test_properties import roundtrip_cases
 except ImportError:
-    from test_properties import roundtrip_cases  # type: ignore[no-redef]
+    from test_properties import roundtrip_cases
 
 
 @settings(max_examples=30, derandomize=True, deadline=None, database=None,

@@ -21,10 +21,7 @@ from hypothesis.extra import numpy as hnp
 import zarrdask
 from zarrdask.storage.memory import MemoryStore
 
-try:  # tests/ as a package or as rootdir-inserted modules
-    from ._util import assert_same
-except ImportError:
-    from _util import assert_same  # type: ignore[no-redef]
+from _util import assert_same
 
 settings.register_profile(
     "zarrdask-acceptance",

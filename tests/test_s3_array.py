@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zarr
-from _s3 import s3_endpoint, s3_storage_options, s3_url  # noqa: F401  (fixtures)
+from _s3 import s3_storage_options
 
 import zarrdask
 
 pytestmark = pytest.mark.s3
 
 
-def test_sharded_array_on_s3(s3_url, s3_endpoint):  # noqa: F811
+def test_sharded_array_on_s3(s3_url, s3_endpoint):
     options = s3_storage_options(s3_endpoint)
     data = np.arange(40 * 30, dtype="float32").reshape(40, 30)
     a = zarrdask.create_array(f"{s3_url}/a.zarr", shape=data.shape, dtype="f4", chunks=(5, 5), shards=(20, 15),
@@ -26,7 +26,7 @@ def test_sharded_array_on_s3(s3_url, s3_endpoint):  # noqa: F811
     np.testing.assert_array_equal(z[...], data)
 
 
-def test_group_consolidated_on_s3(s3_url, s3_endpoint):  # noqa: F811
+def test_group_consolidated_on_s3(s3_url, s3_endpoint):
     options = s3_storage_options(s3_endpoint)
     g = zarrdask.create_group(f"{s3_url}/g.zarr", storage_options=options, attributes={"a": 1})
     g.create_array("v", shape=(4,), dtype="i2", chunks=(2,))[...] = [1, 2, 3, 4]

@@ -9,11 +9,11 @@ import uuid
 import zipfile
 
 import pytest
-from _s3 import s3_endpoint, s3_storage_options, s3_url  # noqa: F401  (pytest fixtures)
+from _s3 import s3_storage_options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarrdask.errors import ContainsNodeError, InvalidKeyError, ReadOnlyError, StoreError
+from zarrdask.errors import ContainsNodeError, InvalidKeyError, InvalidStoreError, ReadOnlyError, StoreError
 from zarrdask.storage import (
     ByteRange,
     FsspecStore,
@@ -431,8 +431,10 @@ def test_open_store_dispatch(tmp_path) -> None:
     assert isinstance(http, FsspecStore) and http.read_only
     with pytest.raises(ValueError, match="mode"):
         open_store(tmp_path, mode="x")
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidStoreError):
         open_store(42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidStoreError, match="nosuchproto"):
+        open_store("nosuchproto://x")
 
 
 def test_open_store_passes_stores_through(tmp_path) -> None:

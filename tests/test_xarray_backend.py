@@ -23,10 +23,7 @@ from zarrdask.errors import ContainsNodeError
 from zarrdask.xarray_backend import ZarrdaskBackendEntrypoint, to_zarr
 from zarrdask.xarray_backend.store import ZarrdaskBackendArray
 
-try:  # tests/ as a package or as rootdir-inserted modules
-    from ._util import corpus_dir
-except ImportError:
-    from _util import corpus_dir
+from _util import corpus_dir
 
 ENGINE = ZarrdaskBackendEntrypoint
 
@@ -279,7 +276,7 @@ def test_guess_can_open(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def process_client():
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=2, dashboard_address=None)

@@ -18,6 +18,7 @@ from .core.group import Group
 from .core.group import consolidate_metadata as _consolidate
 from .errors import ZarrdaskError
 from .storage import open_store
+from .xarray_backend import accessor as _accessor  # noqa: F401  (registers ds.zarrdask / dt.zarrdask)
 
 __all__ = [
     "Array", "ArrayOptions", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",

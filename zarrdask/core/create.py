@@ -252,7 +252,7 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     if dimension_names is not None:
         attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)
     sep = _key_encoding(chunk_key_encoding, 2).separator
-    fill = dt.cast_fill(fill_value) if np_dtype.kind != "O" else fill_value
+    fill = None if fill_value is None or np_dtype.kind == "O" else dt.cast_fill(fill_value)  # v2: null = no fill
     itemsize = np_dtype.itemsize if np_dtype.kind != "O" else 16
     return ArrayMetadataV2(
         shape=shape, chunk_shape=_chunks(chunks, shape, itemsize), data_type=dt, fill_value=fill, order=order,

@@ -1,10 +1,23 @@
 """xarray integration: ``engine="zarrdask"`` for reading, ``to_zarr`` for writing.
 
-Importing this package registers the ``ds.zarrdask`` / ``dt.zarrdask`` accessors.
+``import zarrdask`` registers the ``ds.zarrdask`` / ``dt.zarrdask`` accessors (module
+``accessor``); the backend and the writer load on first use.
 """
 
-from zarrdask.xarray_backend import accessor as _accessor  # noqa: F401  (registers accessors)
-from zarrdask.xarray_backend.backend import ZarrdaskBackendEntrypoint
-from zarrdask.xarray_backend.writer import datatree_to_zarr, to_zarr
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["ZarrdaskBackendEntrypoint", "datatree_to_zarr", "to_zarr"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ZarrdaskBackendEntrypoint":
+        from .backend import ZarrdaskBackendEntrypoint
+
+        return ZarrdaskBackendEntrypoint
+    if name in ("to_zarr", "datatree_to_zarr"):
+        from . import writer
+
+        return getattr(writer, name)
+    raise AttributeError(f"module 'zarrdask.xarray_backend' has no attribute {name!r}")

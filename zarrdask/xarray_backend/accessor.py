@@ -1,14 +1,14 @@
-"""``ds.zarrdask.to_zarr(...)`` and ``dt.zarrdask.to_zarr(...)``: the writer as accessors."""
+"""``ds.zarrdask.to_zarr(...)`` and ``dt.zarrdask.to_zarr(...)``: the writer as accessors.
+
+Imported by ``import zarrdask`` (xarray is a dependency), so it imports only xarray; the
+writer and Dask load when an accessor is first used.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import xarray as xr
-from dask.delayed import Delayed
-
-from zarrdask.core.group import Group
-from zarrdask.xarray_backend.writer import datatree_to_zarr, to_zarr
 
 __all__ = ["ZarrdaskDataTreeAccessor", "ZarrdaskDatasetAccessor"]
 
@@ -20,8 +20,10 @@ class ZarrdaskDatasetAccessor:
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
 
-    def to_zarr(self, store: Any, *args: Any, **kwargs: Any) -> Group | Delayed:
+    def to_zarr(self, store: Any, *args: Any, **kwargs: Any) -> Any:
         """Write this Dataset with zarrdask; see ``zarrdask.xarray_backend.to_zarr``."""
+        from zarrdask.xarray_backend.writer import to_zarr  # the writer (and Dask) load on first use
+
         return to_zarr(self._ds, store, *args, **kwargs)
 
 
@@ -32,6 +34,8 @@ class ZarrdaskDataTreeAccessor:
     def __init__(self, dt: xr.DataTree) -> None:
         self._dt = dt
 
-    def to_zarr(self, store: Any, *args: Any, **kwargs: Any) -> Group | Delayed:
+    def to_zarr(self, store: Any, *args: Any, **kwargs: Any) -> Any:
         """Write this tree with zarrdask; see ``zarrdask.xarray_backend.datatree_to_zarr``."""
+        from zarrdask.xarray_backend.writer import datatree_to_zarr
+
         return datatree_to_zarr(self._dt, store, *args, **kwargs)

@@ -306,10 +306,4 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             overwrite=self._mode == "w",
             **layout,
         )
-        if fill_value is None and array.zarr_format == 2 and array.fill_value is not None:
-            # A v2 variable without _FillValue has no mask: store "fill_value": null, as
-            # xarray does (create_array fills in the type's default instead).
-            docs = array.metadata.evolve(fill_value=None).to_documents()
-            array.store.set_many({f"{array.path}/{k}": doc for k, doc in docs.items()})
-            array = self.group[name]
         return array

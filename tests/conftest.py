@@ -1,0 +1,15 @@
+"""Shared pytest configuration."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Markers used by xarray's own backend test-suite, reused in tests/test_xarray_compat.py.
+    for name in ("asyncio", "flaky", "network", "skip_if_param", "skip_with_dask_array"):
+        config.addinivalue_line("markers", f"{name}: used by xarray's test-suite (tests/test_xarray_compat.py)")
+
+
+# One moto S3 server for the whole session (moto's state is process-wide).
+from _s3 import s3_endpoint, s3_url  # noqa: E402, F401
