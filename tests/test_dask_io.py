@@ -162,6 +162,13 @@ def test_misaligned_write_has_one_task_per_shard(tmp_path):
     np.testing.assert_array_equal(open_array(str(tmp_path / "a.zarr"))[...], data)
 
 
+def test_write_tasks_pickle_small(tmp_path):
+    x = da.from_array(_data((100, 90)), chunks=(7, 13))
+    delayed = to_zarr(x, str(tmp_path / "s.zarr"), compute=False, **LAYOUT)
+    tasks = [v for k, v in dict(delayed.__dask_graph__()).items() if key_split(k) == "zarrdask-write"]
+    assert max(len(pickle.dumps(task)) for task in tasks) < 4096  # store, path, metadata, slices; no data
+
+
 def test_write_modes(tmp_path):
     path = str(tmp_path / "m.zarr")
     data = _data((40, 40))
