@@ -88,9 +88,9 @@ def from_zarr(
     array = open_source(source, path=path, storage_options=storage_options)
     block_chunks = read_chunks(array, chunks)
     reader = ShardReader(array.with_options(threads=1))
-    if name is None:
+    if name is None or name is True:
         name = f"zarrdask-read-{tokenize(reader, block_chunks)}"
-    elif name is False or name is True:
+    elif name is False:
         name = f"zarrdask-read-{uuid.uuid4().hex}"
     # The annotation keeps the read layer out of Blockwise fusion, so progress bars and the
     # dashboard still show the reads (dask's low-level fusion then merges each read with a
