@@ -36,6 +36,9 @@ __all__ = [
     "ShapeMismatchError",
     "ChunkAlignmentError",
     "InvalidModeError",
+    "DatasetError",
+    "DatasetTypeError",
+    "DatasetKeyError",
 ]
 
 
@@ -159,6 +162,21 @@ class ShapeMismatchError(ZarrdaskError, ValueError):
 
 class ChunkAlignmentError(ZarrdaskError, ValueError):
     """Dask chunks that cannot be written safely in the requested way."""
+
+
+class DatasetError(ZarrdaskError, ValueError):
+    """A Dataset (or its encoding) that cannot be written as asked; mirrors xarray's ValueErrors."""
+
+
+class DatasetTypeError(ZarrdaskError, TypeError):
+    """A Dataset argument of the wrong type; mirrors xarray's TypeErrors."""
+
+
+class DatasetKeyError(ZarrdaskError, KeyError):
+    """A name (variable, dimension) missing from a Dataset; mirrors xarray's KeyErrors."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class InvalidModeError(ZarrdaskError, ValueError):

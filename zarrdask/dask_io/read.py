@@ -20,6 +20,7 @@ from dask.utils import parse_bytes
 
 from ..core.api import open_array
 from ..core.array import Array
+from ..errors import InvalidModeError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def open_source(
     """The zarrdask Array named by ``source`` (an Array passes through)."""
     if isinstance(source, Array):
         if path is not None or storage_options:
-            raise ValueError("path= and storage_options= do not apply to an already opened Array")
+            raise InvalidModeError("path= and storage_options= do not apply to an already opened Array")
         return source
     return open_array(source, path=path, mode=mode, storage_options=storage_options)
 

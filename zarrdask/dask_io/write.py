@@ -22,7 +22,7 @@ from dask.task_spec import List, Task, TaskRef
 
 from ..core.create import create_array
 from ..core.array import Array
-from ..errors import NodeNotFoundError, ShapeMismatchError
+from ..errors import InvalidModeError, NodeNotFoundError, ShapeMismatchError
 from ..plan import WritePlan, WritePlanSummary, default_read_chunks, make_write_plan, normalize_region
 from .read import open_source
 
@@ -164,9 +164,9 @@ def _prepare_target(
 ) -> tuple[Array, tuple[slice, ...]]:
     """Create, open or resize the target (its metadata is written here) and the region."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidModeError(f"mode must be one of {MODES}, got {mode!r}")
     if region is not None and mode != "r+":
-        raise ValueError(f"region= needs mode='r+' (got mode={mode!r})")
+        raise InvalidModeError(f"region= needs mode='r+' (got mode={mode!r})")
     if mode in ("r+", "a"):
         try:
             target = open_source(store, path=path, storage_options=storage_options, mode="r+")
@@ -178,7 +178,7 @@ def _prepare_target(
                 return target, _checked_region(x, target, region)
             return _append(x, target, append_axis)
     if isinstance(store, Array):
-        raise ValueError(f"mode={mode!r} creates an array: pass a store, path or URL, not an Array")
+        raise InvalidModeError(f"mode={mode!r} creates an array: pass a store, path or URL, not an Array")
     if create_kwargs["chunks"] is None:
         create_kwargs["chunks"] = _default_chunks(x, create_kwargs["shards"])
     target = create_array(
@@ -210,7 +210,7 @@ def _append(x: da.Array | np.ndarray, target: Array, axis: int) -> tuple[Array, 
         raise ShapeMismatchError(f"cannot append {x.ndim}-d data to a {target.ndim}-d array")
     axis = axis + target.ndim if axis < 0 else axis
     if not 0 <= axis < target.ndim:
-        raise ValueError(f"append_axis {axis} is out of range for a {target.ndim}-d array")
+        raise InvalidModeError(f"append_axis {axis} is out of range for a {target.ndim}-d array")
     others = [d for d in range(target.ndim) if d != axis]
     if any(x.shape[d] != target.shape[d] for d in others):
         raise ShapeMismatchError(

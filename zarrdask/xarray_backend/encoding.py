@@ -18,6 +18,7 @@ from dask.array.core import normalize_chunks
 from xarray import Variable
 from xarray.backends.zarr import FillValueCoder
 
+from zarrdask.errors import DatasetError, DatasetTypeError
 from zarrdask.codecs import get_codec_class
 from zarrdask.codecs.base import ArrayBytesCodec
 from zarrdask.core.array import Array
@@ -162,7 +163,7 @@ def _variable_chunks(variable: Variable, requested: Any, name: Any) -> tuple[int
         requested = tuple(requested)
         if len(requested) == ndim:
             if not all(isinstance(c, int | np.integer) for c in requested):
-                raise TypeError(
+                raise DatasetTypeError(
                     "zarr chunk sizes specified in `encoding['chunks']` must be an int "
                     f"or a tuple of ints. Instead found encoding['chunks']={requested!r} "
                     f"for variable named {name!r}."
@@ -191,7 +192,7 @@ def write_layout(
             if "fill_value" in invalid and zarr_format == 2
             else ""
         )
-        raise ValueError(
+        raise DatasetError(
             f"unexpected encoding parameters for zarr backend:  {invalid!r}." + hint
         )
     layout: dict[str, Any] = {

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from xarray import Dataset, Variable, conventions
 
+from zarrdask.errors import DatasetError, DatasetKeyError, DatasetTypeError
+
 __all__ = ["RegionArg", "resolve_region"]
 
 RegionArg = Mapping[str, slice | Literal["auto"]] | Literal["auto"] | None
@@ -32,13 +34,13 @@ def _detect(
         stored = conventions.decode_cf_variable(dim, read_index(dim).compute())
         idxs = pd.Index(stored.data).get_indexer(ds[dim].data)
         if (idxs == -1).any():
-            raise KeyError(
+            raise DatasetKeyError(
                 f"Not all values of coordinate '{dim}' in the new array were"
                 " found in the original store. Writing to a zarr region slice"
                 " requires that no dimensions or metadata are changed by the write."
             )
         if (np.diff(idxs) != 1).any():
-            raise ValueError(
+            raise DatasetError(
                 f"The auto-detected region of coordinate '{dim}' for writing new data"
                 " to the original store had non-contiguous indices. Writing to a zarr"
                 " region slice requires that the new data constitute a contiguous subset"
@@ -63,31 +65,31 @@ def resolve_region(
     if region == "auto":
         region = dict.fromkeys(ds.dims, "auto")
     if not isinstance(region, Mapping):
-        raise TypeError(f"``region`` must be a dict, got {type(region)}")
+        raise DatasetTypeError(f"``region`` must be a dict, got {type(region)}")
     resolved: dict[str, Any] = dict(region)
     if any(v == "auto" for v in resolved.values()):
         if mode not in ("r+", "a"):
-            raise ValueError(
+            raise DatasetError(
                 f"``mode`` must be 'r+' or 'a' when using ``region='auto'``, got {mode!r}"
             )
         resolved = _detect(ds, resolved, read_index)
     for dim, value in resolved.items():
         if dim not in ds.dims:
-            raise ValueError(
+            raise DatasetError(
                 "all keys in ``region`` are not in Dataset dimensions, got "
                 f"{list(resolved)} and {list(ds.dims)}"
             )
         if not isinstance(value, slice):
-            raise TypeError(
+            raise DatasetTypeError(
                 f"all values in ``region`` must be slice objects, got region={resolved}"
             )
         if value.step not in (1, None):
-            raise ValueError(
+            raise DatasetError(
                 f"step on all slices in ``region`` must be 1 or None, got region={resolved}"
             )
     outside = [k for k, v in ds.variables.items() if not set(resolved).intersection(v.dims)]
     if resolved and outside:
-        raise ValueError(
+        raise DatasetError(
             "when setting `region` explicitly in to_zarr(), all variables in the dataset "
             "to write must have at least one dimension in common with the region's "
             f"dimensions {list(resolved)}, but that is not the case for some variables "
@@ -95,7 +97,7 @@ def resolve_region(
             f"write: .drop_vars({outside!r})"
         )
     if append_dim is not None and append_dim in resolved:
-        raise ValueError(
+        raise DatasetError(
             "cannot list the same dimension in both ``append_dim`` and ``region`` with "
             f"to_zarr(), got {append_dim} in both"
         )

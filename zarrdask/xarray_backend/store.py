@@ -23,6 +23,7 @@ from xarray.backends.zarr import DIMENSION_KEY
 from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 
+from zarrdask.errors import DatasetError
 from zarrdask.core.array import Array
 from zarrdask.core.group import Group
 from zarrdask.errors import MetadataError
@@ -186,7 +187,7 @@ class ZarrdaskDataStore(AbstractDataStore):
             dims, _ = array_dims_and_attrs(array)
             for dim, size in zip(dims, array.shape, strict=True):
                 if sizes.setdefault(dim, size) != size:
-                    raise ValueError(
+                    raise DatasetError(
                         f"found conflicting lengths for dimension {dim} "
                         f"({size} != {sizes[dim]})"
                     )

@@ -24,6 +24,7 @@ from xarray.backends.zarr import (
 )
 from xarray.coding.strings import check_vlen_dtype
 
+from zarrdask.errors import DatasetError, DatasetTypeError
 from zarrdask.core.api import open_group
 from zarrdask.core.array import Array
 from zarrdask.core.create import create_group
@@ -125,7 +126,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         if encoding and self._mode in ("a", "a-", "r+"):
             for name in self.arrays():
                 if name in encoding:
-                    raise ValueError(
+                    raise DatasetError(
                         f"variable {name!r} already exists, but encoding was provided"
                     )
         return ds
@@ -142,7 +143,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         try:
             self.group.attrs.put(dict(attributes))
         except TypeError as err:
-            raise TypeError("Invalid attribute in Dataset.attrs.") from err
+            raise DatasetTypeError("Invalid attribute in Dataset.attrs.") from err
 
     def set_dimensions(self, variables: Any, unlimited_dims: Any = None) -> None:
         if unlimited_dims is not None:
@@ -168,7 +169,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         existing = set() if self._mode == "w" else set(self.arrays())
         old_names = {vn for vn in variables if _encode_variable_name(vn) in existing}
         if self._mode == "r+" and (new := [k for k in variables if k not in existing]):
-            raise ValueError(
+            raise DatasetError(
                 f"dataset contains non-pre-existing variables {new!r}, which is not "
                 "allowed in ``xarray.Dataset.to_zarr()`` with ``mode='r+'``. To allow "
                 "writing new variables, set ``mode='a'``."
@@ -176,7 +177,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         if self._append_dim is not None and self._append_dim not in existing:
             dims = self.get_dimensions()
             if self._append_dim not in dims:
-                raise ValueError(
+                raise DatasetError(
                     f"append_dim={self._append_dim!r} does not match any existing "
                     f"dataset dimensions {dims}"
                 )
@@ -259,7 +260,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
                     attrs["_FillValue"] = encode_fill_value_attr(fv, v.dtype)
         if "_FillValue" in v.encoding:
             if v.encoding["_FillValue"] is not None:
-                raise ValueError("Zarr does not support _FillValue in encoding.")
+                raise DatasetError("Zarr does not support _FillValue in encoding.")
             del v.encoding["_FillValue"]
         return attrs, fill_value
 
@@ -267,7 +268,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         if self._write_empty is None:
             return
         if layout.get("write_empty_chunks", self._write_empty) != self._write_empty:
-            raise ValueError(
+            raise DatasetError(
                 'Differing "write_empty_chunks" values in encoding and parameters'
                 f'Got {layout["write_empty_chunks"] = } and {self._write_empty = }'
             )

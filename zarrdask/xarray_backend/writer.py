@@ -17,6 +17,7 @@ from xarray import Dataset, DataTree
 from xarray.backends.writers import _validate_dataset_names, dump_to_store
 from xarray.backends.zarr import _choose_default_mode
 
+from zarrdask.errors import DatasetError
 from zarrdask.core.group import Group, consolidate_metadata
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.region import RegionArg
@@ -113,7 +114,7 @@ def datatree_to_zarr(
         )
     encoding = {} if encoding is None else encoding
     if unknown := set(encoding) - set(dt.groups):
-        raise ValueError(f"unexpected encoding group name(s) provided: {unknown}")
+        raise DatasetError(f"unexpected encoding group name(s) provided: {unknown}")
     mode = _choose_default_mode(mode=mode, append_dim=None, region=region)
     root = open_group_for_write(
         store, mode=mode, path=None, zarr_format=zarr_format, storage_options=storage_options
