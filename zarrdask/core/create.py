@@ -30,6 +30,7 @@ from .node_io import encode_node, read_nodes, write_node
 __all__ = ["create_array", "create_group"]
 
 _AUTO_CHUNK_BYTES = 4 << 20
+_AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial reads
 _ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 _ZSTD_V2 = {"id": "zstd", "level": 0}  # no "checksum" member: TensorStore's v2 driver rejects it
 _INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
@@ -43,11 +44,16 @@ def _shape(value: Any, name: str) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def _auto_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Halve the largest dimension until a chunk holds at most ~4 MiB."""
+def _auto_chunks(shape: tuple[int, ...], itemsize: int, limit: int = _AUTO_CHUNK_BYTES,
+                 divide: bool = False) -> tuple[int, ...]:
+    """Halve the largest dimension until a chunk holds at most ``limit`` bytes; with
+    ``divide`` only even dimensions are halved, so the result divides ``shape``."""
     chunks = [max(1, s) for s in shape]
-    while math.prod(chunks) * itemsize > _AUTO_CHUNK_BYTES and max(chunks) > 1:
-        i = chunks.index(max(chunks))
+    while math.prod(chunks) * itemsize > limit:
+        candidates = [i for i, c in enumerate(chunks) if c > 1 and (not divide or c % 2 == 0)]
+        if not candidates:
+            break
+        i = max(candidates, key=lambda k: chunks[k])
         chunks[i] = -(-chunks[i] // 2)
     return tuple(chunks)
 
@@ -214,8 +220,11 @@ def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, f
                  chunk_key_encoding: Any) -> ArrayMetadataV3:
     dt = dtype if isinstance(dtype, DataType) else data_type_from_numpy(dtype)
     itemsize = dt.dtype.itemsize if dt.dtype.kind != "O" else 16
-    inner = _chunks(chunks, shape, itemsize)
     shard_shape = None if shards is None else _chunks(shards, shape, itemsize, "shards")
+    if shard_shape is not None and chunks in (None, "auto"):
+        inner = _auto_chunks(shard_shape, itemsize, _AUTO_INNER_BYTES, divide=True)
+    else:
+        inner = _chunks(chunks, shape, itemsize)
     if shard_shape is not None and any(s % c for s, c in zip(shard_shape, inner)):
         raise ShapeMismatchError(f"shards {shard_shape} must be whole multiples of chunks {inner}")
     chain = _v3_codecs(dt, inner, shard_shape, codecs, compressors, filters, serializer)
