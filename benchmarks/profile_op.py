@@ -5,7 +5,7 @@
     python benchmarks/profile_op.py OP --py-spy            # sample it with py-spy, print self-time by file:line
 
 OP is one of: core-read, core-write, sharded-read, sharded-write, windows-cold, windows-warm,
-dask-read, dask-write-misaligned, xarray-mean, open50.
+dask-read, dask-write-aligned, dask-write-misaligned, xarray-mean, open50.
 
 With ``--py-spy`` the script re-runs itself under ``py-spy record --format raw`` (all
 threads; sleeping threads are not sampled) and prints the frames with the most self samples and the
@@ -33,22 +33,24 @@ sys.path.insert(1, str(HERE.parent))
 
 OPS = (
     "core-read", "core-write", "sharded-read", "sharded-write", "windows-cold", "windows-warm",
-    "dask-read", "dask-write-misaligned", "xarray-mean", "open50",
+    "dask-read", "dask-write-aligned", "dask-write-misaligned", "xarray-mean", "open50",
 )
 
 
 def make_op(op: str, lib: str, size_mib: int, data_dir: str):
     from harness import Geometry, make_data, random_windows
     from libs import LIB_OBJECTS, Layout
+    import libs
     import reference
 
     geom = Geometry.from_size(size_mib)
     L = LIB_OBJECTS[lib]
-    data = make_data(geom.shape)
+    data = make_data(geom.shape) if "write" in op else None
     if op in ("core-read", "core-write"):
         path = os.path.join(data_dir, "core", lib)
         layout = Layout(geom.chunks)
         if op == "core-write" or not os.path.isdir(path):
+            data = make_data(geom.shape)
             L.write(path, data, layout)
         if op == "core-read":
             return lambda: L.read_all(L.open(path))
@@ -73,7 +75,7 @@ def make_op(op: str, lib: str, size_mib: int, data_dir: str):
             for sel in windows:
                 L.read(h, sel)
         return warm
-    if op in ("dask-read", "dask-write-misaligned"):
+    if op in ("dask-read", "dask-write-aligned", "dask-write-misaligned"):
         import dask
         import dask.array as da
         import zarrdask
@@ -82,9 +84,20 @@ def make_op(op: str, lib: str, size_mib: int, data_dir: str):
         if op == "dask-read":
             path = reference.sharded_array(geom, data_dir)
             return lambda: zarrdask.from_zarr(path).sum().compute()
-        x = da.from_array(data, chunks=geom.misaligned)
-        out = os.path.join(data_dir, "dask_write", "profile")
-        return lambda: zarrdask.to_zarr(x, out, chunks=geom.inner, shards=geom.shard, mode="w")
+        x = da.from_array(data, chunks=geom.misaligned if op.endswith("-misaligned") else geom.shard)
+        out = os.path.join(data_dir, "dask_write", "profile-" + lib)
+        if lib == "zarrdask":
+            return lambda: zarrdask.to_zarr(
+                x, out, chunks=geom.inner, shards=geom.shard, compressors=[libs.ZSTD1], mode="w")
+        if lib == "tensorstore":
+            import tensorstore as ts
+
+            def ts_write():
+                arr = ts.open(libs.ts_spec(out, shape=geom.shape, layout=Layout(geom.inner, geom.shard)),
+                              create=True, delete_existing=True).result()
+                da.store(x, libs.TSDaskAdapter(arr), lock=False)
+            return ts_write
+        raise SystemExit("dask-write ops: --lib zarrdask or tensorstore")
     if op in ("xarray-mean", "open50"):
         import dask
         import xarray as xr
