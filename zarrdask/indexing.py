@@ -145,6 +145,10 @@ class PointSelection:
     def covers_all(self) -> bool:
         return False
 
+    def index(self) -> Any:
+        """A numpy index that picks these points from an array of ``array_shape``."""
+        return self.coords
+
     def extract(self, array: np.ndarray) -> np.ndarray:
         return array[self.coords]
 

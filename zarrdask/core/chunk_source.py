@@ -11,12 +11,14 @@ partly covered chunk or shard is read, modified and written inside the same call
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import numpy as np
@@ -30,6 +32,7 @@ from ..storage.coalesce import coalesce_ranges, split_coalesced
 
 __all__ = ["ArrayOptions", "IndexCache", "PlainChunkSource", "ShardedChunkSource", "make_chunk_source"]
 
+_MISSING_INT = int(MISSING)
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -102,10 +105,15 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None) -> list[R]:
-    """Apply ``fn`` to every item, on the shared pool unless serial is asked or cheaper."""
-    if threads == 1 or len(items) < 2 or threading.current_thread().name.startswith("zarrdask"):
+    """Apply ``fn`` to every item, in order. Items go to the shared pool in a few batches per
+    thread (a future per item costs about as much as decoding a small chunk)."""
+    n_threads = threads or os.cpu_count() or 1
+    if n_threads == 1 or len(items) < 2 or threading.current_thread().name.startswith("zarrdask"):
         return [fn(item) for item in items]
-    return list(_pool().map(fn, items))
+    n_batches = min(len(items), 4 * n_threads)
+    bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
+    batches = [items[bounds[i]: bounds[i + 1]] for i in range(n_batches)]
+    return [r for part in _pool().map(lambda batch: [fn(item) for item in batch], batches) for r in part]
 
 
 def _with_key(exc: CodecError, key: str, inner: tuple[int, ...] | None = None) -> CodecError:
@@ -198,14 +206,29 @@ class PlainChunkSource(ChunkSource):
         self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
 
 
-@dataclass
 class _InnerJob:
-    """One inner chunk to decode into ``target[q.out_index]``."""
+    """One inner chunk to decode: ``target[out_index] = decoded[chunk_index]``."""
 
-    key: str
-    q: Projection
-    target: np.ndarray
-    data: memoryview | bytes | None
+    __slots__ = ("key", "coords", "out_index", "chunk_index", "target", "data")
+
+    def __init__(self, key: str, coords: tuple[int, ...], out_index: Any, chunk_index: Any,
+                 target: np.ndarray, data: memoryview | bytes | None = None) -> None:
+        self.key, self.coords, self.out_index, self.chunk_index = key, coords, out_index, chunk_index
+        self.target, self.data = target, data
+
+
+@lru_cache(maxsize=64)
+def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...]
+                        ) -> tuple[tuple[tuple[int, ...], tuple[slice, ...], Any], ...]:
+    """For a shard read whole (``shard_shape`` clipped to the array): each inner chunk's
+    coordinates, its region in the shard, and the part of the decoded chunk that is in bounds."""
+    layout = []
+    for coords in itertools.product(*(range(-(-s // c)) for s, c in zip(shard_shape, inner_shape))):
+        region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, inner_shape, shard_shape))
+        clipped = any(r.stop - r.start < c for r, c in zip(region, inner_shape))
+        inner = tuple(slice(0, r.stop - r.start) for r in region) if clipped else ...
+        layout.append((coords, region, inner))
+    return tuple(layout)
 
 
 class ShardedChunkSource(ChunkSource):
@@ -245,21 +268,32 @@ class ShardedChunkSource(ChunkSource):
             return out[p.out_index]
         return np.empty(p.chunk_selection.shape, dtype=out.dtype)
 
+    def _inner_jobs(self, key: str, p: Projection, target: np.ndarray) -> list[_InnerJob]:
+        """The inner chunks a shard projection needs (precomputed when the shard is read whole)."""
+        if p.full and _is_view(p.out_index):
+            layout = _whole_shard_layout(p.chunk_selection.shape, self.inner_shape)
+            return [_InnerJob(key, coords, region, inner, target) for coords, region, inner in layout]
+        return [_InnerJob(key, q.coords, q.out_index, q.chunk_selection.index(), target)
+                for q in p.chunk_selection.project(self.inner_shape)]
+
+    def _entries(self, index: np.ndarray) -> dict[tuple[int, ...], tuple[int, int]]:
+        """The index as ``{inner coords: (offset, nbytes)}`` (plain ints: fast lookups)."""
+        return dict(zip(itertools.product(*map(range, self.codec.grid_shape)), map(tuple, index.reshape(-1, 2).tolist())))
+
     def _jobs_from_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None) -> list[_InnerJob]:
-        inner = list(p.chunk_selection.project(self.inner_shape))
+        jobs = self._inner_jobs(key, p, target)
         if blob is None:
-            return [_InnerJob(key, q, target, None) for q in inner]
+            return jobs
         try:
             blob = self.pipeline.decode_bytes_stage(blob)
-            index = self.codec.index_of(blob, key)
+            entries = self._entries(self.codec.index_of(blob, key))
         except CodecError as exc:
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
-        jobs = []
-        for q in inner:
-            off, size = index[q.coords]
-            data = None if off == MISSING else view[int(off): int(off) + int(size)]
-            jobs.append(_InnerJob(key, q, target, data))
+        for job in jobs:
+            off, size = entries[job.coords]
+            if off != _MISSING_INT:
+                job.data = view[off: off + size]
         return jobs
 
     def _indexes(self, keys: list[str]) -> list[np.ndarray | None]:
@@ -287,17 +321,16 @@ class ShardedChunkSource(ChunkSource):
         requests: list[tuple[str, ByteRange]] = []
         placements: list[tuple[list[tuple[int, int]], list, list[_InnerJob]]] = []
         for key, p, target, index in zip(keys, shards, targets, self._indexes(keys)):
-            inner = list(p.chunk_selection.project(self.inner_shape))
+            inner = self._inner_jobs(key, p, target)
+            jobs.extend(inner)
             if index is None:
-                jobs.extend(_InnerJob(key, q, target, None) for q in inner)
                 continue
+            entries = self._entries(index)
             ranges, pending = [], []
-            for q in inner:
-                off, size = index[q.coords]
-                job = _InnerJob(key, q, target, None)
-                jobs.append(job)
-                if off != MISSING:
-                    ranges.append((int(off), int(off) + int(size)))
+            for job in inner:
+                off, size = entries[job.coords]
+                if off != _MISSING_INT:
+                    ranges.append((off, off + size))
                     pending.append(job)
             merged = coalesce_ranges(ranges, self.options.coalesce_gap, self.options.coalesce_max)
             requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
@@ -311,21 +344,20 @@ class ShardedChunkSource(ChunkSource):
                 if piece is None or len(piece) != end - start:
                     got = "nothing" if piece is None else f"{len(piece)} bytes"
                     raise CorruptChunkError(
-                        f"shard {job.key}, inner chunk {job.q.coords}: expected {end - start} bytes at offset "
+                        f"shard {job.key}, inner chunk {job.coords}: expected {end - start} bytes at offset "
                         f"{start}, got {got} (truncated shard)")
                 job.data = piece
         return jobs
 
     def _decode_job(self, job: _InnerJob) -> None:
-        q = job.q
         if job.data is None:
-            self._missing(f"{job.key} (inner chunk {q.coords})", job.target, q.out_index)
+            self._missing(f"{job.key} (inner chunk {job.coords})", job.target, job.out_index)
             return
         try:
             chunk = self.inner.decode(job.data)
         except CodecError as exc:
-            raise _with_key(exc, job.key, q.coords) from exc
-        job.target[q.out_index] = q.chunk_selection.extract(chunk)
+            raise _with_key(exc, job.key, job.coords) from exc
+        job.target[job.out_index] = chunk[job.chunk_index]
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:
