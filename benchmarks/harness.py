@@ -481,11 +481,12 @@ def _short(lib: str) -> str:
 
 
 def environment() -> dict:
-    def version(mod: str) -> str | None:
+    def version(dist: str) -> str | None:
+        from importlib.metadata import PackageNotFoundError, version as _v
+
         try:
-            m = __import__(mod)
-            return getattr(m, "__version__", "?")
-        except Exception:  # noqa: BLE001
+            return _v(dist)
+        except PackageNotFoundError:
             return None
 
     commit = None

@@ -63,21 +63,21 @@ class ArrayOptions:
 
 
 class IndexCache:
-    """A thread-safe LRU of decoded shard indexes, keyed by store key."""
+    """A thread-safe LRU of decoded shard indexes (``{inner coords: (offset, nbytes)}``), by store key."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._data: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> np.ndarray | None:
+    def get(self, key: str) -> Any:
         with self._lock:
             value = self._data.get(key)
             if value is not None:
                 self._data.move_to_end(key)
             return value
 
-    def put(self, key: str, index: np.ndarray) -> None:
+    def put(self, key: str, index: Any) -> None:
         if self.maxsize <= 0:
             return
         with self._lock:
@@ -92,6 +92,7 @@ class IndexCache:
                 self._data.pop(key, None)
 
 
+_CPUS = os.cpu_count() or 1
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -100,14 +101,14 @@ def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="zarrdask")
+            _POOL = ThreadPoolExecutor(max_workers=_CPUS, thread_name_prefix="zarrdask")
         return _POOL
 
 
 def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None) -> list[R]:
     """Apply ``fn`` to every item, in order. Items go to the shared pool in a few batches per
     thread (a future per item costs about as much as decoding a small chunk)."""
-    n_threads = threads or os.cpu_count() or 1
+    n_threads = threads or _CPUS
     if n_threads == 1 or len(items) < 2 or threading.current_thread().name.startswith("zarrdask"):
         return [fn(item) for item in items]
     n_batches = min(len(items), 4 * n_threads)
@@ -296,9 +297,9 @@ class ShardedChunkSource(ChunkSource):
                 job.data = view[off: off + size]
         return jobs
 
-    def _indexes(self, keys: list[str]) -> list[np.ndarray | None]:
-        """Shard indexes from the cache, the rest with one batched ranged request."""
-        indexes: list[np.ndarray | None] = [self.cache.get(k) for k in keys]
+    def _indexes(self, keys: list[str]) -> list[dict[tuple[int, ...], tuple[int, int]] | None]:
+        """Shard indexes (as entry dicts) from the cache, the rest with one batched ranged request."""
+        indexes: list[Any] = [self.cache.get(k) for k in keys]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
         request = self.codec.index_request()
         for i, raw in zip(todo, self.store.get_ranges([(keys[i], request) for i in todo])):
@@ -309,8 +310,8 @@ class ShardedChunkSource(ChunkSource):
                 self.codec.check_index(index, None, keys[i])
             except CodecError as exc:
                 raise _with_key(exc, keys[i]) from exc
-            self.cache.put(keys[i], index)
-            indexes[i] = index
+            indexes[i] = self._entries(index)
+            self.cache.put(keys[i], indexes[i])
         return indexes
 
     def _jobs_from_ranges(self, keys: list[str], shards: list[Projection],
@@ -320,12 +321,11 @@ class ShardedChunkSource(ChunkSource):
         jobs: list[_InnerJob] = []
         requests: list[tuple[str, ByteRange]] = []
         placements: list[tuple[list[tuple[int, int]], list, list[_InnerJob]]] = []
-        for key, p, target, index in zip(keys, shards, targets, self._indexes(keys)):
+        for key, p, target, entries in zip(keys, shards, targets, self._indexes(keys)):
             inner = self._inner_jobs(key, p, target)
             jobs.extend(inner)
-            if index is None:
+            if entries is None:
                 continue
-            entries = self._entries(index)
             ranges, pending = [], []
             for job in inner:
                 off, size = entries[job.coords]
