@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from zarrdask.storage.base import ByteRequest
+from zarrdask.storage.transformers import WrapperStore
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -290,3 +293,34 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+class CountingStore(WrapperStore):
+    """Forwards to ``inner`` and records each read call (a batched call is one) with its requests."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.calls: list[list[tuple[str, ByteRequest | None]]] = []
+
+    @property
+    def reads(self) -> int:
+        return len(self.calls)
+
+    @property
+    def requests(self) -> list[tuple[str, ByteRequest | None]]:
+        return [r for call in self.calls for r in call]
+
+    def reset(self) -> None:
+        self.calls = []
+
+    def _get(self, key: str) -> bytes | None:
+        self.calls.append([(key, None)])
+        return super()._get(key)
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        self.calls.append(list(requests))
+        return super()._get_ranges(requests)
+
+    @property
+    def url(self) -> str:
+        return "counting+" + self.inner.url

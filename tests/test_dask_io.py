@@ -8,10 +8,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
-
-import numpy as np
-import pytest
 
 import dask
 import dask.array as da
@@ -19,56 +15,18 @@ from dask.array.core import PerformanceWarning
 from dask.callbacks import Callback
 from dask.delayed import Delayed
 from dask.utils import key_split
+import numpy as np
+import pytest
+from _util import CountingStore
+
 from zarrdask.core.api import open_array
 from zarrdask.core.create import create_array
 from zarrdask.dask_io import from_zarr, plan_write, to_zarr
 from zarrdask.dask_io.read import ShardReader
 from zarrdask.errors import ContainsNodeError, ShapeMismatchError
-from zarrdask.storage import ByteRequest, MemoryStore, Store, SuffixRange
+from zarrdask.storage import MemoryStore, Store, SuffixRange
 
 LAYOUT = dict(chunks=(8, 8), shards=(32, 32), fill_value=0)
-
-
-class CountingStore(Store):
-    """Forwards to ``inner`` and records every read call and byte request."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.calls: list[str] = []
-        self.requests: list[tuple[str, ByteRequest | None]] = []
-
-    def reset(self) -> None:
-        self.calls.clear()
-        self.requests.clear()
-
-    def _get(self, key: str) -> bytes | None:
-        self.calls.append("get")
-        self.requests.append((key, None))
-        return self.inner.get(key)
-
-    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        self.calls.append("get_ranges")
-        self.requests.extend(requests)
-        return self.inner.get_ranges(requests)
-
-    def _set(self, key, value) -> None:
-        self.inner.set(key, value)
-
-    def _delete(self, key: str) -> None:
-        self.inner.delete(key)
-
-    def _exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def _list_prefix(self, prefix: str) -> Iterator[str]:
-        return self.inner.list_prefix(prefix)
-
-    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        return self.inner.list_dir(prefix)
-
-    @property
-    def url(self) -> str:
-        return "counting+" + self.inner.url
 
 
 class Prefixes(Callback):

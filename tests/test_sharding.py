@@ -2,61 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
+
+from _util import CountingStore
 
 import zarrdask
 from zarrdask.errors import ChecksumError, CorruptChunkError, ZarrdaskError
 from zarrdask.storage import MemoryStore
-from zarrdask.storage.base import ByteRange, Store, SuffixRange
-
-
-class CountingStore(Store):
-    """Wraps a store and counts read calls (one batched call counts once) and bytes."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.reads = 0
-        self.bytes_read = 0
-        self.requests: list[list[tuple[str, object]]] = []
-
-    def reset(self) -> None:
-        self.reads, self.bytes_read, self.requests = 0, 0, []
-
-    def _get(self, key: str) -> bytes | None:
-        self.reads += 1
-        value = self.inner.get(key)
-        self.bytes_read += len(value or b"")
-        self.requests.append([(key, None)])
-        return value
-
-    def _get_ranges(self, requests: list) -> list:
-        self.reads += 1
-        self.requests.append(list(requests))
-        out = self.inner.get_ranges(requests)
-        self.bytes_read += sum(len(v or b"") for v in out)
-        return out
-
-    def _set(self, key: str, value: bytes) -> None:
-        self.inner.set(key, value)
-
-    def _delete(self, key: str) -> None:
-        self.inner.delete(key)
-
-    def _exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def _list_prefix(self, prefix: str) -> Iterator[str]:
-        return self.inner.list_prefix(prefix)
-
-    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        return self.inner.list_dir(prefix)
-
-    @property
-    def url(self) -> str:
-        return "counting+" + self.inner.url
+from zarrdask.storage.base import ByteRange, SuffixRange
 
 
 DATA = np.arange(64 * 64, dtype="int32").reshape(64, 64)
@@ -88,7 +42,7 @@ def test_one_inner_chunk_cold_then_cached(sharded):
     a, store = sharded
     assert np.array_equal(a[0:8, 8:16], DATA[0:8, 8:16])
     assert store.reads == 2  # index + chunk
-    kinds = [type(r) for _, r in store.requests[0]]
+    kinds = [type(r) for _, r in store.calls[0]]
     assert kinds == [SuffixRange if a.metadata.codecs[0].configuration["index_location"] == "end" else ByteRange]
     store.reset()
     assert np.array_equal(a[1:3, 9:12], DATA[1:3, 9:12])
@@ -99,14 +53,14 @@ def test_whole_shard_is_one_read(sharded):
     a, store = sharded
     assert np.array_equal(a[32:64, 0:32], DATA[32:64, 0:32])
     assert store.reads == 1
-    assert store.requests[0][0][1] == ByteRange(0, None)
+    assert store.calls[0][0][1] == ByteRange(0, None)
 
 
 def test_adjacent_inner_chunks_are_coalesced(sharded):
     a, store = sharded
     assert np.array_equal(a[0:8, 0:32], DATA[0:8, 0:32])  # 4 inner chunks side by side
     assert store.reads == 2
-    data_requests = store.requests[1]
+    data_requests = store.calls[1]
     assert len(data_requests) == 1  # one merged range for the 4 chunks
 
 
@@ -114,7 +68,7 @@ def test_many_shards_batch_index_and_data_requests(sharded):
     a, store = sharded
     assert np.array_equal(a[4:60, 4:60], DATA[4:60, 4:60])  # partial reads of all 4 shards
     assert store.reads == 2
-    assert len(store.requests[0]) == 4  # one index request per shard, in one call
+    assert len(store.calls[0]) == 4  # one index request per shard, in one call
 
 
 def test_write_invalidates_index_cache(sharded):

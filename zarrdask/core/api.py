@@ -7,7 +7,7 @@ from typing import Any, Union
 
 from ..errors import ArrayNotFoundError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
 from ..storage import open_store
-from ..storage.base import normalize_key
+from ..storage.base import node_path
 from .array import Array, ArrayOptions
 from .create import create_group
 from .group import Group, node_from_metadata
@@ -16,13 +16,6 @@ from .node_io import read_node
 __all__ = ["open", "open_array", "open_group"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
-
-
-def _path(path: str | None) -> str:
-    path = (path or "").strip("/")
-    if path:
-        normalize_key(path)
-    return path
 
 
 def open(store: Any, *, mode: str = "r", path: str | None = None, storage_options: dict[str, Any] | None = None,
@@ -36,7 +29,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None, storage_option
     """
     if mode not in _MODES:
         raise InvalidModeError(f"mode must be one of {_MODES}, got {mode!r}")
-    path = _path(path)
+    path = node_path(path)
     s = open_store(store, mode=mode, storage_options=storage_options)
     if mode in ("w", "w-"):
         return create_group(s, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")

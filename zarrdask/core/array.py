@@ -29,9 +29,8 @@ from ..errors import (
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
-from .attributes import Attributes
 from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
-from .node_io import write_node
+from .node import Node
 
 __all__ = ["Array", "ArrayOptions"]
 
@@ -51,7 +50,7 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
     return store
 
 
-class Array:
+class Array(Node):
     """A Zarr array. ``a[sel]`` reads, ``a[sel] = v`` writes; ``oindex``/``vindex`` for
     orthogonal and coordinate selections. Open with :func:`zarrdask.open_array`."""
 
@@ -60,6 +59,9 @@ class Array:
         self._path = path.strip("/")
         self._metadata = metadata
         self._options = options or ArrayOptions()
+        self._setup()
+
+    def _metadata_changed(self) -> None:
         self._setup()
 
     def _setup(self) -> None:
@@ -82,32 +84,8 @@ class Array:
 
     # -- description ---------------------------------------------------------------
     @property
-    def metadata(self) -> Any:
-        return self._metadata
-
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def name(self) -> str:
-        return "/" + self._path
-
-    @property
-    def basename(self) -> str:
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
     def options(self) -> ArrayOptions:
         return self._options
-
-    @property
-    def read_only(self) -> bool:
-        return self._store.read_only
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -159,27 +137,9 @@ class Array:
         return self._metadata.dimension_names
 
     @property
-    def zarr_format(self) -> int:
-        return self._metadata.zarr_format
-
-    @property
     def codecs(self) -> list[dict[str, Any]]:
         """The codec chain as JSON (v3), or the v2 filters/compressor."""
         return self._pipeline.to_json() if self.zarr_format == 3 else [self._pipeline.to_json()]
-
-    @property
-    def attrs(self) -> Attributes:
-        return Attributes(lambda: self._metadata.attributes, self._set_attributes)
-
-    def _set_attributes(self, attributes: dict[str, Any]) -> None:
-        self._update_metadata(self._metadata.evolve(attributes=attributes))
-
-    def _update_metadata(self, metadata: Any) -> None:
-        if self.read_only:
-            raise ReadOnlyError(f"array {self.name!r} is read-only")
-        write_node(self._store, self._path, metadata)
-        self._metadata = metadata
-        self._setup()
 
     @property
     def info(self) -> str:

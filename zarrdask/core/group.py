@@ -6,22 +6,22 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
-from ..errors import ContainsNodeError, InvalidKeyError, MemberNotFoundError, NodeNotFoundError, ReadOnlyError
+from ..errors import ContainsNodeError, InvalidKeyError, MemberNotFoundError, NodeNotFoundError
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.v3 import GroupMetadataV3, parse_v3
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
-from .attributes import Attributes
+from .node import Node
 from .node_io import NodeMetadata, dumps, parse_node_documents, read_node, read_nodes, write_node
 
 __all__ = ["Group", "node_from_metadata", "walk", "consolidate_metadata"]
 
-Node = Union[Array, "Group"]
+Member = Union[Array, "Group"]
 
 
 def node_from_metadata(store: Store, path: str, metadata: NodeMetadata,
                        consolidated: Mapping[str, NodeMetadata] | None = None,
-                       options: ArrayOptions | None = None) -> Node:
+                       options: ArrayOptions | None = None) -> Member:
     """An Array or Group object for already-read metadata."""
     if metadata.node_type == "array":
         return Array(store, path, metadata, options)
@@ -44,7 +44,7 @@ def _parse_consolidated(metadata: NodeMetadata) -> dict[str, NodeMetadata] | Non
     return out
 
 
-class Group:
+class Group(Node):
     """A Zarr group. ``g["a/b"]`` opens a member; ``members()`` lists direct children."""
 
     def __init__(self, store: Store, path: str, metadata: NodeMetadata,
@@ -55,44 +55,9 @@ class Group:
         self._consolidated = dict(consolidated) if consolidated is not None else _parse_consolidated(metadata)
 
     @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def name(self) -> str:
-        return "/" + self._path
-
-    @property
-    def basename(self) -> str:
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
-    def metadata(self) -> NodeMetadata:
-        return self._metadata
-
-    @property
-    def zarr_format(self) -> int:
-        return self._metadata.zarr_format
-
-    @property
     def consolidated(self) -> bool:
         """True when members are served from consolidated metadata."""
         return self._consolidated is not None
-
-    @property
-    def attrs(self) -> Attributes:
-        return Attributes(lambda: self._metadata.attributes, self._set_attributes)
-
-    def _set_attributes(self, attributes: dict[str, Any]) -> None:
-        if self._store.read_only:
-            raise ReadOnlyError(f"group {self.name!r} is read-only")
-        metadata = self._metadata.evolve(attributes=attributes)
-        write_node(self._store, self._path, metadata)
-        self._metadata = metadata
 
     def __repr__(self) -> str:
         return f"<zarrdask.Group {self.name!r} v{self.zarr_format}>"
@@ -104,7 +69,7 @@ class Group:
         prefix = name + "/"
         return {k[len(prefix):]: v for k, v in self._consolidated.items() if k.startswith(prefix)}
 
-    def __getitem__(self, name: str) -> Node:
+    def __getitem__(self, name: str) -> Member:
         if not isinstance(name, str):
             raise InvalidKeyError(f"group members are named by strings, got {type(name).__name__}: {name!r}")
         name = normalize_key(name.strip("/"))
@@ -127,7 +92,7 @@ class Group:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
-    def members(self) -> tuple[tuple[str, Node], ...]:
+    def members(self) -> tuple[tuple[str, Member], ...]:
         """Direct children as ``(name, node)`` pairs, sorted by name."""
         if self._consolidated is not None:
             found = {k: v for k, v in self._consolidated.items() if "/" not in k}

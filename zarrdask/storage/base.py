@@ -22,7 +22,7 @@ from typing import Union
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Store", "normalize_key", "join_path"]
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Store", "normalize_key", "node_path", "join_path"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -63,6 +63,12 @@ def normalize_key(key: str) -> str:
                 f"store key {key!r} has an empty, '.' or '..' segment; keys may not leave the store root"
             )
     return key
+
+
+def node_path(path: str | None) -> str:
+    """A node's path in a store: ``None``/``""`` is the root; validated like a key."""
+    path = (path or "").strip("/")
+    return normalize_key(path) if path else path
 
 
 def join_path(*parts: str) -> str:

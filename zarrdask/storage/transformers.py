@@ -80,6 +80,9 @@ class WrapperStore(Store):
     def _exists(self, key: str) -> bool:
         return self.inner._exists(key)
 
+    def _size(self, key: str) -> int | None:
+        return self.inner._size(key)
+
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         return self.inner._list_prefix(prefix)
 

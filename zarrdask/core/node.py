@@ -1,0 +1,66 @@
+"""What arrays and groups share: a place in a store, metadata, and persisted attributes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ReadOnlyError
+from ..storage.base import Store
+from .attributes import Attributes
+from .node_io import write_node
+
+__all__ = ["Node"]
+
+
+class Node:
+    """A node (array or group) at ``path`` in ``store``, described by its metadata."""
+
+    _store: Store
+    _path: str
+    _metadata: Any
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def name(self) -> str:
+        return "/" + self._path
+
+    @property
+    def basename(self) -> str:
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def metadata(self) -> Any:
+        return self._metadata
+
+    @property
+    def zarr_format(self) -> int:
+        return self._metadata.zarr_format
+
+    @property
+    def read_only(self) -> bool:
+        return self._store.read_only
+
+    @property
+    def attrs(self) -> Attributes:
+        """User attributes; every change is written at once."""
+        return Attributes(lambda: self._metadata.attributes, self._set_attributes)
+
+    def _set_attributes(self, attributes: dict[str, Any]) -> None:
+        self._update_metadata(self._metadata.evolve(attributes=attributes))
+
+    def _update_metadata(self, metadata: Any) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{type(self).__name__.lower()} {self.name!r} is read-only")
+        write_node(self._store, self._path, metadata)
+        self._metadata = metadata
+        self._metadata_changed()
+
+    def _metadata_changed(self) -> None:
+        """Hook for subclasses that derive state from the metadata."""
