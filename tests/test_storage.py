@@ -48,23 +48,14 @@ def _read_all(store: Store) -> dict[str, bytes | None]:
     return {k: store.get(k) for k in store.list_prefix("")}
 
 
-class StoreTests:
-    """Conformance tests. Subclasses provide an ``empty_store`` fixture (writable, empty)
-    or override ``store`` (populated with DATA) and set ``writable = False``."""
-
-    writable = True
-    concurrent_writes = True
+class ReadableStoreTests:
+    """Conformance tests of the read side. Subclasses provide an ``empty_store`` fixture
+    (writable, empty) or override ``store`` (already populated with DATA)."""
 
     @pytest.fixture
     def store(self, empty_store: Store) -> Store:
         empty_store.set_many(DATA)
         return empty_store
-
-    @pytest.fixture
-    def wstore(self, store: Store) -> Store:
-        if not self.writable:
-            pytest.skip("store is not writable")
-        return store
 
     # -- reads -----------------------------------------------------------------
     def test_get(self, store: Store) -> None:
@@ -152,38 +143,6 @@ class StoreTests:
         assert store.url in repr(store)
         assert store.__dask_tokenize__() == pickle.loads(pickle.dumps(store)).__dask_tokenize__()
 
-    # -- writes ----------------------------------------------------------------
-    def test_set_overwrite_and_buffers(self, wstore: Store) -> None:
-        wstore.set("a/b/d", b"new")
-        wstore.set("n/m", bytearray(b"ba"))
-        wstore.set("n/v", memoryview(b"0123456")[2:5])
-        assert wstore.get("a/b/d") == b"new"
-        assert wstore.get("n/m") == b"ba"
-        assert wstore.get("n/v") == b"234"
-
-    def test_set_many(self, wstore: Store) -> None:
-        items = {f"s/{i}/{j}": bytes([i, j]) * 3 for i in range(3) for j in range(4)}
-        wstore.set_many(items)
-        assert wstore.get_many(list(items)) == list(items.values())
-        wstore.set_many({})
-
-    def test_delete(self, wstore: Store) -> None:
-        wstore.delete("a/b/d")
-        wstore.delete("a/b/d")  # missing is fine
-        wstore.delete("never/was")
-        assert wstore.get("a/b/d") is None and not wstore.exists("a/b/d")
-        assert sorted(wstore.list_prefix("a")) == ["a/b/c", "a/e"]
-        assert wstore.list_dir("a/b") == (["c"], [])
-        wstore.delete_many(["a/b/c", "nope", "zarr.json"])
-        assert wstore.get_many(["a/b/c", "zarr.json", "a/e"]) == [None, None, b""]
-
-    def test_delete_prefix(self, wstore: Store) -> None:
-        wstore.delete_prefix("a")
-        assert sorted(wstore.list_prefix("")) == ["ab/x", "f/g/h/i", "zarr.json"]
-        wstore.delete_prefix("")
-        assert list(wstore.list_prefix("")) == []
-        assert wstore.list_dir("")[0] == []
-
     def test_read_only(self, store: Store) -> None:
         ro = open_store(store, mode="r")
         assert ro.read_only and ro.get("a/b/d") == b"xyz"
@@ -200,41 +159,78 @@ class StoreTests:
         assert ro.get("a/b/d") == b"xyz"
         assert pickle.loads(pickle.dumps(ro)).read_only
 
-    def test_no_leftover_temp_files(self, wstore: Store) -> None:
+
+class StoreTests(ReadableStoreTests):
+    """Conformance tests of a writable store (reads, then writes)."""
+
+    race_payload = 200_000  # bytes per value in the concurrent-write test
+    race_reads = 50
+
+    # -- writes ----------------------------------------------------------------
+    def test_set_overwrite_and_buffers(self, store: Store) -> None:
+        store.set("a/b/d", b"new")
+        store.set("n/m", bytearray(b"ba"))
+        store.set("n/v", memoryview(b"0123456")[2:5])
+        assert store.get("a/b/d") == b"new"
+        assert store.get("n/m") == b"ba"
+        assert store.get("n/v") == b"234"
+
+    def test_set_many(self, store: Store) -> None:
+        items = {f"s/{i}/{j}": bytes([i, j]) * 3 for i in range(3) for j in range(4)}
+        store.set_many(items)
+        assert store.get_many(list(items)) == list(items.values())
+        store.set_many({})
+
+    def test_delete(self, store: Store) -> None:
+        store.delete("a/b/d")
+        store.delete("a/b/d")  # missing is fine
+        store.delete("never/was")
+        assert store.get("a/b/d") is None and not store.exists("a/b/d")
+        assert sorted(store.list_prefix("a")) == ["a/b/c", "a/e"]
+        assert store.list_dir("a/b") == (["c"], [])
+        store.delete_many(["a/b/c", "nope", "zarr.json"])
+        assert store.get_many(["a/b/c", "zarr.json", "a/e"]) == [None, None, b""]
+
+    def test_delete_prefix(self, store: Store) -> None:
+        store.delete_prefix("a")
+        assert sorted(store.list_prefix("")) == ["ab/x", "f/g/h/i", "zarr.json"]
+        store.delete_prefix("")
+        assert list(store.list_prefix("")) == []
+        assert store.list_dir("")[0] == []
+
+    def test_no_leftover_temp_files(self, store: Store) -> None:
         for i in range(5):
-            wstore.set("t/k", bytes([i]) * 10)
-        wstore.set_many({"t/k": b"last", "t/j": b"j"})
-        assert sorted(wstore.list_prefix("t")) == ["t/j", "t/k"]
-        assert wstore.list_dir("t") == (["j", "k"], [])
-        local_root = getattr(wstore, "root", None)
+            store.set("t/k", bytes([i]) * 10)
+        store.set_many({"t/k": b"last", "t/j": b"j"})
+        assert sorted(store.list_prefix("t")) == ["t/j", "t/k"]
+        assert store.list_dir("t") == (["j", "k"], [])
+        local_root = getattr(store, "root", None)
         if local_root is not None:
             names = [n for _, _, files in os.walk(local_root) for n in files]
             assert not [n for n in names if n.endswith(".tmp")]
 
-    def test_concurrent_set_is_atomic(self, wstore: Store) -> None:
-        if not self.concurrent_writes:
-            pytest.skip("too slow on this backend")
-        values = [bytes([i]) * 200_000 for i in range(4)]
-        wstore.set("race", values[0])
+    def test_concurrent_set_is_atomic(self, store: Store) -> None:
+        values = [bytes([i]) * self.race_payload for i in range(4)]
+        store.set("race", values[0])
         stop = threading.Event()
         seen: list[bytes | None] = []
 
         def writer(v: bytes) -> None:
             while not stop.is_set():
-                wstore.set("race", v)
+                store.set("race", v)
 
         threads = [threading.Thread(target=writer, args=(v,)) for v in values]
         for t in threads:
             t.start()
         try:
-            for _ in range(50):
-                seen.append(wstore.get("race"))
+            for _ in range(self.race_reads):
+                seen.append(store.get("race"))
         finally:
             stop.set()
             for t in threads:
                 t.join()
         assert all(v in values for v in seen)
-        assert sorted(wstore.list_prefix("")) == sorted([*DATA, "race"])
+        assert sorted(store.list_prefix("")) == sorted([*DATA, "race"])
 
 
 class TestLocalStore(StoreTests):
@@ -337,8 +333,7 @@ class TestPrefixedStore(StoreTests):
         assert "outside" not in list(store.list_prefix(""))
 
 
-class TestReadOnlyWrapper(StoreTests):
-    writable = False
+class TestReadOnlyWrapper(ReadableStoreTests):
 
     @pytest.fixture
     def store(self) -> Store:
@@ -347,10 +342,8 @@ class TestReadOnlyWrapper(StoreTests):
         return ReadOnlyStore(inner)
 
 
-class TestZipStore(StoreTests):
+class TestZipStore(ReadableStoreTests):
     """A zip is written once (mode "w", then closed) and read afterwards."""
-
-    writable = False
 
     @pytest.fixture
     def store(self, tmp_path) -> Store:
@@ -397,7 +390,8 @@ class TestZipStore(StoreTests):
 
 @pytest.mark.s3
 class TestS3Store(StoreTests):
-    concurrent_writes = False
+    race_payload = 20_000  # moto is slow: smaller values, fewer reads
+    race_reads = 10
 
     @pytest.fixture
     def empty_store(self, s3_url: str, s3_endpoint: str) -> Store:  # noqa: F811
