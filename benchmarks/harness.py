@@ -491,13 +491,15 @@ def environment() -> dict:
 
     commit = None
     try:
+        here = Path(__file__).resolve().parent
         commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
         ).stdout.strip() or None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "../zarrdask"], cwd=here, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        if commit and dirty:
+            commit += "+uncommitted-zarrdask-changes"
     except Exception:  # noqa: BLE001
         pass
     return {

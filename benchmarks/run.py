@@ -67,8 +67,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def preload_zarrdask() -> None:
+    """Import every zarrdask layer now, so that commits landing during a long run can't mix
+    code versions inside one run (the report names the commit at start)."""
+    import importlib
+
+    for mod in ("zarrdask", "zarrdask.dask_io", "zarrdask.xarray_backend.backend"):
+        try:
+            importlib.import_module(mod)
+        except Exception:  # noqa: BLE001 - reported per cell later
+            pass
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    preload_zarrdask()
     warnings.simplefilter("ignore")  # peers' FutureWarnings etc. would drown the table
     geom = Geometry.from_size(args.size_mib)
     harness.IDLE_WAIT_S = args.idle_wait
