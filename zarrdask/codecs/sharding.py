@@ -193,6 +193,11 @@ class ShardingCodec(ArrayBytesCodec):
 
     def assemble(self, chunks: Mapping[tuple[int, ...], bytes]) -> bytes | None:
         """Lay out encoded inner chunks (C order) with their index; None when no chunk is present."""
+        parts = self.assemble_parts(chunks)
+        return None if parts is None else b"".join(parts)
+
+    def assemble_parts(self, chunks: Mapping[tuple[int, ...], bytes]) -> list[bytes] | None:
+        """The shard as a list of parts (index and chunks, in file order), not yet joined."""
         if not chunks:
             return None
         assert self.index_pipeline is not None
@@ -206,8 +211,8 @@ class ShardingCodec(ArrayBytesCodec):
             offset += len(data)
         encoded_index = self.index_pipeline.encode(index)
         if self.index_location == "start":
-            return b"".join([encoded_index, *parts])
-        return b"".join([*parts, encoded_index])
+            return [encoded_index, *parts]
+        return [*parts, encoded_index]
 
     def split(self, shard: bytes | memoryview, key: str) -> dict[tuple[int, ...], memoryview]:
         """The encoded inner chunks of a whole shard, by inner coordinates (zero-copy)."""

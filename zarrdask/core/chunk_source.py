@@ -152,6 +152,16 @@ class ChunkSource:
         chunk[...] = self.fill
         return chunk
 
+    def _updated_chunk(self, shape: tuple[int, ...], proj: Projection, values: np.ndarray,
+                       old: Callable[[], np.ndarray] | None) -> np.ndarray:
+        """The chunk after the write: the new values themselves when they cover it whole (no
+        copy), else the old chunk (``old()``, or the fill value) with the new values assigned."""
+        if proj.full and proj.chunk_selection.shape == shape and _is_view(proj.out_index):
+            return values[proj.out_index]
+        chunk = np.array(old(), copy=True) if old is not None else self._new_chunk(shape)
+        proj.chunk_selection.assign(chunk, values[proj.out_index])
+        return chunk
+
     def _keep(self, chunk: np.ndarray) -> bool:
         return self.options.write_empty_chunks or not is_empty_chunk(chunk, self.fill)
 
@@ -190,16 +200,12 @@ class PlainChunkSource(ChunkSource):
         existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
 
         def encode(i: int) -> bytes | None:
-            p = projections[i]
             blob = existing.get(i)
-            if blob is not None:
-                try:
-                    chunk = np.array(self.pipeline.decode(blob), copy=True)
-                except CodecError as exc:
-                    raise _with_key(exc, keys[i]) from exc
-            else:
-                chunk = self._new_chunk(self.unit_shape)
-            p.chunk_selection.assign(chunk, values[p.out_index])
+            try:
+                old = None if blob is None else (lambda: self.pipeline.decode(blob))
+                chunk = self._updated_chunk(self.unit_shape, projections[i], values, old)
+            except CodecError as exc:
+                raise _with_key(exc, keys[i]) from exc
             return self.pipeline.encode(chunk) if self._keep(chunk) else None
 
         encoded = run_all(encode, range(len(projections)), self.options.threads)
@@ -378,15 +384,12 @@ class ShardedChunkSource(ChunkSource):
                 tasks.append((i, q, sub_values, existing.get(i, {}).get(q.coords)))
 
         def encode(task: tuple) -> bytes | None:
-            i, q, sub_values, old = task
-            if old is not None and not q.full:
-                try:
-                    chunk = np.array(self.inner.decode(old), copy=True)
-                except CodecError as exc:
-                    raise _with_key(exc, keys[i], q.coords) from exc
-            else:
-                chunk = self._new_chunk(self.inner_shape)
-            q.chunk_selection.assign(chunk, sub_values[q.out_index])
+            i, q, sub_values, blob = task
+            try:
+                old = None if blob is None or q.full else (lambda: self.inner.decode(blob))
+                chunk = self._updated_chunk(self.inner_shape, q, sub_values, old)
+            except CodecError as exc:
+                raise _with_key(exc, keys[i], q.coords) from exc
             return self.inner.encode(chunk) if self._keep(chunk) else None
 
         encoded = run_all(encode, tasks, self.options.threads)
@@ -396,15 +399,19 @@ class ShardedChunkSource(ChunkSource):
                 chunks[i].pop(q.coords, None)
             else:
                 chunks[i][q.coords] = data
-        puts, deletes = {}, []
+        puts: dict[str, Any] = {}
+        deletes = []
         for key, inner_chunks in zip(keys, chunks):
-            shard = self.codec.assemble({c: bytes(d) for c, d in inner_chunks.items()})
-            if shard is None:
+            parts = self.codec.assemble_parts(inner_chunks)
+            if parts is None:
                 deletes.append(key)
-            else:
+            elif self.pipeline.bytes_bytes:
+                shard = b"".join(parts)
                 for codec in self.pipeline.bytes_bytes:
                     shard = codec.encode(shard)
                 puts[key] = shard
+            else:
+                puts[key] = parts
         self.cache.invalidate(keys)
         self.store.set_many(puts)
         self.store.delete_many(deletes)

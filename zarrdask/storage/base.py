@@ -18,13 +18,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Store", "normalize_key", "node_path", "join_path"]
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "normalize_key", "node_path", "join_path"]
 
 Buffer = Union[bytes, bytearray, memoryview]
+# A value may also be given as a list of buffers (its concatenation), so that a shard is
+# written from its parts without first joining them into one more copy.
+Value = Union[Buffer, list[Buffer]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,8 @@ class Store(ABC):
     """Abstract key/value byte store. Backends override the ``_`` methods."""
 
     read_only: bool = False
+    #: True when ``_set`` accepts a list of buffers (and writes them without joining).
+    writes_parts: bool = False
 
     # -- reads -----------------------------------------------------------------
     def get(self, key: str) -> bytes | None:
@@ -127,18 +132,24 @@ class Store(ABC):
         return self._list_dir(prefix)
 
     # -- writes ----------------------------------------------------------------
-    def set(self, key: str, value: Buffer) -> None:
-        """Store ``value`` at ``key`` atomically (a reader sees the old or the new value)."""
+    def set(self, key: str, value: Value) -> None:
+        """Store ``value`` (bytes, or a list of parts) at ``key`` atomically: a reader sees the
+        old or the new value."""
         self._check_writable(key)
-        self._set(normalize_key(key), value)
+        self._set(normalize_key(key), self._joined(value))
 
-    def set_many(self, items: Mapping[str, Buffer]) -> None:
+    def set_many(self, items: Mapping[str, Value]) -> None:
         """Store many values; each one atomically. Async backends write concurrently."""
         for key in items:
             self._check_writable(key)
             normalize_key(key)
         if items:
-            self._set_many(dict(items))
+            self._set_many({k: self._joined(v) for k, v in items.items()})
+
+    def _joined(self, value: Value) -> Any:
+        if isinstance(value, list) and not self.writes_parts:
+            return b"".join(value)
+        return value
 
     def delete(self, key: str) -> None:
         """Remove ``key``; a missing key is not an error."""

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store
+from .base import ByteRange, ByteRequest, Store, Value
 
 __all__ = ["LocalStore"]
 
@@ -55,6 +55,8 @@ def _read_at(fd: int, offset: int, length: int) -> bytes:
 
 class LocalStore(Store):
     """A directory on the local filesystem; key ``a/b/c`` is the file ``root/a/b/c``."""
+
+    writes_parts = True
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))
@@ -147,7 +149,7 @@ class LocalStore(Store):
         return sorted(values), sorted(dirs)
 
     # -- writes ----------------------------------------------------------------
-    def _set(self, key: str, value: Buffer) -> None:
+    def _set(self, key: str, value: Value) -> None:
         path = self._path(key)
         directory, name = os.path.split(path)
         tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
@@ -163,7 +165,10 @@ class LocalStore(Store):
                     os.makedirs(directory, exist_ok=True)
             try:
                 with f:
-                    f.write(value)
+                    if isinstance(value, list):
+                        f.writelines(value)
+                    else:
+                        f.write(value)
                 os.replace(tmp, path)
             except BaseException:
                 try:

@@ -58,6 +58,7 @@ class WrapperStore(Store):
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.read_only = inner.read_only
+        self.writes_parts = inner.writes_parts
 
     def _get(self, key: str) -> bytes | None:
         return self.inner._get(key)
