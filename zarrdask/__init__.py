@@ -8,7 +8,13 @@ Dask: :func:`from_zarr`, :func:`to_zarr`, :func:`plan_write`. xarray:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
+
+with warnings.catch_warnings():
+    # numcodecs warns on import when the ``crc32c`` package (a zarrdask dependency) is installed.
+    warnings.filterwarnings("ignore", "crc32c usage is deprecated", DeprecationWarning)
+    import numcodecs  # noqa: F401
 
 from . import codecs as codecs
 from .core.api import open, open_array, open_group
