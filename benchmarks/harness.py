@@ -512,7 +512,21 @@ def environment() -> dict:
         "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
         "page_cache": "warm: reads follow writes/earlier reads of the same files; the OS page cache is not dropped (needs root), same conditions for every library",
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "thp": _thp(),
     }
+
+
+def _thp() -> str | None:
+    """Transparent huge pages: 'enabled' and 'defrag' modes (the bracketed ones)."""
+    out = []
+    for name in ("enabled", "defrag"):
+        try:
+            with open(f"/sys/kernel/mm/transparent_hugepage/{name}") as f:
+                text = f.read()
+            out.append(f"{name}={text[text.index('[') + 1:text.index(']')]}")
+        except (OSError, ValueError):
+            pass
+    return " ".join(out) or None
 
 
 def _mem_total_gib() -> float | None:

@@ -48,6 +48,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="before each timed call wait up to this many seconds for other processes to use "
         "< 0.25 cores (default 10; 0 = don't wait; --smoke: 0)",
     )
+    p.add_argument(
+        "--numpy-hugepages",
+        choices=("on", "off"),
+        default="on",
+        help="numpy's madvise(MADV_HUGEPAGE) on large arrays (numpy's default: on). With THP "
+        "defrag=madvise, a fresh 512 MiB output can stall in page-fault compaction; 'off' trades "
+        "that for more 4 KiB faults. Affects libraries that allocate with numpy (zarrdask, zarr-python)",
+    )
     p.add_argument("--no-cross", action="store_true", help="skip cross-library reads in core/sharding")
     p.add_argument(
         "--smoke",
@@ -85,6 +93,10 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")  # peers' FutureWarnings etc. would drown the table
     geom = Geometry.from_size(args.size_mib)
     harness.IDLE_WAIT_S = args.idle_wait
+    if args.numpy_hugepages == "off":
+        import numpy._core.multiarray as _ma
+
+        _ma._set_madvise_hugepage(False)
     tmp = None
     if args.data_dir:
         data_dir = args.data_dir
@@ -102,6 +114,7 @@ def main(argv=None) -> int:
     print(f"  {geom.describe()}")
     print(f"  repeat {args.repeat} (median and min reported); data dir {data_dir}")
     print(f"  page cache: {env['page_cache']}")
+    print(f"  numpy hugepage madvise: {args.numpy_hugepages}; THP: {env.get('thp')}")
     if env["OPENBLAS_CORETYPE"]:
         print(f"  OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']} (irrelevant here: no BLAS in these paths)")
 
