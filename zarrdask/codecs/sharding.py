@@ -166,27 +166,32 @@ class ShardingCodec(ArrayBytesCodec):
         return index
 
     def check_index(self, index: np.ndarray, shard_size: int | None, key: str) -> None:
-        """Reject entries past the end of the shard, into the index, or overlapping."""
-        offsets = index[..., 0].reshape(-1)
-        sizes = index[..., 1].reshape(-1)
-        present = offsets != MISSING
-        if not present.any():
+        """Reject entries past the end of the shard, into the index, or overlapping (vectorised:
+        a shard may hold many thousands of inner chunks)."""
+        flat = index.reshape(-1, 2)
+        present = np.flatnonzero(flat[:, 0] != MISSING)
+        if not present.size:
             return
-        off, size = offsets[present].astype(object), sizes[present].astype(object)
-        coords = [c for c, p in zip(itertools.product(*map(range, self.grid_shape)), present) if p]
+        off, size = flat[present, 0], flat[present, 1]
         data_start = self.index_size if self.index_location == "start" else 0
-        data_end = None if shard_size is None else (shard_size - (self.index_size if self.index_location == "end" else 0))
-        for o, s, c in zip(off, size, coords):
-            if o < data_start or (data_end is not None and o + s > data_end):
-                raise CorruptChunkError(
-                    f"shard {key}: index entry for inner chunk {c} (offset {o}, {s} bytes) points outside the "
-                    f"shard's data region [{data_start}, {data_end}) (truncated or corrupt shard)")
-        order = np.argsort(offsets[present], kind="stable")
-        o_sorted, s_sorted = off[order], size[order]
-        for i in range(len(order) - 1):
-            if o_sorted[i] + s_sorted[i] > o_sorted[i + 1]:
-                raise CorruptChunkError(
-                    f"shard {key}: inner chunks {coords[order[i]]} and {coords[order[i + 1]]} overlap in the shard")
+        limit = np.uint64(2**64 - 1) if shard_size is None else np.uint64(
+            shard_size - (self.index_size if self.index_location == "end" else 0))
+        bad = (off < data_start) | (off > limit) | (size > limit - np.minimum(off, limit))
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = np.unravel_index(present[i], self.grid_shape)
+            end = "?" if shard_size is None else int(limit)
+            raise CorruptChunkError(
+                f"shard {key}: index entry for inner chunk {tuple(map(int, where))} (offset {int(off[i])}, "
+                f"{int(size[i])} bytes) points outside the shard's data region [{data_start}, {end}) "
+                f"(truncated or corrupt shard)")
+        order = np.argsort(off, kind="stable")
+        ends = off[order] + size[order]
+        overlap = ends[:-1] > off[order][1:]
+        if overlap.any():
+            i = int(np.argmax(overlap))
+            a, b = (tuple(map(int, np.unravel_index(present[order[k]], self.grid_shape))) for k in (i, i + 1))
+            raise CorruptChunkError(f"shard {key}: inner chunks {a} and {b} overlap in the shard")
 
     def inner_chunk_coords(self) -> Iterator[tuple[int, ...]]:
         return itertools.product(*map(range, self.grid_shape))

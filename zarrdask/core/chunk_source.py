@@ -63,7 +63,7 @@ class ArrayOptions:
 
 
 class IndexCache:
-    """A thread-safe LRU of decoded shard indexes (``{inner coords: (offset, nbytes)}``), by store key."""
+    """A thread-safe LRU of decoded shard indexes (``[[offset, nbytes], ...]``), by store key."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
@@ -93,6 +93,7 @@ class IndexCache:
 
 
 _CPUS = os.cpu_count() or 1
+_MIN_PARALLEL = 8  # fewer items than this run serially: handing work to the pool costs more
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -109,7 +110,7 @@ def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None) -> li
     """Apply ``fn`` to every item, in order. Items go to the shared pool in a few batches per
     thread (a future per item costs about as much as decoding a small chunk)."""
     n_threads = threads or _CPUS
-    if n_threads == 1 or len(items) < 2 or threading.current_thread().name.startswith("zarrdask"):
+    if n_threads == 1 or len(items) < _MIN_PARALLEL or threading.current_thread().name.startswith("zarrdask"):
         return [fn(item) for item in items]
     n_batches = min(len(items), 4 * n_threads)
     bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
@@ -216,25 +217,33 @@ class PlainChunkSource(ChunkSource):
 class _InnerJob:
     """One inner chunk to decode: ``target[out_index] = decoded[chunk_index]``."""
 
-    __slots__ = ("key", "coords", "out_index", "chunk_index", "target", "data")
+    __slots__ = ("key", "coords", "pos", "out_index", "chunk_index", "target", "data")
 
-    def __init__(self, key: str, coords: tuple[int, ...], out_index: Any, chunk_index: Any,
+    def __init__(self, key: str, coords: tuple[int, ...], pos: int, out_index: Any, chunk_index: Any,
                  target: np.ndarray, data: memoryview | bytes | None = None) -> None:
-        self.key, self.coords, self.out_index, self.chunk_index = key, coords, out_index, chunk_index
+        self.key, self.coords, self.pos, self.out_index, self.chunk_index = key, coords, pos, out_index, chunk_index
         self.target, self.data = target, data
 
 
+def _flat_position(coords: Sequence[int], grid: Sequence[int]) -> int:
+    """Position of an inner chunk in the C-ordered shard index."""
+    pos = 0
+    for c, n in zip(coords, grid):
+        pos = pos * n + c
+    return pos
+
+
 @lru_cache(maxsize=64)
-def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...]
-                        ) -> tuple[tuple[tuple[int, ...], tuple[slice, ...], Any], ...]:
+def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], grid: tuple[int, ...]
+                        ) -> tuple[tuple[tuple[int, ...], int, tuple[slice, ...], Any], ...]:
     """For a shard read whole (``shard_shape`` clipped to the array): each inner chunk's
-    coordinates, its region in the shard, and the part of the decoded chunk that is in bounds."""
+    coordinates, index position, region in the shard, and the part of it that is in bounds."""
     layout = []
     for coords in itertools.product(*(range(-(-s // c)) for s, c in zip(shard_shape, inner_shape))):
         region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, inner_shape, shard_shape))
         clipped = any(r.stop - r.start < c for r, c in zip(region, inner_shape))
         inner = tuple(slice(0, r.stop - r.start) for r in region) if clipped else ...
-        layout.append((coords, region, inner))
+        layout.append((coords, _flat_position(coords, grid), region, inner))
     return tuple(layout)
 
 
@@ -277,15 +286,17 @@ class ShardedChunkSource(ChunkSource):
 
     def _inner_jobs(self, key: str, p: Projection, target: np.ndarray) -> list[_InnerJob]:
         """The inner chunks a shard projection needs (precomputed when the shard is read whole)."""
+        grid = self.codec.grid_shape
         if p.full and _is_view(p.out_index):
-            layout = _whole_shard_layout(p.chunk_selection.shape, self.inner_shape)
-            return [_InnerJob(key, coords, region, inner, target) for coords, region, inner in layout]
-        return [_InnerJob(key, q.coords, q.out_index, q.chunk_selection.index(), target)
-                for q in p.chunk_selection.project(self.inner_shape)]
+            layout = _whole_shard_layout(p.chunk_selection.shape, self.inner_shape, grid)
+            return [_InnerJob(key, coords, pos, region, inner, target) for coords, pos, region, inner in layout]
+        return [_InnerJob(key, q.coords, _flat_position(q.coords, grid), q.out_index, q.chunk_selection.index(),
+                          target) for q in p.chunk_selection.project(self.inner_shape)]
 
-    def _entries(self, index: np.ndarray) -> dict[tuple[int, ...], tuple[int, int]]:
-        """The index as ``{inner coords: (offset, nbytes)}`` (plain ints: fast lookups)."""
-        return dict(zip(itertools.product(*map(range, self.codec.grid_shape)), map(tuple, index.reshape(-1, 2).tolist())))
+    @staticmethod
+    def _entries(index: np.ndarray) -> list[list[int]]:
+        """The index as ``[[offset, nbytes], ...]`` in C order (plain ints: fast lookups)."""
+        return index.reshape(-1, 2).tolist()
 
     def _jobs_from_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None) -> list[_InnerJob]:
         jobs = self._inner_jobs(key, p, target)
@@ -298,12 +309,12 @@ class ShardedChunkSource(ChunkSource):
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
         for job in jobs:
-            off, size = entries[job.coords]
+            off, size = entries[job.pos]
             if off != _MISSING_INT:
                 job.data = view[off: off + size]
         return jobs
 
-    def _indexes(self, keys: list[str]) -> list[dict[tuple[int, ...], tuple[int, int]] | None]:
+    def _indexes(self, keys: list[str]) -> list[list[list[int]] | None]:
         """Shard indexes (as entry dicts) from the cache, the rest with one batched ranged request."""
         indexes: list[Any] = [self.cache.get(k) for k in keys]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
@@ -334,7 +345,7 @@ class ShardedChunkSource(ChunkSource):
                 continue
             ranges, pending = [], []
             for job in inner:
-                off, size = entries[job.coords]
+                off, size = entries[job.pos]
                 if off != _MISSING_INT:
                     ranges.append((off, off + size))
                     pending.append(job)
