@@ -50,6 +50,24 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
     return store
 
 
+_PIPELINES: dict[str, CodecPipeline] = {}
+_PIPELINES_MAX = 256
+
+
+def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
+    """The codec pipeline of a v3 array, shared between arrays with the same chain and chunk
+    spec (opening a dataset of many alike variables builds it once). Pipelines are immutable."""
+    key = json.dumps([[c.to_json() for c in metadata.codecs], spec.shape, metadata.data_type.to_json(),
+                      metadata.data_type.fill_to_json(spec.fill_value)], sort_keys=True, default=str)
+    pipeline = _PIPELINES.get(key)
+    if pipeline is None:
+        pipeline = CodecPipeline.from_metadata(metadata.codecs, spec)
+        if len(_PIPELINES) >= _PIPELINES_MAX:
+            _PIPELINES.pop(next(iter(_PIPELINES)))
+        _PIPELINES[key] = pipeline
+    return pipeline
+
+
 class Array(Node):
     """A Zarr array. ``a[sel]`` reads, ``a[sel] = v`` writes; ``oindex``/``vindex`` for
     orthogonal and coordinate selections. Open with :func:`zarrdask.open_array`."""
@@ -69,7 +87,7 @@ class Array(Node):
         spec = ChunkSpec(tuple(meta.chunk_grid.chunk_shape), meta.data_type, meta.fill_value)
         try:
             if meta.zarr_format == 3:
-                self._pipeline: Any = CodecPipeline.from_metadata(meta.codecs, spec)
+                self._pipeline: Any = _v3_pipeline(meta, spec)
             else:
                 self._pipeline = V2Pipeline(meta)
             chunk_store = _apply_storage_transformers(self._store, meta)

@@ -63,8 +63,8 @@ class Group(Node):
         return f"<zarrdask.Group {self.name!r} v{self.zarr_format}>"
 
     # -- members -------------------------------------------------------------------------
-    def _child_consolidated(self, name: str) -> dict[str, NodeMetadata] | None:
-        if self._consolidated is None:
+    def _child_consolidated(self, name: str, meta: NodeMetadata) -> dict[str, NodeMetadata] | None:
+        if self._consolidated is None or meta.node_type == "array":
             return None
         prefix = name + "/"
         return {k[len(prefix):]: v for k, v in self._consolidated.items() if k.startswith(prefix)}
@@ -81,7 +81,7 @@ class Group(Node):
                 meta = read_node(self._store, path, self.zarr_format)
             except NodeNotFoundError:
                 raise MemberNotFoundError(f"no member {name!r} in group {self.name!r}") from None
-        return node_from_metadata(self._store, path, meta, self._child_consolidated(name))
+        return node_from_metadata(self._store, path, meta, self._child_consolidated(name, meta))
 
     def get(self, name: str, default: Any = None) -> Any:
         try:
@@ -101,7 +101,8 @@ class Group(Node):
             metas = read_nodes(self._store, [join_path(self._path, d) for d in dirs], self.zarr_format)
             found = {d: m for d, m in zip(dirs, metas) if m is not None}
         return tuple(
-            (name, node_from_metadata(self._store, join_path(self._path, name), meta, self._child_consolidated(name)))
+            (name, node_from_metadata(self._store, join_path(self._path, name), meta,
+                                      self._child_consolidated(name, meta)))
             for name, meta in sorted(found.items())
         )
 
