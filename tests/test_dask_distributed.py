@@ -11,11 +11,10 @@ import pytest
 
 import dask
 import dask.array as da
+import distributed
 from zarrdask.core.api import open_array
 from zarrdask.core.create import create_array
 from zarrdask.dask_io import from_zarr, to_zarr
-
-distributed = pytest.importorskip("distributed")
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
