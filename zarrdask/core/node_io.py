@@ -1,7 +1,7 @@
 """Reading and writing node metadata documents (the only metadata I/O).
 
-Detecting a node costs one batched store call: ``zarr.json``, ``.zarray``, ``.zgroup``,
-``.zattrs`` (and ``.zmetadata``) of a path are fetched together.
+Detecting a v3 node costs one read (``zarr.json``); a v2 node one more batched call
+(``.zarray``, ``.zgroup``, ``.zattrs`` and ``.zmetadata`` together).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..storage.base import Store, join_path
 __all__ = ["NodeMetadata", "encode_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 NodeMetadata = Union[ArrayMetadataV3, GroupMetadataV3, ArrayMetadataV2, GroupMetadataV2]
-_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+_V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
 def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | None = None) -> NodeMetadata | None:
@@ -43,18 +43,25 @@ def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | 
 
 
 def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = None) -> list[NodeMetadata | None]:
-    """Metadata of many nodes with one batched fetch (``None`` where there is no node)."""
-    keys = [join_path(p, n) for p in paths for n in _NAMES]
-    blobs = store.get_many(keys)
-    out: list[NodeMetadata | None] = []
-    for i, path in enumerate(paths):
-        docs = {}
-        for j, name in enumerate(_NAMES):
-            blob = blobs[i * len(_NAMES) + j]
+    """Metadata of many nodes (``None`` where there is no node): one batched fetch of every
+    ``zarr.json``, then one of the v2 documents for the paths that have none."""
+    docs: list[dict[str, Any]] = [{} for _ in paths]
+    _fetch_documents(store, paths, range(len(paths)), ("zarr.json",), docs)
+    if zarr_format != 3:
+        v2 = [i for i, d in enumerate(docs) if not d]
+        _fetch_documents(store, paths, v2, _V2_NAMES, docs)
+    return [parse_node_documents(d, path, zarr_format) for d, path in zip(docs, paths)]
+
+
+def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], names: Sequence[str],
+                     docs: list[dict[str, Any]]) -> None:
+    keys = [join_path(paths[i], n) for i in which for n in names]
+    blobs = iter(store.get_many(keys))
+    for i in which:
+        for name in names:
+            blob = next(blobs)
             if blob is not None:
-                docs[name] = parse_json_document(blob, join_path(path, name))
-        out.append(parse_node_documents(docs, path, zarr_format))
-    return out
+                docs[i][name] = parse_json_document(blob, join_path(paths[i], name))
 
 
 def read_node(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata:
