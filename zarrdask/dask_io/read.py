@@ -88,7 +88,11 @@ def from_zarr(
     """
     array = open_source(source, path=path, storage_options=storage_options)
     block_chunks = read_chunks(array, chunks)
-    reader = ShardReader(array.with_options(threads=1))
+    # Each task decodes its shard's inner chunks on zarrdask's shared pool (bounded to the
+    # cores), as TensorStore does: with few dask threads per process (threads_per_worker=1,
+    # the sync scheduler) a serial task would leave cores idle; measured 0.90 s -> 0.59 s on
+    # the sync scheduler and 0.61 s -> 0.50-0.56 s threaded (benchmarks, 512 MiB).
+    reader = ShardReader(array.with_options(threads=None))
     if name is None or name is True:
         name = f"zarrdask-read-{tokenize(reader, block_chunks)}"
     elif name is False:
