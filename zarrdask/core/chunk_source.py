@@ -268,8 +268,13 @@ class ShardedChunkSource(ChunkSource):
         whole = [i for i, p in enumerate(shards) if p.full or not self.partial_reads]
         partial = [i for i, p in enumerate(shards) if i not in set(whole)]
         jobs: list[_InnerJob] = []
-        for i, blob in zip(whole, self.store.get_many([keys[i] for i in whole])):
-            jobs.extend(self._jobs_from_shard(keys[i], shards[i], targets[i], blob))
+        if len(whole) > 1 and self.store.is_local:
+            # Local reads are CPU-bound: each thread fetches and decodes whole shards, so
+            # fetching overlaps decoding. Remote stores get one batched (concurrent) fetch.
+            run_all(lambda i: self._read_whole_shard(keys[i], shards[i], targets[i]), whole, self.options.threads)
+        else:
+            for i, blob in zip(whole, self.store.get_many([keys[i] for i in whole])):
+                jobs.extend(self._jobs_from_shard(keys[i], shards[i], targets[i], blob))
         jobs.extend(self._jobs_from_ranges([keys[i] for i in partial], [shards[i] for i in partial],
                                            [targets[i] for i in partial]))
         run_all(self._decode_job, jobs, self.options.threads)
@@ -365,6 +370,10 @@ class ShardedChunkSource(ChunkSource):
                         f"{start}, got {got} (truncated shard)")
                 job.data = piece
         return jobs
+
+    def _read_whole_shard(self, key: str, p: Projection, target: np.ndarray) -> None:
+        for job in self._jobs_from_shard(key, p, target, self.store.get(key)):
+            self._decode_job(job)
 
     def _decode_job(self, job: _InnerJob) -> None:
         if job.data is None:

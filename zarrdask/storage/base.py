@@ -85,6 +85,9 @@ class Store(ABC):
     read_only: bool = False
     #: True when ``_set`` accepts a list of buffers (and writes them without joining).
     writes_parts: bool = False
+    #: True for stores in this process's memory or on local disk: a request costs microseconds,
+    #: so readers fetch from several threads instead of batching everything into one call.
+    is_local: bool = False
 
     # -- reads -----------------------------------------------------------------
     def get(self, key: str) -> bytes | None:

@@ -57,6 +57,7 @@ class LocalStore(Store):
     """A directory on the local filesystem; key ``a/b/c`` is the file ``root/a/b/c``."""
 
     writes_parts = True
+    is_local = True
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))

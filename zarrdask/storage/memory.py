@@ -41,6 +41,8 @@ class MemoryStore(Store):
     ``MemoryStore("name")`` is registered for the life of the process.
     """
 
+    is_local = True
+
     def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
         if name is None:
             name = f"anonymous-{uuid.uuid4().hex}"

@@ -59,6 +59,7 @@ class WrapperStore(Store):
         self.inner = inner
         self.read_only = inner.read_only
         self.writes_parts = inner.writes_parts
+        self.is_local = inner.is_local
 
     def _get(self, key: str) -> bytes | None:
         return self.inner._get(key)
