@@ -6,7 +6,6 @@ import hashlib
 import itertools
 import json
 import math
-import mmap
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -49,19 +48,6 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
                 [Problem(("storage_transformers", i, "name"), f"unknown storage transformer {named.name!r}")])
         store = factory(dict(named.configuration), store)
     return store
-
-
-_MMAP_OUTPUT_BYTES = 64 << 20
-
-
-def _empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An uninitialised output array. Large ones are anonymous memory maps: numpy asks the
-    kernel for transparent huge pages on its own large allocations, and under memory
-    fragmentation the first touch can then stall for a second compacting memory."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _MMAP_OUTPUT_BYTES or dtype.kind == "O":
-        return np.empty(shape, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
 _PIPELINES: dict[str, CodecPipeline] = {}
@@ -218,7 +204,7 @@ class Array(Node):
 
     # -- reads ---------------------------------------------------------------------------
     def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any:
-        out = _empty(selection.shape, self.dtype)
+        out = np.empty(selection.shape, dtype=self.dtype)
         self._source.read(selection, out)
         out = out.reshape(out_shape)
         return out[()] if out_shape == () else out
