@@ -47,7 +47,7 @@ def run(directory: Path) -> None:
     assert np.array_equal(values, data), "round trip changed the data"
 
     lazy = zarrdask.from_zarr(path)
-    mean = float(lazy.mean().compute())
+    mean = float(lazy.mean(dtype="float64").compute())
     stored = back.nbytes_stored()
     print(f"array        : {path}")
     print(f"shape        : {back.shape}  dims {back.dimension_names}  dtype {back.dtype}")
