@@ -226,29 +226,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def basic_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:
-    """Normalise ints / slices / Ellipsis; return the selection and the result shape
-    (integer-indexed dimensions dropped)."""
-    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
-    dims: list[DimSel] = []
-    out_shape: list[int] = []
-    for d, (s, n) in enumerate(zip(sel, shape)):
-        if _is_int(s):
-            i = _int_index(s, n, d)
-            dims.append(slice(i, i + 1, 1))
-        elif isinstance(s, slice):
-            ds = _slice(s, n)
-            dims.append(ds)
-            out_shape.append(_slice_len(ds) if isinstance(ds, slice) else len(ds))
-        else:
-            raise SelectionError(
-                f"unsupported selection {s!r} in dimension {d} for basic indexing; use .oindex or .vindex for arrays"
-            )
-    return OrthogonalSelection(tuple(dims), tuple(shape)), tuple(out_shape)
-
-
-def orthogonal_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:
-    """Normalise an ``oindex`` selection (ints, slices, int or bool arrays per dimension)."""
+def _orthogonal(selection: Any, shape: tuple[int, ...], allow_arrays: bool
+                ) -> tuple[OrthogonalSelection, tuple[int, ...]]:
+    """Normalise per-dimension ints / slices (/ int or bool arrays); integer-indexed
+    dimensions are dropped from the returned result shape."""
     sel = _expand_ellipsis(_as_tuple(selection), len(shape))
     dims: list[DimSel] = []
     out_shape: list[int] = []
@@ -257,10 +238,24 @@ def orthogonal_selection(selection: Any, shape: tuple[int, ...]) -> tuple[Orthog
             i = _int_index(s, n, d)
             dims.append(slice(i, i + 1, 1))
             continue
+        if not isinstance(s, slice) and not allow_arrays:
+            raise SelectionError(
+                f"unsupported selection {s!r} in dimension {d} for basic indexing; use .oindex or .vindex for arrays"
+            )
         ds = _slice(s, n) if isinstance(s, slice) else _int_array(s, n, d)
         dims.append(ds)
         out_shape.append(_slice_len(ds) if isinstance(ds, slice) else len(ds))
     return OrthogonalSelection(tuple(dims), tuple(shape)), tuple(out_shape)
+
+
+def basic_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:
+    """Normalise ints / slices / Ellipsis (``a[...]``)."""
+    return _orthogonal(selection, shape, allow_arrays=False)
+
+
+def orthogonal_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:
+    """Normalise an ``oindex`` selection (ints, slices, int or bool arrays per dimension)."""
+    return _orthogonal(selection, shape, allow_arrays=True)
 
 
 def point_selection(selection: Any, shape: tuple[int, ...]) -> tuple[PointSelection, tuple[int, ...]]:
