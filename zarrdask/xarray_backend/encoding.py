@@ -93,13 +93,16 @@ def read_encoding(array: Array, dims: Sequence[str]) -> dict[str, Any]:
         "preferred_chunks": dict(zip(dims, preferred, strict=True)),
         "shards": tuple(array.shards) if array.shards else None,
     }
-    doc = array.metadata.to_json()
-    if array.zarr_format == 3:
-        codecs = doc["codecs"]
+    meta = array.metadata
+    if meta.zarr_format == 3:
+        # Only the codec chain of the metadata document (``to_json`` of the whole
+        # document costs more than the rest of opening the variable).
+        codecs = [codec.to_json() for codec in meta.codecs]
         if array.shards:
             codecs = codecs[0]["configuration"]["codecs"]
         encoding.update(_split_v3_codecs(codecs))
     else:
+        doc = meta.to_json()
         compressor = doc["compressor"]
         encoding["compressors"] = (compressor,) if compressor is not None else ()
         encoding["filters"] = tuple(doc["filters"] or ())

@@ -87,10 +87,12 @@ def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]
     the attributes), else NCZarr's ``dimrefs``. Arrays without names get
     ``dim_0, dim_1, ...`` with a warning (xarray's own engine refuses them).
     """
-    attrs = dict(array.attrs)
+    meta = array.metadata
+    # Straight from the (immutable) metadata: ``array.attrs`` re-reads it per key.
+    attrs = dict(meta.attributes)
     names: Sequence[str | None] | None
-    if array.zarr_format == 3:
-        names = array.dimension_names
+    if meta.zarr_format == 3:
+        names = meta.dimension_names
     else:
         names = attrs.pop(DIMENSION_KEY, None)
         if names is None:
@@ -161,7 +163,12 @@ class ZarrdaskDataStore(AbstractDataStore):
 
     def open_store_variable(self, name: str) -> Variable:
         """One array as a lazy, still CF-encoded ``Variable``."""
-        array = self.arrays()[name]
+        array = self._members[name]
+        if not isinstance(array, Array):
+            raise KeyError(name)
+        return self._store_variable(array)
+
+    def _store_variable(self, array: Array) -> Variable:
         dims, attrs = array_dims_and_attrs(array)
         encoding = read_encoding(array, dims)
         if self._fill_value_as_mask:
@@ -173,10 +180,14 @@ class ZarrdaskDataStore(AbstractDataStore):
             if "_FillValue" in attrs:
                 attrs["_FillValue"] = decode_fill_value_attr(attrs["_FillValue"], array)
         data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array))
-        return Variable(dims, data, attrs, encoding)
+        return Variable(dims, data, attrs, encoding, fastpath=True)
 
     def get_variables(self) -> FrozenDict[str, Variable]:
-        return FrozenDict((name, self.open_store_variable(name)) for name in self.arrays())
+        return FrozenDict(
+            (name, self._store_variable(member))
+            for name, member in self._members.items()
+            if isinstance(member, Array)
+        )
 
     def get_attrs(self) -> dict[str, Any]:
         return {k: v for k, v in self.group.attrs.items() if not k.lower().startswith("_nc")}
