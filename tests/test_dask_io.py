@@ -216,16 +216,58 @@ def test_progress_shows_read_and_write_prefixes(tmp_path):
 def test_query_planning_on_in_a_subprocess(tmp_path):
     script = textwrap.dedent(
         f"""
-        import numpy as np, dask.array as da
+        import time
+        import numpy as np, dask, dask.array as da
+        from dask.callbacks import Callback
+        from dask.utils import key_split
         assert da.array_expr_enabled()
+        from zarrdask.core.create import create_array
         from zarrdask.dask_io import from_zarr, to_zarr
+        from zarrdask.storage import MemoryStore
+
+        class Prefixes(Callback):  # as in tests/test_dask_io.py
+            def __init__(self):
+                super().__init__()
+                self.seen = set()
+            def _pretask(self, key, dsk, state):
+                self.seen.add(key_split(key))
+
+        def prefixes(collection):
+            return {{key_split(k) for k in dict(collection.__dask_graph__())}}
+
         data = np.arange(100 * 90, dtype="float64").reshape(100, 90)
         target = {str(tmp_path / "q.zarr")!r}
-        to_zarr(da.from_array(data, chunks=(7, 13)) + 1, target, chunks=(8, 8), shards=(32, 32))
+        source = da.from_array(data, chunks=(7, 13)) + 1
+        write = to_zarr(source, target, chunks=(8, 8), shards=(32, 32), compute=False)
+        assert "zarrdask-write" in prefixes(write), prefixes(write)
+        with Prefixes() as seen:
+            write.compute()
+        assert "zarrdask-write" in seen.seen, seen.seen
         y = from_zarr(target)
         assert y.numblocks == (4, 3), y.numblocks
+        assert y.name.startswith("zarrdask-read-"), y.name
+        assert prefixes(y) == {{"zarrdask-read"}}, prefixes(y)
+        assert len(dict(y.__dask_graph__())) == 12
+        assert y.name == from_zarr(target).name  # deterministic
+        (optimised,) = dask.optimize(y.sum())
+        assert "zarrdask-read" in prefixes(optimised), prefixes(optimised)
         assert np.array_equal(y.compute(), data + 1)
-        assert float(y.sum().compute()) == float((data + 1).sum())
+        with Prefixes() as seen:
+            assert float(y.sum().compute()) == float((data + 1).sum())
+        assert "zarrdask-read" in seen.seen, seen.seen
+        assert np.array_equal(y[5:50, 3:77].rechunk((20, 20)).compute(), (data + 1)[5:50, 3:77])
+        with Prefixes() as seen:  # a read feeding a write: both show in a progress bar
+            to_zarr(y * 2, {str(tmp_path / "r.zarr")!r}, chunks=(8, 8), shards=(32, 32))
+        assert {{"zarrdask-read", "zarrdask-write"}} <= seen.seen, seen.seen
+        assert np.array_equal(from_zarr({str(tmp_path / "r.zarr")!r}).compute(), 2 * (data + 1))
+
+        big = create_array(MemoryStore(), shape=(1000, 1000), dtype="float64", chunks=(1, 1))  # metadata only
+        start = time.perf_counter()
+        z = from_zarr(big)
+        z.sum()
+        elapsed = time.perf_counter() - start
+        assert z.numblocks == (1000, 1000) and z.name.startswith("zarrdask-read-"), (z.numblocks, z.name)
+        assert elapsed < 1.0, f"graph build took {{elapsed:.3f}}s"
         print("ok")
         """
     )

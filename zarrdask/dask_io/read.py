@@ -2,11 +2,14 @@
 
 The graph is built through the public ``da.from_array`` on a tiny picklable
 :class:`ShardReader`, so it is a lazily materialised Blockwise layer (a million blocks
-cost nothing until computed) and works with dask's array query planning on or off.
+cost nothing until computed). With dask's array query planning on, ``from_array``
+ignores ``name=``, so :func:`_from_array` builds the same ``FromArray`` expression
+under zarrdask's name instead (see there).
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from ..storage import StoreLike
 
 __all__ = ["ShardReader", "from_zarr", "open_source", "read_chunks"]
+
+_NAMED_FROM_ARRAY = "_NamedFromArray"
 
 
 class ShardReader:
@@ -84,7 +89,7 @@ def from_zarr(
 
         ("zarrdask-read-<token>", i, j) -> getter(ShardReader(array), (slice(...), slice(...)))
 
-    (With ``array.query-planning`` on, dask names the layer itself: ``fromarray-<token>``.)
+    The keys are the same with dask's ``array.query-planning`` on or off.
     """
     array = open_source(source, path=path, storage_options=storage_options)
     block_chunks = read_chunks(array, chunks)
@@ -100,17 +105,67 @@ def from_zarr(
     # The annotation keeps the read layer out of Blockwise fusion, so progress bars and the
     # dashboard still show the reads (dask's low-level fusion then merges each read with a
     # single consumer into one task named "zarrdask-read-<op>": still one task per shard).
+    # Query planning ignores annotations but does not fuse the FromArray expression either.
     with dask.annotate(zarrdask="read"):
-        return da.from_array(
-            reader,
-            chunks=block_chunks,
-            name=name,
-            lock=False,
-            asarray=False,
-            fancy=False,
-            inline_array=True,
-            meta=np.empty((0,) * array.ndim, dtype=array.dtype),
-        )
+        return _from_array(reader, block_chunks, name, np.empty((0,) * array.ndim, dtype=array.dtype))
+
+
+def _from_array(
+    reader: ShardReader, chunks: tuple[tuple[int, ...], ...], name: str, meta: np.ndarray
+) -> da.Array:
+    """``da.from_array(reader, chunks, name=name, ...)``, keyed ``name`` in both dask modes.
+
+    Legacy dask arrays honour ``name=``. With ``array.query-planning`` on, dask's
+    ``from_array`` drops it and keys the blocks ``fromarray-<token>``, which hides the
+    reads from progress bars; there we build dask's own ``FromArray`` expression (same
+    lazily materialised ``graph_from_arraylike`` layer, one task per block) through a
+    subclass that only changes its name. That is private dask API (checked on dask
+    2026.8.0), so any failure falls back to the plain ``da.from_array``.
+    """
+    options = dict(lock=False, asarray=False, fancy=False, inline_array=True, meta=meta)
+    if da.array_expr_enabled():
+        try:
+            from dask._collections import new_collection
+
+            return new_collection(_named_from_array_class()(reader, chunks, key_name=name, **options))
+        except Exception:  # pragma: no cover - another dask version
+            pass
+    return da.from_array(reader, chunks=chunks, name=name, **options)
+
+
+@functools.cache
+def _named_from_array_class() -> type:
+    """dask's ``FromArray`` expression keyed by its ``key_name`` operand (dask 2026.8.0).
+
+    Defined on first use, so legacy mode never imports ``dask.array._array_expr``, and
+    reachable as ``zarrdask.dask_io.read._NamedFromArray`` (module ``__getattr__``) so a
+    distributed scheduler or worker can unpickle the expression whatever its own mode.
+    """
+    from dask.array._array_expr._io import FromArray
+
+    class _NamedFromArray(FromArray):
+        _parameters = [*FromArray._parameters, "key_name"]
+        _defaults = {**FromArray._defaults, "key_name": None}
+
+        @functools.cached_property
+        def _name(self) -> str:
+            # The key name already tokenises the reader (store, path, metadata) and the
+            # chunks; no dask rewrite substitutes FromArray operands in dask 2026.8.0.
+            name = self.operand("key_name")
+            return name if name is not None else f"{self._funcname}-{self.deterministic_token}"
+
+        def __str__(self) -> str:
+            return f"FromArray({self.operand('key_name')})"
+
+    _NamedFromArray.__module__ = __name__
+    _NamedFromArray.__qualname__ = _NAMED_FROM_ARRAY
+    return _NamedFromArray
+
+
+def __getattr__(attr: str) -> Any:
+    if attr == _NAMED_FROM_ARRAY:
+        return _named_from_array_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 def open_source(
