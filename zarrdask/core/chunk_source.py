@@ -63,7 +63,7 @@ class ArrayOptions:
 
 
 class IndexCache:
-    """A thread-safe LRU of decoded shard indexes (``[[offset, nbytes], ...]``), by store key."""
+    """A thread-safe LRU of decoded shard indexes (flat ``[offset, nbytes, ...]`` lists), by store key."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
@@ -299,9 +299,11 @@ class ShardedChunkSource(ChunkSource):
                           target) for q in p.chunk_selection.project(self.inner_shape)]
 
     @staticmethod
-    def _entries(index: np.ndarray) -> list[list[int]]:
-        """The index as ``[[offset, nbytes], ...]`` in C order (plain ints: fast lookups)."""
-        return index.reshape(-1, 2).tolist()
+    def _entries(index: np.ndarray) -> list[int]:
+        """The index as a flat ``[offset0, nbytes0, offset1, ...]`` in C order: plain ints make
+        fast lookups, and one flat list (unlike a list of pairs) gives the garbage collector
+        nothing to track, so cold reads of big indexes do not trigger collections."""
+        return index.reshape(-1).tolist()
 
     def _jobs_from_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None) -> list[_InnerJob]:
         jobs = self._inner_jobs(key, p, target)
@@ -314,13 +316,13 @@ class ShardedChunkSource(ChunkSource):
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
         for job in jobs:
-            off, size = entries[job.pos]
+            off = entries[2 * job.pos]
             if off != _MISSING_INT:
-                job.data = view[off: off + size]
+                job.data = view[off: off + entries[2 * job.pos + 1]]
         return jobs
 
-    def _indexes(self, keys: list[str]) -> list[list[list[int]] | None]:
-        """Shard indexes (as entry dicts) from the cache, the rest with one batched ranged request."""
+    def _indexes(self, keys: list[str]) -> list[list[int] | None]:
+        """Shard indexes (as flat entry lists) from the cache, the rest with one batched ranged request."""
         indexes: list[Any] = [self.cache.get(k) for k in keys]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
         request = self.codec.index_request()
@@ -350,9 +352,9 @@ class ShardedChunkSource(ChunkSource):
                 continue
             ranges, pending = [], []
             for job in inner:
-                off, size = entries[job.pos]
+                off = entries[2 * job.pos]
                 if off != _MISSING_INT:
-                    ranges.append((off, off + size))
+                    ranges.append((off, off + entries[2 * job.pos + 1]))
                     pending.append(job)
             merged = coalesce_ranges(ranges, self.options.coalesce_gap, self.options.coalesce_max)
             requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
