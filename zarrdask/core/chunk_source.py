@@ -106,11 +106,13 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None) -> list[R]:
+def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
+            min_parallel: int = _MIN_PARALLEL) -> list[R]:
     """Apply ``fn`` to every item, in order. Items go to the shared pool in a few batches per
-    thread (a future per item costs about as much as decoding a small chunk)."""
+    thread (a future per item costs about as much as decoding a small chunk); fewer than
+    ``min_parallel`` items (or calls from a pool thread) run serially."""
     n_threads = threads or _CPUS
-    if n_threads == 1 or len(items) < _MIN_PARALLEL or threading.current_thread().name.startswith("zarrdask"):
+    if n_threads == 1 or len(items) < min_parallel or threading.current_thread().name.startswith("zarrdask"):
         return [fn(item) for item in items]
     n_batches = min(len(items), 4 * n_threads)
     bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
@@ -143,9 +145,10 @@ class ChunkSource:
     def key(self, coords: tuple[int, ...]) -> str:
         return join_path(self.path, self.key_encoding.encode(coords))
 
-    def _missing(self, key: str, target: np.ndarray, index: Any) -> None:
+    def _missing(self, what: str, target: np.ndarray, index: Any) -> None:
+        """Fill ``target[index]`` for an absent ``what`` (e.g. ``"chunk c/0/1"``), or raise."""
         if self.options.missing_chunks == "raise":
-            raise MissingChunkError(f"chunk {key} does not exist (missing_chunks='raise')")
+            raise MissingChunkError(f"{what} does not exist (missing_chunks='raise')")
         target[index] = self.fill
 
     def _new_chunk(self, shape: tuple[int, ...]) -> np.ndarray:
@@ -184,7 +187,7 @@ class PlainChunkSource(ChunkSource):
         def decode(i: int) -> None:
             p, blob = projections[i], blobs[i]
             if blob is None:
-                self._missing(keys[i], out, p.out_index)
+                self._missing(f"chunk {keys[i]}", out, p.out_index)
                 return
             try:
                 chunk = self.pipeline.decode(blob)
@@ -267,17 +270,22 @@ class ShardedChunkSource(ChunkSource):
         keys = [self.key(p.coords) for p in shards]
         whole = [i for i, p in enumerate(shards) if p.full or not self.partial_reads]
         partial = [i for i, p in enumerate(shards) if i not in set(whole)]
-        jobs: list[_InnerJob] = []
-        if len(whole) > 1 and self.store.is_local:
+        threads = self.options.threads
+        if len(whole) == 1:  # one shard: its inner chunks are decoded in parallel
+            i = whole[0]
+            self._decode_shard(keys[i], shards[i], targets[i], self.store.get(keys[i]), threads)
+        elif whole and self.store.is_local:
             # Local reads are CPU-bound: each thread fetches and decodes whole shards, so
             # fetching overlaps decoding. Remote stores get one batched (concurrent) fetch.
-            run_all(lambda i: self._read_whole_shard(keys[i], shards[i], targets[i]), whole, self.options.threads)
-        else:
-            for i, blob in zip(whole, self.store.get_many([keys[i] for i in whole])):
-                jobs.extend(self._jobs_from_shard(keys[i], shards[i], targets[i], blob))
-        jobs.extend(self._jobs_from_ranges([keys[i] for i in partial], [shards[i] for i in partial],
-                                           [targets[i] for i in partial]))
-        run_all(self._decode_job, jobs, self.options.threads)
+            run_all(lambda i: self._decode_shard(keys[i], shards[i], targets[i], self.store.get(keys[i]), 1),
+                    whole, threads, min_parallel=2)
+        elif whole:
+            blobs = dict(zip(whole, self.store.get_many([keys[i] for i in whole])))
+            run_all(lambda i: self._decode_shard(keys[i], shards[i], targets[i], blobs.pop(i), 1),
+                    whole, threads, min_parallel=2)
+        jobs = self._jobs_from_ranges([keys[i] for i in partial], [shards[i] for i in partial],
+                                      [targets[i] for i in partial])
+        run_all(self._decode_job, jobs, threads)
         for p, target in zip(shards, targets):
             if not _is_view(p.out_index):
                 out[p.out_index] = target
@@ -289,14 +297,14 @@ class ShardedChunkSource(ChunkSource):
             return out[p.out_index]
         return np.empty(p.chunk_selection.shape, dtype=out.dtype)
 
-    def _inner_jobs(self, key: str, p: Projection, target: np.ndarray) -> list[_InnerJob]:
-        """The inner chunks a shard projection needs (precomputed when the shard is read whole)."""
+    def _placements(self, p: Projection) -> Sequence[tuple[tuple[int, ...], int, Any, Any]]:
+        """The inner chunks a shard projection needs, as ``(coords, index position, where in
+        the target, which part of the chunk)`` (precomputed when the shard is read whole)."""
         grid = self.codec.grid_shape
         if p.full and _is_view(p.out_index):
-            layout = _whole_shard_layout(p.chunk_selection.shape, self.inner_shape, grid)
-            return [_InnerJob(key, coords, pos, region, inner, target) for coords, pos, region, inner in layout]
-        return [_InnerJob(key, q.coords, _flat_position(q.coords, grid), q.out_index, q.chunk_selection.index(),
-                          target) for q in p.chunk_selection.project(self.inner_shape)]
+            return _whole_shard_layout(p.chunk_selection.shape, self.inner_shape, grid)
+        return [(q.coords, _flat_position(q.coords, grid), q.out_index, q.chunk_selection.index())
+                for q in p.chunk_selection.project(self.inner_shape)]
 
     @staticmethod
     def _entries(index: np.ndarray) -> list[int]:
@@ -305,21 +313,36 @@ class ShardedChunkSource(ChunkSource):
         nothing to track, so cold reads of big indexes do not trigger collections."""
         return index.reshape(-1).tolist()
 
-    def _jobs_from_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None) -> list[_InnerJob]:
-        jobs = self._inner_jobs(key, p, target)
+    def _decode_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None,
+                      threads: int | None) -> None:
+        """Decode the inner chunks ``p`` needs from a whole shard held in memory into ``target``.
+
+        No object is kept per inner chunk (a shard may hold thousands): each is sliced out,
+        decoded and placed in one step, so nothing accumulates for the garbage collector."""
         if blob is None:
-            return jobs
+            self._missing(f"shard {key}", target, ...)
+            return
         try:
             blob = self.pipeline.decode_bytes_stage(blob)
             entries = self._entries(self.codec.index_of(blob, key))
         except CodecError as exc:
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
-        for job in jobs:
-            off = entries[2 * job.pos]
-            if off != _MISSING_INT:
-                job.data = view[off: off + entries[2 * job.pos + 1]]
-        return jobs
+        decode = self.inner.decode
+
+        def place(item: tuple[tuple[int, ...], int, Any, Any]) -> None:
+            coords, pos, out_index, chunk_index = item
+            off = entries[2 * pos]
+            if off == _MISSING_INT:
+                self._missing(f"shard {key}, inner chunk {coords}", target, out_index)
+                return
+            try:
+                chunk = decode(view[off: off + entries[2 * pos + 1]])
+            except CodecError as exc:
+                raise _with_key(exc, key, coords) from exc
+            target[out_index] = chunk[chunk_index]
+
+        run_all(place, self._placements(p), threads)
 
     def _indexes(self, keys: list[str]) -> list[list[int] | None]:
         """Shard indexes (as flat entry lists) from the cache, the rest with one batched ranged request."""
@@ -346,7 +369,7 @@ class ShardedChunkSource(ChunkSource):
         requests: list[tuple[str, ByteRange]] = []
         placements: list[tuple[list[tuple[int, int]], list, list[_InnerJob]]] = []
         for key, p, target, entries in zip(keys, shards, targets, self._indexes(keys)):
-            inner = self._inner_jobs(key, p, target)
+            inner = [_InnerJob(key, *placement, target) for placement in self._placements(p)]
             jobs.extend(inner)
             if entries is None:
                 continue
@@ -373,13 +396,9 @@ class ShardedChunkSource(ChunkSource):
                 job.data = piece
         return jobs
 
-    def _read_whole_shard(self, key: str, p: Projection, target: np.ndarray) -> None:
-        for job in self._jobs_from_shard(key, p, target, self.store.get(key)):
-            self._decode_job(job)
-
     def _decode_job(self, job: _InnerJob) -> None:
         if job.data is None:
-            self._missing(f"{job.key} (inner chunk {job.coords})", job.target, job.out_index)
+            self._missing(f"shard {job.key}, inner chunk {job.coords}", job.target, job.out_index)
             return
         try:
             chunk = self.inner.decode(job.data)
