@@ -1,7 +1,9 @@
 """``engine="zarrdask"``: xarray's entry point for opening Zarr v2/v3 with zarrdask.
 
-Opening is entrypoint -> ``ZarrdaskDataStore`` -> xarray's ``StoreBackendEntrypoint``
-(CF decoding), exactly as xarray's own zarr engine does, so decoding is identical.
+Opening is entrypoint -> ``ZarrdaskDataStore`` -> the steps of xarray's
+``StoreBackendEntrypoint`` (CF decoding, coordinates split, Dataset), as xarray's own
+zarr engine does; decoding is xarray's, with a proven-identical fast path for
+variables it would leave unchanged (``decode.py``).
 Variables are lazy and their ``preferred_chunks`` are the shard shape, so
 ``chunks={}`` gives one dask task per shard.
 """
@@ -18,15 +20,18 @@ from xarray.backends.common import (
     _normalize_path,
     datatree_from_dict_with_io_cleanup,
 )
-from xarray.backends.store import StoreBackendEntrypoint
+from xarray.core.coordinates import Coordinates
+from xarray.core.dataset import Dataset
 from xarray.core.utils import close_on_error
+from xarray.core.variable import Variable
 
 from zarrdask.core.api import open_group
 from zarrdask.core.group import Group
+from zarrdask.xarray_backend.decode import decode_cf_variables
 from zarrdask.xarray_backend.store import ZarrdaskDataStore
 
 if TYPE_CHECKING:
-    from xarray import Dataset, DataTree
+    from xarray import DataTree
 
 __all__ = ["ZarrdaskBackendEntrypoint"]
 
@@ -54,6 +59,79 @@ def _open_store(
         zarr_format=zarr_format,
     )
     return ZarrdaskDataStore(root)
+
+
+def _store_dataset(
+    store: ZarrdaskDataStore,
+    *,
+    mask_and_scale: Any = True,
+    decode_times: Any = True,
+    concat_characters: Any = True,
+    decode_coords: Any = True,
+    drop_variables: str | Iterable[str] | None = None,
+    use_cftime: Any = None,
+    decode_timedelta: Any = None,
+    set_indexes: bool = True,  # accepted (and unused) as by StoreBackendEntrypoint
+) -> Dataset:
+    """xarray's ``StoreBackendEntrypoint.open_dataset`` with zarrdask's CF decoding
+    (xarray's, with a fast path for variables it leaves as they are)."""
+    variables, attrs = store.load()
+    encoding = store.get_encoding()
+    variables, attrs, coord_names = decode_cf_variables(
+        variables,
+        attrs,
+        mask_and_scale=mask_and_scale,
+        decode_times=decode_times,
+        concat_characters=concat_characters,
+        decode_coords=decode_coords,
+        drop_variables=drop_variables,
+        use_cftime=use_cftime,
+        decode_timedelta=decode_timedelta,
+    )
+    # split data and coordinate variables (promote dimension coordinates)
+    data_vars = {}
+    coord_vars = {}
+    for name, var in variables.items():
+        if name in coord_names or var.dims == (name,):
+            coord_vars[name] = var
+        else:
+            data_vars[name] = var
+    ds = _dataset(data_vars, coord_vars, attrs)
+    ds.set_close(store.close)
+    ds.encoding = encoding
+    return ds
+
+
+def _dataset(
+    data_vars: dict[Any, Variable], coord_vars: dict[Any, Variable], attrs: Any
+) -> Dataset:
+    """``Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)``.
+
+    For the common case (every dimension has one length, no data variable is named
+    like a dimension) the result is assembled directly: the constructor's merge would
+    only make shallow copies of the variables (it has nothing to align, no index to
+    build and no name to reconcile). Anything else goes through the constructor and
+    its checks and errors. ``tests/test_xarray_fast_decode.py`` compares both.
+    """
+    dims: dict[Any, int] = {}
+    for var in (*data_vars.values(), *coord_vars.values()):
+        for dim, size in zip(var.dims, var.shape, strict=True):
+            if dims.setdefault(dim, size) != size:
+                dims = {}
+                break
+        else:
+            continue
+        break
+    simple = bool(dims) and not any(name in dims for name in data_vars)
+    if not simple:
+        return Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)
+    # (the variables are this open's own objects: no shallow copies needed)
+    return Dataset._construct_direct(
+        {**data_vars, **coord_vars},
+        set(coord_vars),
+        dims,
+        attrs=dict(attrs) if attrs else None,  # as the constructor does
+    )
 
 
 class ZarrdaskBackendEntrypoint(BackendEntrypoint):
@@ -104,7 +182,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             zarr_format=zarr_format,
         )
         with close_on_error(store):
-            return StoreBackendEntrypoint().open_dataset(
+            return _store_dataset(
                 store,
                 mask_and_scale=mask_and_scale,
                 decode_times=decode_times,
@@ -137,11 +215,10 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             storage_options=storage_options,
             zarr_format=zarr_format,
         )
-        opener = StoreBackendEntrypoint()
         datasets: dict[str, Dataset] = {}
         for path, store in root.walk():
             with close_on_error(store):
-                datasets[path] = opener.open_dataset(store, **decoders)
+                datasets[path] = _store_dataset(store, **decoders)
         return datasets
 
     def open_datatree(
