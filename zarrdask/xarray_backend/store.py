@@ -39,6 +39,18 @@ if TYPE_CHECKING:
 __all__ = ["ZarrdaskBackendArray", "ZarrdaskDataStore", "array_dims_and_attrs"]
 
 
+_FULL_KEYS: dict[int, indexing.BasicIndexer] = {}
+
+
+def _full_key(ndim: int) -> indexing.BasicIndexer:
+    """The key ``LazilyIndexedArray`` starts from (all of the array); indexers are
+    immutable, so one per dimensionality is shared."""
+    key = _FULL_KEYS.get(ndim)
+    if key is None:
+        key = _FULL_KEYS[ndim] = indexing.BasicIndexer((slice(None),) * ndim)
+    return key
+
+
 class ZarrdaskBackendArray(BackendArray):
     """A zarrdask ``Array`` behind xarray's lazy indexing (vectorized support)."""
 
@@ -179,7 +191,7 @@ class ZarrdaskDataStore(AbstractDataStore):
                 encoding["fill_value"] = array.fill_value
             if "_FillValue" in attrs:
                 attrs["_FillValue"] = decode_fill_value_attr(attrs["_FillValue"], array)
-        data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array))
+        data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array), _full_key(array.ndim))
         return Variable(dims, data, attrs, encoding, fastpath=True)
 
     def get_variables(self) -> FrozenDict[str, Variable]:
