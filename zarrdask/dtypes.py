@@ -354,9 +354,11 @@ def _family_of(dt: np.dtype) -> str:
 
 
 def _numeric(name: str) -> _V3Factory:
+    dt = np.dtype(_V3_NUMERIC[name])
+    data_type = DataType(name, dt, _family_of(dt))  # immutable: one instance serves every array
+
     def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
-        dt = np.dtype(_V3_NUMERIC[name])
-        return DataType(name, dt, _family_of(dt))
+        return data_type
 
     return make
 

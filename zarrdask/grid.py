@@ -55,7 +55,8 @@ class RegularChunkGrid:
 
 
 def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], allow_zero: bool = False) -> bool:
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, (list, tuple)) or not all(type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
+                                                      for v in value):
         problems.append(Problem(loc, f"expected a list of integers, got {value!r}"))
         return False
     if len(value) != n:

@@ -39,8 +39,15 @@ class NamedConfig:
         return out
 
 
+_FIELDS = frozenset({"name", "configuration", "must_understand"})
+
+
 def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedConfig | None:
     """Parse an extension object, appending problems (with ``loc``) instead of raising."""
+    if type(value) is dict and value.keys() <= _FIELDS:  # the common, valid case, checked cheaply
+        name, config, must = value.get("name"), value.get("configuration"), value.get("must_understand", True)
+        if type(name) is str and name and (config is None or type(config) is dict) and type(must) is bool:
+            return NamedConfig(name, dict(config) if config else {}, must)
     if isinstance(value, str):
         if not value:
             problems.append(Problem(loc, "expected a non-empty extension name"))

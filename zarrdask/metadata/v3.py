@@ -35,6 +35,8 @@ def parse_json_document(raw: bytes, key: str) -> dict[str, Any]:
 def _extra_fields(doc: Mapping[str, Any], known: set[str], problems: list[Problem]) -> dict[str, Any]:
     """Unknown top-level fields: kept when ``must_understand: false``, otherwise a problem."""
     extra: dict[str, Any] = {}
+    if doc.keys() <= known:
+        return extra
     for name in sorted(set(doc) - known):
         value = doc[name]
         if isinstance(value, Mapping) and value.get("must_understand") is False:
