@@ -271,6 +271,19 @@ def test_guess_can_open(tmp_path: Path) -> None:
     assert "zarrdask" in xr.backends.list_engines()
 
 
+def test_engine_class_takes_decode_cf(tmp_path: Path) -> None:
+    """``engine=<the class>`` needs ``open_dataset_parameters`` (xarray only detects them
+    for engines loaded by name); they must match ``open_dataset``'s signature."""
+    from xarray.backends.plugins import detect_parameters
+
+    assert ZarrdaskBackendEntrypoint.open_dataset_parameters == detect_parameters(
+        ZarrdaskBackendEntrypoint.open_dataset)
+    to_zarr(climate_dataset(), tmp_path / "c.zarr")
+    raw = open_zarrdask(tmp_path / "c.zarr", decode_cf=False)
+    assert raw["temperature"].dtype == np.int16
+    assert_identical(raw, xr.open_dataset(tmp_path / "c.zarr", engine="zarrdask", decode_cf=False))
+
+
 # -- misaligned dask chunks on a distributed cluster -------------------------------------------
 
 

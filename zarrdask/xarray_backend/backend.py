@@ -146,6 +146,13 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
     description = "Open Zarr v2/v3 stores with zarrdask (lazy, shard-chunked)"
     url = "https://github.com/zarrdask/zarrdask"
     supports_groups = True
+    # xarray fills this in only for backends it loads by name; with the class passed as
+    # ``engine=`` it is needed for ``decode_cf=False`` (kept equal to open_dataset's by a test).
+    open_dataset_parameters = (
+        "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters", "decode_coords",
+        "drop_variables", "use_cftime", "decode_timedelta", "group", "consolidated", "storage_options",
+        "zarr_format",
+    )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         """True only for a local directory holding Zarr metadata (never for URLs:
