@@ -55,8 +55,12 @@ _PIPELINES_MAX = 256
 
 
 def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
-    """The codec pipeline of a v3 array, shared between arrays with the same chain and chunk
-    spec (opening a dataset of many alike variables builds it once). Pipelines are immutable."""
+    """The codec pipeline of a v3 array. Sharded pipelines (an inner and an index pipeline
+    each) are shared between arrays with the same chain and chunk spec, so opening a
+    dataset of many alike variables builds them once; a flat chain is cheaper to build
+    (about 4 us) than to key (about 7 us). Pipelines are immutable."""
+    if not any(c.name == "sharding_indexed" for c in metadata.codecs):
+        return CodecPipeline.from_metadata(metadata.codecs, spec)
     key = json.dumps([[c.to_json() for c in metadata.codecs], spec.shape, metadata.data_type.to_json(),
                       metadata.data_type.fill_to_json(spec.fill_value)], sort_keys=True, default=str)
     pipeline = _PIPELINES.get(key)
