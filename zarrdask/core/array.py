@@ -100,6 +100,12 @@ class Array(Node):
                 raise
             key = join_path(self._path, "zarr.json" if meta.zarr_format == 3 else ".zarray")
             raise type(exc)(exc.problems, key=key) from None
+        grid_shape = tuple(meta.chunk_grid.chunk_shape)
+        sharding = getattr(self._pipeline, "array_bytes", None)
+        if isinstance(sharding, ShardingCodec):
+            self._chunks, self._shards = tuple(sharding.chunk_shape), grid_shape
+        else:
+            self._chunks, self._shards = grid_shape, None
         self._cache = IndexCache(self._options.index_cache_size)
         self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, self._pipeline, spec,
                                          self._options, self._cache)
@@ -130,20 +136,14 @@ class Array(Node):
         return self.size * self.dtype.itemsize
 
     @property
-    def _sharding(self) -> ShardingCodec | None:
-        ab = getattr(self._pipeline, "array_bytes", None)
-        return ab if isinstance(ab, ShardingCodec) else None
-
-    @property
     def chunks(self) -> tuple[int, ...]:
         """The read chunk shape: inner chunks when sharded."""
-        sharding = self._sharding
-        return tuple(sharding.chunk_shape) if sharding else tuple(self._metadata.chunk_grid.chunk_shape)
+        return self._chunks
 
     @property
     def shards(self) -> tuple[int, ...] | None:
         """The shard (write) shape, or None when unsharded."""
-        return tuple(self._metadata.chunk_grid.chunk_shape) if self._sharding else None
+        return self._shards
 
     @property
     def write_grid(self) -> tuple[int, ...]:

@@ -87,18 +87,18 @@ def read_encoding(array: Array, dims: Sequence[str]) -> dict[str, Any]:
     ``preferred_chunks`` is the shard shape (the chunk shape when unsharded), so
     ``chunks={}`` gives one dask task per shard.
     """
-    preferred = array.shards or array.chunks
+    chunks, shards = array.chunks, array.shards
     encoding: dict[str, Any] = {
-        "chunks": tuple(array.chunks),
-        "preferred_chunks": dict(zip(dims, preferred, strict=True)),
-        "shards": tuple(array.shards) if array.shards else None,
+        "chunks": chunks,
+        "preferred_chunks": dict(zip(dims, shards or chunks, strict=True)),
+        "shards": shards,
     }
     meta = array.metadata
     if meta.zarr_format == 3:
         # Only the codec chain of the metadata document (``to_json`` of the whole
         # document costs more than the rest of opening the variable).
         codecs = [codec.to_json() for codec in meta.codecs]
-        if array.shards:
+        if shards:
             codecs = codecs[0]["configuration"]["codecs"]
         encoding.update(_split_v3_codecs(codecs))
     else:
