@@ -22,7 +22,7 @@ from _util import CountingStore
 from zarrdask.core.api import open_array
 from zarrdask.core.create import create_array
 from zarrdask.dask_io import from_zarr, plan_write, to_zarr
-from zarrdask.dask_io.read import ShardReader
+from zarrdask.core.block_reader import BlockReader
 from zarrdask.errors import ContainsNodeError, ShapeMismatchError
 from zarrdask.storage import MemoryStore, Store, SuffixRange
 
@@ -99,7 +99,7 @@ def test_read_names_are_deterministic_and_overridable():
 
 def test_read_tasks_pickle_small():
     array = create_array(MemoryStore(), shape=(64, 64), dtype="int32", **LAYOUT)
-    reader = ShardReader(array)
+    reader = BlockReader(array)
     assert len(pickle.dumps(reader)) < 4096
     assert np.array_equal(pickle.loads(pickle.dumps(reader))[0:32, 0:32], np.zeros((32, 32), "int32"))
 

@@ -1,7 +1,7 @@
 """``from_zarr``: a lazy dask array with one read task per shard (or per chunk when unsharded).
 
 The graph is built through the public ``da.from_array`` on a tiny picklable
-:class:`ShardReader`, so it is a lazily materialised Blockwise layer (a million blocks
+:class:`~zarrdask.core.block_reader.BlockReader`, so it is a lazily materialised Blockwise layer (a million blocks
 cost nothing until computed). With dask's array query planning on, ``from_array``
 ignores ``name=``, so :func:`_from_array` builds the same ``FromArray`` expression
 under zarrdask's name instead (see there).
@@ -10,7 +10,6 @@ under zarrdask's name instead (see there).
 from __future__ import annotations
 
 import functools
-import threading
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -24,57 +23,16 @@ from dask.utils import parse_bytes
 
 from ..core.api import open_array
 from ..core.array import Array
+from ..core.block_reader import BlockReader
 from ..errors import InvalidModeError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 
 if TYPE_CHECKING:
     from ..storage import StoreLike
 
-__all__ = ["ShardReader", "from_zarr", "open_source", "read_chunks"]
+__all__ = ["from_zarr", "open_source", "read_chunks"]
 
 _NAMED_FROM_ARRAY = "_NamedFromArray"
-
-
-class ShardReader:
-    """What every read task holds: a zarrdask Array.
-
-    ``reader[slices]`` reads one block: the core fetches each shard's index once and
-    its inner chunks with coalesced byte ranges. A task on a scheduler's worker thread
-    (dask's threaded scheduler, a distributed worker) decodes serially: the scheduler
-    already runs a task per core, and handing chunks to zarrdask's pool as well only adds
-    hand-offs (512 MiB benchmark read: 0.55 s -> 0.50 s, medians of 15). A task on the
-    main thread (the synchronous scheduler, a direct call) decodes on zarrdask's pool,
-    so every core works (0.90 s -> 0.59 s). It pickles as the Array does (store, path,
-    metadata; no I/O) and deliberately has no ``copy`` (``from_array`` would call it).
-    """
-
-    __slots__ = ("array", "_serial")
-
-    def __init__(self, array: Array) -> None:
-        self.array = array
-        self._serial = array.with_options(threads=1)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.array.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.array.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.array.ndim
-
-    def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
-        on_main = threading.current_thread() is threading.main_thread()
-        return (self.array if on_main else self._serial)[key]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (ShardReader, (self.array,))
-
-    def __dask_tokenize__(self) -> object:
-        return ("zarrdask.ShardReader", tokenize(self.array))
 
 
 def from_zarr(
@@ -95,13 +53,13 @@ def from_zarr(
 
     The graph is a single Blockwise layer, one task per block::
 
-        ("zarrdask-read-<token>", i, j) -> getter(ShardReader(array), (slice(...), slice(...)))
+        ("zarrdask-read-<token>", i, j) -> getter(BlockReader(array), (slice(...), slice(...)))
 
     The keys are the same with dask's ``array.query-planning`` on or off.
     """
     array = open_source(source, path=path, storage_options=storage_options)
     block_chunks = read_chunks(array, chunks)
-    reader = ShardReader(array.with_options(threads=None))
+    reader = BlockReader(array)
     if name is None or name is True:
         name = f"zarrdask-read-{tokenize(reader, block_chunks)}"
     elif name is False:
@@ -115,7 +73,7 @@ def from_zarr(
 
 
 def _from_array(
-    reader: ShardReader, chunks: tuple[tuple[int, ...], ...], name: str, meta: np.ndarray
+    reader: BlockReader, chunks: tuple[tuple[int, ...], ...], name: str, meta: np.ndarray
 ) -> da.Array:
     """``da.from_array(reader, chunks, name=name, ...)``, keyed ``name`` in both dask modes.
 

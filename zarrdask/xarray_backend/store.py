@@ -25,6 +25,7 @@ from xarray.core.utils import FrozenDict
 
 from zarrdask.errors import DatasetError
 from zarrdask.core.array import Array
+from zarrdask.core.block_reader import BlockReader
 from zarrdask.core.group import Group
 from zarrdask.errors import MetadataError
 from zarrdask.xarray_backend.encoding import (
@@ -52,12 +53,14 @@ def _full_key(ndim: int) -> indexing.BasicIndexer:
 
 
 class ZarrdaskBackendArray(BackendArray):
-    """A zarrdask ``Array`` behind xarray's lazy indexing (vectorized support)."""
+    """A zarrdask ``Array`` behind xarray's lazy indexing (vectorized support). Basic
+    indexing (what dask tasks do with ``chunks=``) goes through a ``BlockReader``."""
 
-    __slots__ = ("_array", "dtype", "shape")
+    __slots__ = ("_array", "_reader", "dtype", "shape")
 
     def __init__(self, array: Array) -> None:
         self._array = array
+        self._reader = BlockReader(array)
         self.shape = array.shape
         kind = string_kind(array)
         # Keep the vlen element type on object arrays, as xarray's engine does (GH 7328).
@@ -83,7 +86,7 @@ class ZarrdaskBackendArray(BackendArray):
         return await asyncio.to_thread(self.__getitem__, key)
 
     def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
-        return np.asarray(self._array[key])
+        return np.asarray(self._reader[key])
 
     def _oindex(self, key: tuple[Any, ...]) -> np.ndarray:
         return np.asarray(self._array.oindex[key])
