@@ -4,6 +4,7 @@ extension registries, pickling."""
 from __future__ import annotations
 
 import json
+import mmap
 import pickle
 from collections.abc import Mapping
 from typing import Any
@@ -215,3 +216,33 @@ def test_memory_store_round_trip():
     a[1:3, 1:3] = 3j
     out = zarrdask.open_array(store)[...]
     assert out[0, 0] == 1 + 2j and out[1, 1] == 3j
+
+
+@pytest.mark.parametrize("shards", [None, (32, 64)], ids=["plain", "sharded"])
+def test_large_results_are_private_mappings_that_behave_like_arrays(monkeypatch, shards):
+    """Results above the size threshold get their own anonymous mapping (no huge-page
+    advice); they must be ordinary writable, picklable C-ordered arrays with the values."""
+    import zarrdask.core.array as array_module
+
+    monkeypatch.setattr(array_module, "_FRESH_PAGES_BYTES", 4096)
+    data = np.arange(64 * 64, dtype="float64").reshape(64, 64)
+    a = zarrdask.create_array(MemoryStore(), shape=(64, 64), dtype="float64", chunks=(16, 16), shards=shards)
+    a[...] = data
+    big, small = a[...], a[0:2, 0:2]
+    assert _mapped(big) and not _mapped(small)
+    assert big.flags.c_contiguous and big.flags.writeable
+    np.testing.assert_array_equal(big, data)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(big)), data)
+    big += 1
+    np.testing.assert_array_equal(big, data + 1)
+    np.testing.assert_array_equal(a[...], data)  # the store is untouched
+    strings = zarrdask.create_array(MemoryStore(), shape=(600,), dtype=str, chunks=(100,))
+    strings[...] = np.array(["x" * 10] * 600, dtype=object)
+    assert not _mapped(strings[...])  # object results stay ordinary numpy allocations
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether the array's memory is an mmap object's."""
+    while array is not None and not isinstance(array, memoryview):
+        array = getattr(array, "base", None)
+    return isinstance(getattr(array, "obj", None), mmap.mmap)
