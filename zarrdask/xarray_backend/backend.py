@@ -123,10 +123,11 @@ def _dataset(
             continue
         break
     simple = bool(dims) and not any(name in dims for name in data_vars)
-    if not simple:
+    construct = getattr(Dataset, "_construct_direct", None)  # private xarray API (2026.9)
+    if not simple or construct is None:
         return Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)
     # (the variables are this open's own objects: no shallow copies needed)
-    return Dataset._construct_direct(
+    return construct(
         {**data_vars, **coord_vars},
         set(coord_vars),
         dims,
