@@ -104,6 +104,31 @@ def test_read_tasks_pickle_small():
     assert np.array_equal(pickle.loads(pickle.dumps(reader))[0:32, 0:32], np.zeros((32, 32), "int32"))
 
 
+def test_read_tasks_decode_serially_off_the_main_thread(monkeypatch):
+    """On a scheduler's worker thread a task decodes serially (threads=1); on the main
+    thread (the synchronous scheduler) on zarrdask's pool (threads=None)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zarrdask.core.array import Array
+
+    data = np.arange(64 * 64, dtype="int32").reshape(64, 64)
+    array = create_array(MemoryStore(), shape=(64, 64), dtype="int32", **LAYOUT)
+    array[...] = data
+    used = []
+    real_read = Array._read
+    monkeypatch.setattr(Array, "_read", lambda self, *a: used.append(self.options.threads) or real_read(self, *a))
+    reader = BlockReader(array.with_options(threads=3))
+    assert np.array_equal(reader[0:32, 0:64], data[0:32])
+    with ThreadPoolExecutor(1) as pool:
+        assert np.array_equal(pool.submit(reader.__getitem__, (slice(32, 64), slice(0, 64))).result(), data[32:])
+    assert used == [None, 1]
+    used.clear()
+    x = from_zarr(array)
+    assert np.array_equal(x.compute(scheduler="threads"), data) and set(used) == {1}
+    used.clear()
+    assert np.array_equal(x.compute(scheduler="sync"), data) and set(used) == {None}
+
+
 # ----------------------------------------------------------------------------- writes
 
 
