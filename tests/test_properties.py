@@ -245,19 +245,25 @@ def orthogonal_selection(draw, shape):
     return tuple(sel)
 
 
-def numpy_orthogonal(ref: np.ndarray, sel: tuple) -> np.ndarray:
-    """Orthogonal indexing in numpy: each axis indexed independently (np.ix_)."""
-    lists, drop = [], []
-    for axis, (s, n) in enumerate(zip(sel, ref.shape)):
+def _index_lists(sel: tuple, shape: tuple[int, ...]) -> list[np.ndarray]:
+    """Each axis's selection as the integer positions it picks (for np.ix_)."""
+    lists = []
+    for s, n in zip(sel, shape):
         if isinstance(s, (int, np.integer)):
             lists.append(np.array([s], dtype=np.intp))
-            drop.append(axis)
         elif isinstance(s, slice):
             lists.append(np.arange(n)[s])
         elif s.dtype == bool:
             lists.append(np.nonzero(s)[0])
         else:
             lists.append(s)
+    return lists
+
+
+def numpy_orthogonal(ref: np.ndarray, sel: tuple) -> np.ndarray:
+    """Orthogonal indexing in numpy: each axis indexed independently (np.ix_)."""
+    lists = _index_lists(sel, ref.shape)
+    drop = [axis for axis, s in enumerate(sel) if isinstance(s, (int, np.integer))]
     out = ref[np.ix_(*lists)] if lists else ref[()]
     for axis in reversed(drop):
         out = out.take(0, axis=axis)
@@ -334,16 +340,7 @@ def test_orthogonal_setitem_matches_numpy(data):
     )
     target_shape = numpy_orthogonal(ref, sel).shape
     value = _values_for(ref, target_shape, 1)
-    lists = []
-    for s, n in zip(sel, ref.shape):
-        if isinstance(s, (int, np.integer)):
-            lists.append(np.array([s], dtype=np.intp))
-        elif isinstance(s, slice):
-            lists.append(np.arange(n)[s])
-        elif s.dtype == bool:
-            lists.append(np.nonzero(s)[0])
-        else:
-            lists.append(s)
+    lists = _index_lists(sel, ref.shape)
     expected = ref.copy()
     expected[np.ix_(*lists)] = value.reshape([len(l) for l in lists])
     arr.oindex[sel] = value

@@ -166,13 +166,20 @@ def test_truncated_shard_partial_read_names_inner_chunk():
         _read_fresh(store, slice(12, 16))
 
 
+def _stored_index(store) -> np.ndarray:
+    """Shard c/0's index (4 entries at the end, no checksum), as a writable array."""
+    return np.frombuffer(store.get("c/0")[-64:], dtype="<u8").copy().reshape(4, 2)
+
+
+def _store_index(store, index: np.ndarray) -> None:
+    store.set("c/0", store.get("c/0")[:-64] + index.astype("<u8").tobytes())
+
+
 def test_index_pointing_past_the_end():
     _, store = _corrupt_array(crc=False)
-    raw = bytearray(store.get("c/0"))
-    index = np.frombuffer(raw[-64:], dtype="<u8").copy().reshape(4, 2)
+    index = _stored_index(store)
     index[2, 0] = 10_000
-    raw[-64:] = index.astype("<u8").tobytes()
-    store.set("c/0", bytes(raw))
+    _store_index(store, index)
     with pytest.raises(CorruptChunkError, match=r"c/0.*\(2,\)"):
         _read_fresh(store)
     with pytest.raises(CorruptChunkError, match=r"c/0.*\(2,\)"):
@@ -181,11 +188,9 @@ def test_index_pointing_past_the_end():
 
 def test_overlapping_index_entries():
     _, store = _corrupt_array(crc=False)
-    raw = bytearray(store.get("c/0"))
-    index = np.frombuffer(raw[-64:], dtype="<u8").copy().reshape(4, 2)
+    index = _stored_index(store)
     index[1, 0] = index[0, 0] + 1
-    raw[-64:] = index.astype("<u8").tobytes()
-    store.set("c/0", bytes(raw))
+    _store_index(store, index)
     with pytest.raises(CorruptChunkError, match="overlap"):
         _read_fresh(store)
 
