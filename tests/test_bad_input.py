@@ -754,3 +754,22 @@ def test_attributes_not_json_serializable_on_write(tmp_path):
     with pytest.raises(ZarrdaskError):
         arr.attrs["bad"] = {1, 2}
     assert "bad" not in json.loads((tmp_path / "a" / "zarr.json").read_text())["attributes"]
+
+
+def test_data_types_parsed_by_name_follow_the_registry():
+    """Named data types are parsed once and shared; registering a name again replaces
+    the shared instance, and unknown names are still refused every time."""
+    from zarrdask.dtypes import _BY_NAME, _V3_REGISTRY, DataType, parse_data_type_v3, register_data_type
+
+    assert parse_data_type_v3("float32") is parse_data_type_v3("float32")
+    for _ in range(2):
+        with pytest.raises(UnknownExtensionError, match="zarrdask.test-type"):
+            parse_data_type_v3("zarrdask.test-type")
+    try:
+        register_data_type("zarrdask.test-type", lambda config, loc: DataType("zarrdask.test-type", np.dtype("u2"), "uint"))
+        assert parse_data_type_v3("zarrdask.test-type").dtype == np.dtype("u2")
+        register_data_type("zarrdask.test-type", lambda config, loc: DataType("zarrdask.test-type", np.dtype("u4"), "uint"))
+        assert parse_data_type_v3("zarrdask.test-type").dtype == np.dtype("u4")
+    finally:
+        del _V3_REGISTRY["zarrdask.test-type"]
+        _BY_NAME.pop("zarrdask.test-type", None)

@@ -344,9 +344,14 @@ _V3_REGISTRY: dict[str, _V3Factory] = {}
 _entry_points_loaded = False
 
 
+#: data types given by name alone, already parsed (see ``parse_data_type_v3``)
+_BY_NAME: dict[str, DataType] = {}
+
+
 def register_data_type(name: str, factory: _V3Factory) -> None:
     """Register a v3 data type: ``factory(configuration, loc) -> DataType``."""
     _V3_REGISTRY[name] = factory
+    _BY_NAME.pop(name, None)
 
 
 def _family_of(dt: np.dtype) -> str:
@@ -456,8 +461,20 @@ def parse_data_type_v3(value: JSON, loc: Loc = ("data_type",)) -> DataType:
     """Parse a v3 ``data_type`` (a name or ``{"name", "configuration"}``).
 
     Data types are always must-understand (spec 3.1): an unknown one is rejected
-    even when it says ``"must_understand": false``.
+    even when it says ``"must_understand": false``. Types given by name alone are
+    parsed once (``DataType`` is immutable): a dataset opens many arrays of one type.
     """
+    if type(value) is str:
+        known = _BY_NAME.get(value)
+        if known is None:
+            known = _parse_data_type_v3(value, loc)
+            if len(_BY_NAME) < 256:  # bounded: ``r<bits>`` names are unlimited
+                _BY_NAME[value] = known
+        return known
+    return _parse_data_type_v3(value, loc)
+
+
+def _parse_data_type_v3(value: JSON, loc: Loc) -> DataType:
     config: Mapping[str, Any] | None = None
     if isinstance(value, str):
         name = value

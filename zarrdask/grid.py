@@ -55,6 +55,12 @@ class RegularChunkGrid:
 
 
 def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], allow_zero: bool = False) -> bool:
+    if type(value) is list and len(value) == n:  # the common, valid case, checked cheaply
+        for v in value:
+            if type(v) is not int or v < 1:
+                break
+        else:
+            return True
     if not isinstance(value, (list, tuple)) or not all(type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
                                                       for v in value):
         problems.append(Problem(loc, f"expected a list of integers, got {value!r}"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Set
 from typing import Any
 
 from ..errors import CodecError, Problem
@@ -36,7 +36,9 @@ def get_choice(config: Mapping[str, Any], key: str, choices: Collection[Any], lo
     return value
 
 
-def check_keys(config: Mapping[str, Any], allowed: Collection[str], loc: Loc) -> None:
-    extra = set(config) - set(allowed)
+def check_keys(config: Mapping[str, Any], allowed: Set[str], loc: Loc) -> None:
+    if config.keys() <= allowed:  # the common case, without building sets
+        return
+    extra = set(config) - allowed
     if extra:
         raise config_error((*loc, "configuration"), f"unknown settings {sorted(extra)} (allowed: {sorted(allowed)})")

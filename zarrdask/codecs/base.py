@@ -45,6 +45,9 @@ class Codec(ABC):
     """Common part of every codec: its name, configuration and representation change."""
 
     name: ClassVar[str]
+    #: "array->array", "array->bytes" or "bytes->bytes" (set by the three kinds below;
+    #: a plain attribute, cheaper to test than ``isinstance`` on an ABC)
+    kind: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
@@ -76,6 +79,8 @@ class Codec(ABC):
 
 
 class ArrayArrayCodec(Codec):
+    kind: ClassVar[str] = "array->array"
+
     @abstractmethod
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray: ...
 
@@ -85,6 +90,8 @@ class ArrayArrayCodec(Codec):
 
 
 class ArrayBytesCodec(Codec):
+    kind: ClassVar[str] = "array->bytes"
+
     @abstractmethod
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes: ...
 
@@ -98,6 +105,8 @@ class ArrayBytesCodec(Codec):
 
 
 class BytesBytesCodec(Codec):
+    kind: ClassVar[str] = "bytes->bytes"
+
     @abstractmethod
     def encode(self, data: bytes | memoryview) -> bytes: ...
 

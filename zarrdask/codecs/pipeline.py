@@ -52,10 +52,11 @@ class CodecPipeline:
         current = spec
         for i, codec in enumerate(codecs):
             where = (*loc, i)
-            if isinstance(codec, ArrayArrayCodec):
+            kind = codec.kind
+            if kind == "array->array":
                 if array_bytes is not None:
                     raise _chain_error(where, codec, "an array->array codec must come before the array->bytes codec")
-            elif isinstance(codec, ArrayBytesCodec):
+            elif kind == "array->bytes":
                 if array_bytes is not None:
                     raise _chain_error(where, codec, "only one array->bytes codec is allowed")
             elif array_bytes is None:
@@ -64,15 +65,15 @@ class CodecPipeline:
                 codec = codec.validate(current, where)
             except CodecError as exc:
                 raise MetadataError([Problem(where, str(exc))]) from None
-            if isinstance(codec, ArrayArrayCodec):
-                array_array.append(codec)
+            if kind == "array->array":
+                array_array.append(codec)  # type: ignore[arg-type]
                 specs.append(current)
                 current = codec.resolve(current)
-            elif isinstance(codec, ArrayBytesCodec):
-                array_bytes = codec
+            elif kind == "array->bytes":
+                array_bytes = codec  # type: ignore[assignment]
                 specs.append(current)
             else:
-                bytes_bytes.append(codec)
+                bytes_bytes.append(codec)  # type: ignore[arg-type]
         if array_bytes is None:
             raise MetadataError([Problem(loc, "the codec chain needs exactly one array->bytes codec (e.g. 'bytes')")])
         self.spec = spec

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import Problem
 
-__all__ = ["NamedConfig", "parse_named_config"]
+__all__ = ["NamedConfig", "parse_named_config", "parse_valid_named_config"]
 
 Loc = tuple[str | int, ...]
 
@@ -42,12 +42,21 @@ class NamedConfig:
 _FIELDS = frozenset({"name", "configuration", "must_understand"})
 
 
-def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedConfig | None:
-    """Parse an extension object, appending problems (with ``loc``) instead of raising."""
-    if type(value) is dict and value.keys() <= _FIELDS:  # the common, valid case, checked cheaply
+def parse_valid_named_config(value: Any) -> NamedConfig | None:
+    """The common, valid object form, checked cheaply; None for anything else (which
+    :func:`parse_named_config` then parses or reports)."""
+    if type(value) is dict and value.keys() <= _FIELDS:
         name, config, must = value.get("name"), value.get("configuration"), value.get("must_understand", True)
         if type(name) is str and name and (config is None or type(config) is dict) and type(must) is bool:
             return NamedConfig(name, dict(config) if config else {}, must)
+    return None
+
+
+def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedConfig | None:
+    """Parse an extension object, appending problems (with ``loc``) instead of raising."""
+    valid = parse_valid_named_config(value)
+    if valid is not None:
+        return valid
     if isinstance(value, str):
         if not value:
             problems.append(Problem(loc, "expected a non-empty extension name"))

@@ -10,7 +10,7 @@ from typing import Any
 from ..dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
 from ..grid import parse_chunk_grid, parse_chunk_key_encoding, raise_problems
-from .extension import NamedConfig, parse_named_config
+from .extension import NamedConfig, parse_named_config, parse_valid_named_config
 
 __all__ = ["ArrayMetadataV3", "GroupMetadataV3", "parse_json_document", "parse_v3"]
 
@@ -242,8 +242,12 @@ def _parse_list_of_configs(value: Any, name: str, problems: list[Problem], requi
         return []
     if required and not value:
         problems.append(Problem((name,), "expected at least one codec"))
-    parsed = [parse_named_config(v, (name, i), problems) for i, v in enumerate(value)]
-    return [p for p in parsed if p is not None]
+    out = []
+    for i, v in enumerate(value):
+        parsed = parse_valid_named_config(v) or parse_named_config(v, (name, i), problems)
+        if parsed is not None:
+            out.append(parsed)
+    return out
 
 
 def _parse_attributes(value: Any, problems: list[Problem]) -> dict[str, Any]:
@@ -256,7 +260,7 @@ def _parse_attributes(value: Any, problems: list[Problem]) -> dict[str, Any]:
 def _parse_dimension_names(value: Any, shape: tuple[int, ...] | None, problems: list[Problem]) -> tuple[str | None, ...] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not all(v is None or isinstance(v, str) for v in value):
+    if type(value) is not list or not all([type(v) is str or v is None for v in value]):
         problems.append(Problem(("dimension_names",), f"expected a list of strings or nulls, got {value!r}"))
         return None
     if shape is not None and len(value) != len(shape):
