@@ -30,6 +30,7 @@ __all__ = [
     "PointSelection",
     "Selection",
     "Projection",
+    "SliceBlock",
     "basic_selection",
     "orthogonal_selection",
     "point_selection",
@@ -85,39 +86,60 @@ class OrthogonalSelection:
         array[self.index()] = values
 
     def project(self, chunk_shape: Sequence[int]) -> Iterator[Projection]:
-        per_dim = [
-            list(_project_dim(d, c, n)) for d, c, n in zip(self.dims, chunk_shape, self.array_shape)
-        ]
-        basic = self.is_basic
+        if self.is_basic:
+            for coords, local, outs, full, local_shape in self.slice_blocks(chunk_shape):
+                yield Projection(coords, OrthogonalSelection(local, local_shape), outs, full)
+            return
+        per_dim = [_project_dim(d, c, n) for d, c, n in zip(self.dims, chunk_shape, self.array_shape)]
         for combo in itertools.product(*per_dim):
-            coords = tuple(p[0] for p in combo)
-            local_shape = tuple(min(c, n - k * c) for (k, *_), c, n in zip(combo, chunk_shape, self.array_shape))
-            chunk_sel = OrthogonalSelection(tuple(p[1] for p in combo), local_shape)
-            outs = tuple(p[2] for p in combo)
-            if not basic:
-                outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
-            yield Projection(coords, chunk_sel, outs, all(p[3] for p in combo))
+            coords, local, outs, fulls, local_shape = zip(*combo)
+            outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
+            yield Projection(coords, OrthogonalSelection(local, local_shape), outs, all(fulls))
+
+    def slice_blocks(self, chunk_shape: Sequence[int]) -> list[SliceBlock]:
+        """Every chunk a selection of slices only (``is_basic``) touches, as plain tuples:
+        no Selection object per chunk, so small window reads pay little for the geometry."""
+        per_dim = [_project_dim(d, c, n) for d, c, n in zip(self.dims, chunk_shape, self.array_shape)]
+        if not per_dim:  # 0-d: the one chunk, whole
+            return [SliceBlock((), (), (), True, ())]
+        blocks = []
+        for combo in itertools.product(*per_dim):
+            coords, local, outs, fulls, local_shape = zip(*combo)
+            blocks.append(SliceBlock(coords, local, outs, all(fulls), local_shape))
+        return blocks
 
 
-def _project_dim(sel: DimSel, c: int, n: int) -> Iterator[tuple[int, DimSel, DimSel, bool]]:
-    """(chunk index, chunk-local selection, output positions, chunk fully covered)."""
+class SliceBlock(NamedTuple):
+    """One chunk's part of a selection of slices: ``out[out_index] = chunk[chunk_index]``."""
+
+    coords: tuple[int, ...]
+    chunk_index: tuple[slice, ...]
+    out_index: tuple[slice, ...]
+    full: bool
+    chunk_shape: tuple[int, ...]  # the chunk's extent inside the array
+
+
+def _project_dim(sel: DimSel, c: int, n: int) -> list[tuple[int, DimSel, DimSel, bool, int]]:
+    """Per chunk touched along one dimension: (chunk index, chunk-local selection, output
+    positions, chunk fully covered, chunk length inside the array)."""
+    parts: list[tuple[int, DimSel, DimSel, bool, int]] = []
     if isinstance(sel, slice):
         start, stop, step = sel.start, sel.stop, sel.step
         if stop <= start:
-            return
+            return parts
         for k in range(start // c, (stop - 1) // c + 1):
-            lo, hi = k * c, min((k + 1) * c, n)
+            lo = k * c
+            hi = min(lo + c, n)
             first = start if start >= lo else start + -(-(lo - start) // step) * step
             end = min(stop, hi)
             if first >= end:
                 continue
             out0 = (first - start) // step
-            count = -(-(end - first) // step)
-            full = step == 1 and first == lo and end == hi
-            yield k, slice(first - lo, end - lo, step), slice(out0, out0 + count), full
-        return
+            parts.append((k, slice(first - lo, end - lo, step), slice(out0, out0 - (first - end) // step),
+                          step == 1 and first == lo and end == hi, hi - lo))
+        return parts
     if sel.size == 0:
-        return
+        return parts
     chunk_ids = sel // c
     order = np.argsort(chunk_ids, kind="stable")
     sorted_ids = chunk_ids[order]
@@ -127,7 +149,8 @@ def _project_dim(sel: DimSel, c: int, n: int) -> Iterator[tuple[int, DimSel, Dim
         local = sel[positions] - k * c
         size = min(c, n - k * c)
         full = local.size >= size and np.unique(local).size == size
-        yield k, local, positions, bool(full)
+        parts.append((k, local, positions, bool(full), size))
+    return parts
 
 
 @dataclass(frozen=True)

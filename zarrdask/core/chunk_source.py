@@ -26,7 +26,7 @@ import numpy as np
 from ..codecs.base import ChunkSpec
 from ..codecs.sharding import MISSING, ShardingCodec, is_empty_chunk
 from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
-from ..indexing import Projection, Selection
+from ..indexing import OrthogonalSelection, Projection, Selection
 from ..storage.base import ByteRange, Store, join_path
 from ..storage.coalesce import coalesce_ranges, split_coalesced
 
@@ -301,8 +301,12 @@ class ShardedChunkSource(ChunkSource):
         """The inner chunks a shard projection needs, as ``(coords, index position, where in
         the target, which part of the chunk)`` (precomputed when the shard is read whole)."""
         grid = self.codec.grid_shape
+        sel = p.chunk_selection
         if p.full and _is_view(p.out_index):
-            return _whole_shard_layout(p.chunk_selection.shape, self.inner_shape, grid)
+            return _whole_shard_layout(sel.shape, self.inner_shape, grid)
+        if isinstance(sel, OrthogonalSelection) and sel.is_basic:
+            return [(b.coords, _flat_position(b.coords, grid), b.out_index, b.chunk_index)
+                    for b in sel.slice_blocks(self.inner_shape)]
         return [(q.coords, _flat_position(q.coords, grid), q.out_index, q.chunk_selection.index())
                 for q in p.chunk_selection.project(self.inner_shape)]
 
