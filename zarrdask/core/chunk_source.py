@@ -11,6 +11,7 @@ partly covered chunk or shard is read, modified and written inside the same call
 
 from __future__ import annotations
 
+import array
 import itertools
 import os
 import threading
@@ -63,7 +64,7 @@ class ArrayOptions:
 
 
 class IndexCache:
-    """A thread-safe LRU of decoded shard indexes (flat ``[offset, nbytes, ...]`` lists), by store key."""
+    """A thread-safe LRU of decoded shard indexes (flat ``[offset, nbytes, ...]`` arrays), by store key."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
@@ -311,11 +312,11 @@ class ShardedChunkSource(ChunkSource):
                 for q in p.chunk_selection.project(self.inner_shape)]
 
     @staticmethod
-    def _entries(index: np.ndarray) -> list[int]:
-        """The index as a flat ``[offset0, nbytes0, offset1, ...]`` in C order: plain ints make
-        fast lookups, and one flat list (unlike a list of pairs) gives the garbage collector
-        nothing to track, so cold reads of big indexes do not trigger collections."""
-        return index.reshape(-1).tolist()
+    def _entries(index: np.ndarray) -> array.array:
+        """The index as a flat ``[offset0, nbytes0, offset1, ...]`` in C order. An
+        ``array("Q")`` is one copy of the bytes (a list of ints took 8 us for 256 entries),
+        looks up as fast as a list, and gives the garbage collector nothing to track."""
+        return array.array("Q", index.tobytes())
 
     def _decode_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None,
                       threads: int | None) -> None:
@@ -348,8 +349,8 @@ class ShardedChunkSource(ChunkSource):
 
         run_all(place, self._placements(p), threads)
 
-    def _indexes(self, keys: list[str]) -> list[list[int] | None]:
-        """Shard indexes (as flat entry lists) from the cache, the rest with one batched ranged request."""
+    def _indexes(self, keys: list[str]) -> list[array.array | None]:
+        """Shard indexes (as flat entry arrays) from the cache, the rest with one batched ranged request."""
         indexes: list[Any] = [self.cache.get(k) for k in keys]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
         request = self.codec.index_request()
@@ -358,7 +359,8 @@ class ShardedChunkSource(ChunkSource):
                 continue
             try:
                 index = self.codec.decode_index(raw, keys[i])
-                self.codec.check_index(index, None, keys[i])
+                if not _plainly_valid(index, self.codec.index_size if self.codec.index_location == "start" else 0):
+                    self.codec.check_index(index, None, keys[i])
             except CodecError as exc:
                 raise _with_key(exc, keys[i]) from exc
             indexes[i] = self._entries(index)
@@ -460,6 +462,28 @@ class ShardedChunkSource(ChunkSource):
         self.cache.invalidate(keys)
         self.store.set_many(puts)
         self.store.delete_many(deletes)
+
+
+def _plainly_valid(index: np.ndarray, data_start: int) -> bool:
+    """A cheap sufficient condition for ``ShardingCodec.check_index`` (shard size unknown)
+    to pass: every present entry has a positive size, ends before 2**64 and starts at or
+    after ``data_start``, and no two overlap. For non-empty ranges, sorting the starts and
+    the ends separately orders them as sorting the ranges would, so no argsort is needed
+    (6 us instead of 20 for a 256-entry index). False leaves the verdict and the error
+    message to ``check_index``."""
+    flat = index.reshape(-1, 2)
+    off = flat[:, 0]
+    end = off + flat[:, 1]  # wraps past 2**64 for absent entries (and impossible sizes)
+    valid = end > off
+    n_valid = np.count_nonzero(valid)
+    if n_valid != valid.size:
+        if n_valid != np.count_nonzero(off != MISSING):
+            return False
+        if not n_valid:
+            return True
+        off, end = off[valid], end[valid]
+    starts, ends = np.sort(off), np.sort(end)
+    return bool(starts[0] >= data_start) and not np.count_nonzero(ends[:-1] > starts[1:])
 
 
 def _is_view(index: Any) -> bool:
