@@ -115,7 +115,7 @@ class SliceBlock(NamedTuple):
     coords: tuple[int, ...]
     chunk_index: tuple[slice, ...]
     out_index: tuple[slice, ...]
-    full: bool
+    full: bool  # the whole chunk is selected (claimed for unit steps only)
     chunk_shape: tuple[int, ...]  # the chunk's extent inside the array
 
 
@@ -135,8 +135,9 @@ def _project_dim(sel: DimSel, c: int, n: int) -> list[tuple[int, DimSel, DimSel,
             if first >= end:
                 continue
             out0 = (first - start) // step
-            parts.append((k, slice(first - lo, end - lo, step), slice(out0, out0 - (first - end) // step),
-                          step == 1 and first == lo and end == hi, hi - lo))
+            count = -(-(end - first) // step)
+            full = step == 1 and first == lo and end == hi
+            parts.append((k, slice(first - lo, end - lo, step), slice(out0, out0 + count), full, hi - lo))
         return parts
     if sel.size == 0:
         return parts
