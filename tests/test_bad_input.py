@@ -773,3 +773,20 @@ def test_data_types_parsed_by_name_follow_the_registry():
     finally:
         del _V3_REGISTRY["zarrdask.test-type"]
         _BY_NAME.pop("zarrdask.test-type", None)
+
+
+@pytest.mark.parametrize("entry,word", [({"shape": "abc"}, "shape"), ("not-an-object", "metadata object")])
+def test_malformed_consolidated_entry_names_group_and_entry(tmp_path, entry, word):
+    g = zarrdask.open_group(tmp_path / "g.zarr", mode="w")
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i4")
+    zarrdask.consolidate_metadata(tmp_path / "g.zarr")
+    path = tmp_path / "g.zarr" / "zarr.json"
+    doc = json.loads(path.read_text())
+    entries = doc["consolidated_metadata"]["metadata"]
+    entries["a"] = {**entries["a"], **entry} if isinstance(entry, dict) else entry
+    path.write_text(json.dumps(doc))
+    with pytest.raises(MetadataError) as info:
+        zarrdask.open_group(tmp_path / "g.zarr")
+    assert "zarr.json consolidated_metadata/a" in str(info.value) and word in str(info.value)
+    # the entry is not consulted when consolidated metadata is ignored
+    assert zarrdask.open_group(tmp_path / "g.zarr", use_consolidated=False)["a"].shape == (4,)

@@ -79,7 +79,17 @@ def _regular(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Prob
     shape = config.get("chunk_shape")
     if not _positive_int_list(shape, ndim, (*loc, "configuration", "chunk_shape"), problems):
         return None
-    return RegularChunkGrid(tuple(shape))
+    key = tuple(shape)
+    grid = _SHARED_GRIDS.get(key)
+    if grid is None:
+        grid = RegularChunkGrid(key)
+        if len(_SHARED_GRIDS) < 1024:
+            _SHARED_GRIDS[key] = grid
+    return grid
+
+
+#: grids are immutable: the arrays of a dataset share one per chunk shape
+_SHARED_GRIDS: dict[tuple[int, ...], RegularChunkGrid] = {}
 
 
 class ChunkKeyEncoding(Protocol):
@@ -120,8 +130,9 @@ def _key_encoding(cls: type, default: str) -> Callable[[Mapping[str, Any], Loc, 
         if sep not in ("/", "."):
             problems.append(Problem((*loc, "configuration", "separator"), f"expected '/' or '.', got {sep!r}"))
             return None
-        return cls(sep)
+        return shared[sep]
 
+    shared = {sep: cls(sep) for sep in ("/", ".")}  # immutable: one instance per separator
     return make
 
 

@@ -27,6 +27,12 @@ def open(store: Any, *, mode: str = "r", path: str | None = None, storage_option
     there, ``"w-"`` create a group, failing if something exists. Keyword ``options`` are
     :class:`ArrayOptions` for arrays (``missing_chunks="raise"``, ``threads=1``, ...).
     """
+    return _open(store, mode, path, storage_options, zarr_format, True, options)
+
+
+def _open(store: Any, mode: str, path: str | None, storage_options: dict[str, Any] | None,
+          zarr_format: int | None, consolidated: bool, options: dict[str, Any]) -> Union[Array, Group]:
+    """``open``; ``consolidated=False`` leaves a group's consolidated metadata unread."""
     if mode not in _MODES:
         raise InvalidModeError(f"mode must be one of {_MODES}, got {mode!r}")
     path = node_path(path)
@@ -34,7 +40,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None, storage_option
     if mode in ("w", "w-"):
         return create_group(s, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")
     try:
-        meta = read_node(s, path, zarr_format)
+        meta = read_node(s, path, zarr_format, consolidated)
     except NodeNotFoundError:
         if mode == "a":
             return create_group(s, path=path, zarr_format=zarr_format or 3)
@@ -60,11 +66,9 @@ def open_group(store: Any, *, mode: str = "r", path: str | None = None,
                use_consolidated: bool | None = None) -> Group:
     """Open (or with ``mode`` "a"/"w"/"w-" create) a group. Consolidated metadata is used when
     present unless ``use_consolidated=False``; ``True`` requires it."""
-    node = open(store, mode=mode, path=path, storage_options=storage_options, zarr_format=zarr_format)
+    node = _open(store, mode, path, storage_options, zarr_format, use_consolidated is not False, {})
     if not isinstance(node, Group):
         raise GroupNotFoundError(f"the node at {path or '<root>'!r} is an array, not a group")
-    if use_consolidated is False and node.consolidated:
-        return Group(node.store, node.path, node.metadata.evolve(consolidated=None))
     if use_consolidated and not node.consolidated:
         raise NodeNotFoundError(f"group {node.name!r} has no consolidated metadata")
     return node

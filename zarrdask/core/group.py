@@ -8,7 +8,7 @@ from typing import Any, Union
 
 from ..errors import ContainsNodeError, InvalidKeyError, MemberNotFoundError, NodeNotFoundError
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
-from ..metadata.v3 import GroupMetadataV3, parse_v3
+from ..metadata.v3 import GroupMetadataV3
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
 from .node import Node
@@ -34,7 +34,7 @@ def _parse_consolidated(metadata: NodeMetadata) -> dict[str, NodeMetadata] | Non
     if raw is None:
         return None
     if metadata.zarr_format == 3:
-        return {path: parse_v3(doc, key=f"consolidated_metadata/{path}") for path, doc in raw.items()}
+        return dict(raw)  # parsed with the group's own metadata
     paths = {key.rsplit("/", 1)[0] if "/" in key else "" for key in raw}
     out = {}
     for path in sorted(p for p in paths if p):
@@ -202,7 +202,7 @@ def consolidate_metadata(store: Store, path: str = "") -> Group:
     nodes = walk(store, path, root)
     if root.zarr_format == 3:
         assert isinstance(root, GroupMetadataV3)
-        root = root.evolve(consolidated={p: m.to_json() for p, m in sorted(nodes.items())})
+        root = root.evolve(consolidated=dict(sorted(nodes.items())))
         write_node(store, path, root)
     else:
         docs: dict[str, Any] = {".zgroup": {"zarr_format": 2}}

@@ -21,12 +21,17 @@ NodeMetadata = Union[ArrayMetadataV3, GroupMetadataV3, ArrayMetadataV2, GroupMet
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
-def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | None = None) -> NodeMetadata | None:
-    """Build node metadata from already-decoded documents keyed by file name; None if no node."""
+def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | None = None,
+                         consolidated: bool = True) -> NodeMetadata | None:
+    """Build node metadata from already-decoded documents keyed by file name; None if no node.
+    ``consolidated=False`` leaves a group's consolidated metadata out, unparsed (a stale or
+    broken copy must not stop a caller who asked to ignore it)."""
     if "zarr.json" in docs and zarr_format in (None, 3):
         doc = docs["zarr.json"]
         if doc.get("zarr_format") == 2:
             raise MetadataError("zarr.json declares zarr_format 2", key=join_path(path, "zarr.json"))
+        if not consolidated and "consolidated_metadata" in doc:
+            doc = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
         return parse_v3(doc, key=join_path(path, "zarr.json"))
     if zarr_format == 3:
         return None
@@ -35,14 +40,15 @@ def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | 
         return ArrayMetadataV2.from_json(docs[".zarray"], attrs, key=join_path(path, ".zarray"))
     if ".zgroup" in docs:
         meta = GroupMetadataV2.from_json(docs[".zgroup"], attrs, key=join_path(path, ".zgroup"))
-        zmeta = docs.get(".zmetadata")
+        zmeta = docs.get(".zmetadata") if consolidated else None
         if isinstance(zmeta, Mapping) and isinstance(zmeta.get("metadata"), Mapping):
             meta = meta.evolve(consolidated=dict(zmeta["metadata"]))
         return meta
     return None
 
 
-def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = None) -> list[NodeMetadata | None]:
+def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = None,
+               consolidated: bool = True) -> list[NodeMetadata | None]:
     """Metadata of many nodes (``None`` where there is no node): one batched fetch of every
     ``zarr.json``, then one of the v2 documents for the paths that have none."""
     docs: list[dict[str, Any]] = [{} for _ in paths]
@@ -50,7 +56,7 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
     if zarr_format != 3:
         v2 = [i for i, d in enumerate(docs) if not d]
         _fetch_documents(store, paths, v2, _V2_NAMES, docs)
-    return [parse_node_documents(d, path, zarr_format) for d, path in zip(docs, paths)]
+    return [parse_node_documents(d, path, zarr_format, consolidated) for d, path in zip(docs, paths)]
 
 
 def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], names: Sequence[str],
@@ -64,9 +70,10 @@ def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], n
                 docs[i][name] = parse_json_document(blob, join_path(paths[i], name))
 
 
-def read_node(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata:
-    """Metadata of the node at ``path``; NodeNotFoundError when there is none."""
-    meta = read_nodes(store, [path], zarr_format)[0]
+def read_node(store: Store, path: str, zarr_format: int | None = None, consolidated: bool = True) -> NodeMetadata:
+    """Metadata of the node at ``path``; NodeNotFoundError when there is none.
+    ``consolidated=False``: without a group's consolidated metadata."""
+    meta = read_nodes(store, [path], zarr_format, consolidated)[0]
     if meta is None:
         raise NodeNotFoundError(f"no array or group at {path or '<root>'!r} in {store!r}")
     return meta

@@ -19,7 +19,7 @@ __all__ = ["NamedConfig", "parse_named_config", "parse_valid_named_config"]
 Loc = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NamedConfig:
     """One extension object, normalised. ``shorthand`` remembers the ``"name"`` form."""
 
@@ -42,13 +42,37 @@ class NamedConfig:
 _FIELDS = frozenset({"name", "configuration", "must_understand"})
 
 
+#: shared NamedConfigs of settings that are plain values (see ``parse_valid_named_config``)
+_SHARED: dict[tuple[Any, ...], NamedConfig] = {}
+_SHARED_MAX = 1024
+
+
 def parse_valid_named_config(value: Any) -> NamedConfig | None:
     """The common, valid object form, checked cheaply; None for anything else (which
-    :func:`parse_named_config` then parses or reports)."""
+    :func:`parse_named_config` then parses or reports).
+
+    Objects whose settings are all hashable are shared (NamedConfig is immutable): the
+    arrays of one dataset repeat the same few codecs, and one object each keeps an
+    open of many arrays small. The key holds each setting's type, so ``1``, ``1.0``
+    and ``true`` stay distinct.
+    """
     if type(value) is dict and value.keys() <= _FIELDS:
         name, config, must = value.get("name"), value.get("configuration"), value.get("must_understand", True)
         if type(name) is str and name and (config is None or type(config) is dict) and type(must) is bool:
-            return NamedConfig(name, dict(config) if config else {}, must)
+            if not config:
+                key: tuple[Any, ...] = (name, must)
+            else:
+                items = tuple(config.items())
+                key = (name, must, items, tuple([type(v) for v in config.values()]))
+            try:
+                shared = _SHARED.get(key)
+            except TypeError:  # a list or object among the settings
+                return NamedConfig(name, dict(config), must)
+            if shared is None:
+                shared = NamedConfig(name, dict(config) if config else {}, must)
+                if len(_SHARED) < _SHARED_MAX:
+                    _SHARED[key] = shared
+            return shared
     return None
 
 

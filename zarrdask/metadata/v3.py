@@ -52,7 +52,7 @@ def _dumps(doc: Mapping[str, Any]) -> bytes:
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArrayMetadataV3:
     """A v3 array's ``zarr.json``. ``fill_value`` is the parsed scalar of ``data_type``."""
 
@@ -144,12 +144,16 @@ class ArrayMetadataV3:
         )  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupMetadataV3:
-    """A v3 group's ``zarr.json``; ``consolidated`` holds the inline consolidated metadata, if any."""
+    """A v3 group's ``zarr.json``. ``consolidated`` holds the inline consolidated metadata,
+    if any, parsed: ``{path relative to the group: node metadata}``. Parsing it with the
+    group leaves no copy of the raw documents alive (a dataset of many variables would
+    keep thousands of small JSON objects), and writing it back serialises the parsed
+    nodes, as ``consolidate_metadata`` writes them."""
 
     attributes: Mapping[str, Any] = field(default_factory=dict)
-    consolidated: Mapping[str, Mapping[str, Any]] | None = None
+    consolidated: Mapping[str, ArrayMetadataV3 | GroupMetadataV3] | None = None
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
 
     zarr_format = 3
@@ -162,7 +166,7 @@ class GroupMetadataV3:
         doc: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": dict(self.attributes)}
         if self.consolidated is not None:
             doc["consolidated_metadata"] = {
-                "kind": "inline", "must_understand": False, "metadata": {k: dict(v) for k, v in self.consolidated.items()}
+                "kind": "inline", "must_understand": False, "metadata": {k: v.to_json() for k, v in self.consolidated.items()}
             }
         doc.update(self.extra_fields)
         return doc
@@ -187,7 +191,22 @@ class GroupMetadataV3:
             else:
                 consolidated = _flatten_consolidated(cm.get("metadata", {}))
         raise_problems(problems, key)
+        if consolidated is not None:
+            consolidated = _parse_consolidated_nodes(consolidated, key)
         return cls(attributes=attributes, consolidated=consolidated, extra_fields=extra)
+
+
+def _parse_consolidated_nodes(
+    docs: Mapping[str, Any], key: str | None
+) -> dict[str, ArrayMetadataV3 | GroupMetadataV3]:
+    """Parse flattened consolidated entries; an error names the group's key and the entry."""
+    nodes = {}
+    for path, doc in docs.items():
+        where = f"{key or 'zarr.json'} consolidated_metadata/{path}"
+        if not isinstance(doc, Mapping):
+            raise MetadataError(f"expected a node's metadata object, got {type(doc).__name__}", key=where)
+        nodes[path] = parse_v3(doc, key=where)
+    return nodes
 
 
 def _flatten_consolidated(meta: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
