@@ -790,3 +790,14 @@ def test_malformed_consolidated_entry_names_group_and_entry(tmp_path, entry, wor
     assert "zarr.json consolidated_metadata/a" in str(info.value) and word in str(info.value)
     # the entry is not consulted when consolidated metadata is ignored
     assert zarrdask.open_group(tmp_path / "g.zarr", use_consolidated=False)["a"].shape == (4,)
+
+
+@pytest.mark.parametrize("good,bad", [(1, True), (0, False), (1, 1.0)])
+def test_shared_codec_settings_keep_their_types(tmp_path, good, bad):
+    """Parsed codec objects are shared between arrays; a setting of another JSON type
+    (``1`` / ``true`` / ``1.0``) is never taken for an equal-comparing one."""
+    ok = _set(v3_doc(), ("codecs",), [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": good}}])
+    assert zarrdask.open_array(write_v3_array(tmp_path / "ok", ok)).codecs[1]["configuration"]["level"] == good
+    wrong = _set(v3_doc(), ("codecs",), [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": bad}}])
+    with pytest.raises(MetadataError, match="level"):
+        zarrdask.open_array(write_v3_array(tmp_path / "bad", wrong))

@@ -57,6 +57,13 @@ _PIPELINES_MAX = 256
 _last_flat: tuple[Any, ChunkSpec, CodecPipeline] | None = None
 
 
+def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """The same objects in the same order. Codec configs are compared by identity, not
+    equality: equal-comparing settings may differ in JSON type (``1`` / ``true``), and
+    the parser shares one object per distinct configuration."""
+    return len(a) == len(b) and all([x is y for x, y in zip(a, b)])
+
+
 def _same_spec(a: ChunkSpec, b: ChunkSpec) -> bool:
     """Equal chunk specs, with NaN fill values equal to each other."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -71,14 +78,15 @@ def _same_spec(a: ChunkSpec, b: ChunkSpec) -> bool:
 def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
     """The codec pipeline of a v3 array. Pipelines are immutable and shared between
     arrays with the same chain and chunk spec: opening a dataset of many alike
-    variables builds them once. A flat chain is reused when it equals the last one built
-    (comparing is cheaper than keying, about 7 us with JSON); sharded pipelines (an
-    inner and an index pipeline each) are cached by their JSON."""
+    variables builds them once. A flat chain is reused when it is made of the same
+    (shared) codec objects as the last one built (cheaper than keying, about 7 us with
+    JSON); sharded pipelines (an inner and an index pipeline each) are cached by their
+    JSON."""
     global _last_flat
     codecs = metadata.codecs
     if not any(c.name == "sharding_indexed" for c in codecs):
         last = _last_flat
-        if last is not None and last[0] == codecs and _same_spec(last[1], spec):
+        if last is not None and _same_objects(last[0], codecs) and _same_spec(last[1], spec):
             return last[2]
         pipeline = CodecPipeline.from_metadata(codecs, spec)
         _last_flat = (codecs, spec, pipeline)
