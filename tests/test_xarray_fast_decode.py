@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from typing import Any
@@ -213,8 +214,18 @@ def _decode(function, dtype, attrs, flags, global_attrs=None):
 
 
 def _check_same_decoding(dtype, attrs, flags, global_attrs=None) -> None:
-    want, want_warnings = _decode(conventions.decode_cf_variables, dtype, attrs, flags, global_attrs)
-    got, got_warnings = _decode(decode_cf_variables, dtype, attrs, flags, global_attrs)
+    """Same results as xarray, both copying and changing the given variables in place
+    (xarray's reference result afresh each time: reading lazily decoded timedeltas twice
+    can give another resolution)."""
+    for in_place in (False, True):
+        want, want_warnings = _decode(conventions.decode_cf_variables, dtype, attrs, flags, global_attrs)
+        got, got_warnings = _decode(
+            functools.partial(decode_cf_variables, in_place=in_place), dtype, attrs, flags, global_attrs
+        )
+        _check_same_result(got, got_warnings, want, want_warnings)
+
+
+def _check_same_result(got, got_warnings, want, want_warnings) -> None:
     assert got_warnings == want_warnings
     if isinstance(want, Exception):
         assert type(got) is type(want) and str(got) == str(want)

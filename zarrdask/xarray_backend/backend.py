@@ -87,6 +87,7 @@ def _store_dataset(
         drop_variables=drop_variables,
         use_cftime=use_cftime,
         decode_timedelta=decode_timedelta,
+        in_place=True,  # the variables are this open's own
     )
     # split data and coordinate variables (promote dimension coordinates)
     data_vars = {}

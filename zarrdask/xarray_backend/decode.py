@@ -86,15 +86,18 @@ def is_plain(variable: Variable, *, use_cftime: Any = None) -> bool:
     return True
 
 
-def _decode_plain(variable: Variable, *, mask_and_scale: bool) -> Variable:
+def _decode_plain(variable: Variable, *, mask_and_scale: bool, in_place: bool) -> Variable:
     """What ``conventions.decode_cf_variable`` returns for a variable ``is_plain``
     accepts: ``_FillValue`` (NaN) moved to ``encoding`` when masking, and
-    ``encoding["dtype"]`` recorded; the data is untouched."""
-    attrs = dict(variable.attrs)
-    encoding = dict(variable.encoding)
+    ``encoding["dtype"]`` recorded; the data is untouched. ``in_place``: change and
+    return ``variable`` itself instead of a new one."""
+    attrs = variable.attrs if in_place else dict(variable.attrs)
+    encoding = variable.encoding if in_place else dict(variable.encoding)
     if mask_and_scale and "_FillValue" in attrs:
         encoding["_FillValue"] = attrs.pop("_FillValue")
     encoding.setdefault("dtype", variable.dtype)
+    if in_place:
+        return variable
     return Variable(variable.dims, variable._data, attrs, encoding, fastpath=True)
 
 
@@ -122,9 +125,13 @@ def decode_cf_variables(
     drop_variables: str | Iterable[Hashable] | None = None,
     use_cftime: Any = None,
     decode_timedelta: Any = None,
+    *,
+    in_place: bool = False,
 ) -> tuple[dict[Hashable, Variable], Any, set[Hashable]]:
     """``xarray.conventions.decode_cf_variables``, with plain variables decoded
-    directly (same results; see the module docstring)."""
+    directly (same results; see the module docstring). ``in_place=True`` (for a caller
+    that owns ``variables``, as the backend does with a fresh store's) decodes plain
+    variables by changing them rather than copying them."""
     if isinstance(drop_variables, str):
         drop = {drop_variables}
     else:
@@ -136,7 +143,9 @@ def decode_cf_variables(
             continue
         if is_plain(variable, use_cftime=_item_or_default(use_cftime, name, None)):
             plain[name] = _decode_plain(
-                variable, mask_and_scale=bool(_item_or_default(mask_and_scale, name, True))
+                variable,
+                mask_and_scale=bool(_item_or_default(mask_and_scale, name, True)),
+                in_place=in_place,
             )
     decoded, attrs, coord_names = conventions.decode_cf_variables(
         variables,
