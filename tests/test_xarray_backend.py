@@ -317,3 +317,19 @@ def test_misaligned_dask_writes_on_processes(tmp_path: Path, process_client: obj
     with open_zarrdask(target) as by_zarrdask, open_xarray(target) as by_xarray:
         assert_identical(expected, by_zarrdask.load())
         assert_identical(expected, by_xarray.load())
+
+
+def test_store_load_maps_xarrays_none_name_back(tmp_path):
+    """An array named ``__values__`` (xarray's name for a None-named variable) loads as
+    None, as through ``AbstractDataStore.load``; other names load as they are."""
+    from zarrdask.xarray_backend.store import ZarrdaskDataStore
+
+    g = zarrdask.open_group(tmp_path / "g.zarr", mode="w")
+    for name in ("__values__", "t"):
+        g.create_array(name, shape=(3,), chunks=(3,), dtype="f4", dimension_names=["x"])[...] = 1.0
+    variables, attrs = ZarrdaskDataStore(zarrdask.open_group(tmp_path / "g.zarr")).load()
+    assert sorted(variables, key=str) == [None, "t"] and dict(attrs) == {}
+    g2 = zarrdask.open_group(tmp_path / "h.zarr", mode="w")
+    g2.create_array("t", shape=(3,), chunks=(3,), dtype="f4", dimension_names=["x"])[...] = 2.0
+    variables, _ = ZarrdaskDataStore(zarrdask.open_group(tmp_path / "h.zarr")).load()
+    assert list(variables) == ["t"] and variables["t"].values.tolist() == [2.0] * 3

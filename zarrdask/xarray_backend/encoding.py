@@ -20,7 +20,6 @@ from xarray.backends.zarr import FillValueCoder
 
 from zarrdask.errors import DatasetError, DatasetTypeError
 from zarrdask.codecs import get_codec_class
-from zarrdask.codecs.base import ArrayBytesCodec
 from zarrdask.core.array import Array
 from zarrdask.errors import ChunkAlignmentError
 
@@ -67,7 +66,7 @@ def string_kind(array: Array) -> type[str] | type[bytes] | None:
 
 def _is_serializer(codec: Any) -> bool:
     cls = get_codec_class(codec if isinstance(codec, str) else codec["name"])
-    return cls is not None and issubclass(cls, ArrayBytesCodec)
+    return cls is not None and cls.kind == "array->bytes"
 
 
 def _split_v3_codecs(codecs: Sequence[Any]) -> dict[str, Any]:

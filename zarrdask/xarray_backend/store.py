@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xarray import Variable, coding
-from xarray.backends.common import AbstractDataStore, BackendArray
+from xarray.backends.common import NONE_VAR_NAME, AbstractDataStore, BackendArray
 from xarray.backends.zarr import DIMENSION_KEY
 from xarray.core import indexing
-from xarray.core.utils import FrozenDict
+from xarray.core.utils import Frozen
 
 from zarrdask.errors import DatasetError
 from zarrdask.core.array import Array
@@ -197,12 +197,23 @@ class ZarrdaskDataStore(AbstractDataStore):
         data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array), _full_key(array.ndim))
         return Variable(dims, data, attrs, encoding, fastpath=True)
 
-    def get_variables(self) -> FrozenDict[str, Variable]:
-        return FrozenDict(
-            (name, self._store_variable(member))
-            for name, member in self._members.items()
-            if isinstance(member, Array)
+    def get_variables(self) -> Frozen[str, Variable]:
+        return Frozen(
+            {
+                name: self._store_variable(member)
+                for name, member in self._members.items()
+                if isinstance(member, Array)
+            }
         )
+
+    def load(self) -> tuple[Frozen[str, Variable], Frozen[str, Any]]:
+        """``AbstractDataStore.load`` without copying both mappings once more. An array
+        named ``__values__`` (xarray's name for an unnamed DataArray) goes through the
+        base class, which maps the name back to None."""
+        variables = self.get_variables()
+        if NONE_VAR_NAME in variables:
+            return super().load()
+        return variables, Frozen(self.get_attrs())
 
     def get_attrs(self) -> dict[str, Any]:
         return {k: v for k, v in self.group.attrs.items() if not k.lower().startswith("_nc")}
