@@ -333,3 +333,32 @@ def test_store_load_maps_xarrays_none_name_back(tmp_path):
     g2.create_array("t", shape=(3,), chunks=(3,), dtype="f4", dimension_names=["x"])[...] = 2.0
     variables, _ = ZarrdaskDataStore(zarrdask.open_group(tmp_path / "h.zarr")).load()
     assert list(variables) == ["t"] and variables["t"].values.tolist() == [2.0] * 3
+
+
+def test_small_one_chunk_arrays_are_read_once_per_open(tmp_path, monkeypatch):
+    """Opening reads a time coordinate's first, last and all values; its chunk is
+    fetched once. Reads give independent copies; big or multi-chunk arrays are not kept."""
+    times = pd.date_range("2000-01-01", periods=24, freq="D")
+    ds = xr.Dataset(
+        {"v": (("time", "x"), np.arange(24 * 3, dtype="f4").reshape(24, 3))},
+        coords={"time": times, "x": [10.0, 20.0, 30.0]},
+    )
+    to_zarr(ds, tmp_path / "d.zarr", encoding={"v": {"chunks": (6, 3)}})
+    from zarrdask.storage.local import LocalStore
+
+    fetched: list[str] = []
+    get, get_ranges = LocalStore._get, LocalStore._get_ranges
+    monkeypatch.setattr(LocalStore, "_get", lambda self, key: fetched.append(key) or get(self, key))
+    monkeypatch.setattr(LocalStore, "_get_ranges",
+                        lambda self, reqs: fetched.extend(k for k, _ in reqs) or get_ranges(self, reqs))
+    opened = xr.open_dataset(tmp_path / "d.zarr", engine="zarrdask")
+    assert_identical(opened.load(), xr.open_dataset(tmp_path / "d.zarr", engine="zarr").load())
+    assert fetched.count("time/c/0") == 1 and fetched.count("x/c/0") == 1
+    assert sum(k.startswith("v/") for k in fetched) == 4  # v: 4 chunks, each read once
+
+    backend = ZarrdaskBackendArray(zarrdask.open_array(tmp_path / "d.zarr", path="x"))
+    key = xr.core.indexing.BasicIndexer((slice(None),))
+    first = backend[key]
+    first[:] = -1  # a caller writing to its result changes nothing for the next read
+    assert backend[key].tolist() == [10.0, 20.0, 30.0]
+    assert ZarrdaskBackendArray(zarrdask.open_array(tmp_path / "d.zarr", path="v"))._is_small() is False

@@ -52,15 +52,26 @@ def _full_key(ndim: int) -> indexing.BasicIndexer:
     return key
 
 
+#: arrays of one chunk and at most this many bytes are read once per open (see below)
+SMALL_ARRAY_BYTES = 1 << 16
+
+
 class ZarrdaskBackendArray(BackendArray):
     """A zarrdask ``Array`` behind xarray's lazy indexing (vectorized support). Basic
-    indexing (what dask tasks do with ``chunks=``) goes through a ``BlockReader``."""
+    indexing (what dask tasks do with ``chunks=``) goes through a ``BlockReader``.
 
-    __slots__ = ("_array", "_reader", "dtype", "shape")
+    A small array stored as one chunk (a coordinate, typically) is read whole on its
+    first basic read and later basic reads are served from that copy: while opening a
+    dataset, xarray reads a time coordinate's first and last values and then all of it,
+    which would otherwise fetch and decode the same chunk three times (three requests
+    on an object store)."""
+
+    __slots__ = ("_array", "_reader", "_whole", "dtype", "shape")
 
     def __init__(self, array: Array) -> None:
         self._array = array
         self._reader = BlockReader(array)
+        self._whole: np.ndarray | None = None
         self.shape = array.shape
         kind = string_kind(array)
         # Keep the vlen element type on object arrays, as xarray's engine does (GH 7328).
@@ -86,7 +97,18 @@ class ZarrdaskBackendArray(BackendArray):
         return await asyncio.to_thread(self.__getitem__, key)
 
     def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
+        whole = self._whole
+        if whole is None and self._is_small():
+            whole = self._whole = np.asarray(self._reader[...])
+        if whole is not None:
+            return whole[key].copy()  # a copy: callers may write to what they get
         return np.asarray(self._reader[key])
+
+    def _is_small(self) -> bool:
+        array = self._array
+        return array.nbytes <= SMALL_ARRAY_BYTES and all(
+            c >= n for c, n in zip(array.write_grid, array.shape, strict=True)
+        )
 
     def _oindex(self, key: tuple[Any, ...]) -> np.ndarray:
         return np.asarray(self._array.oindex[key])
