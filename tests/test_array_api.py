@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import mmap
 import pickle
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -221,10 +222,11 @@ def test_memory_store_round_trip():
 @pytest.mark.parametrize("shards", [None, (32, 64)], ids=["plain", "sharded"])
 def test_large_results_are_private_mappings_that_behave_like_arrays(monkeypatch, shards):
     """Results above the size threshold get their own anonymous mapping (no huge-page
-    advice); they must be ordinary writable, picklable C-ordered arrays with the values."""
-    import zarrdask.core.array as array_module
+    advice, prefaulted while the read decodes into it); they must be ordinary writable,
+    picklable C-ordered arrays with the values."""
+    import zarrdask.core.output as output_module
 
-    monkeypatch.setattr(array_module, "_FRESH_PAGES_BYTES", 4096)
+    monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
     data = np.arange(64 * 64, dtype="float64").reshape(64, 64)
     a = zarrdask.create_array(MemoryStore(), shape=(64, 64), dtype="float64", chunks=(16, 16), shards=shards)
     a[...] = data
@@ -239,6 +241,23 @@ def test_large_results_are_private_mappings_that_behave_like_arrays(monkeypatch,
     strings = zarrdask.create_array(MemoryStore(), shape=(600,), dtype=str, chunks=(100,))
     strings[...] = np.array(["x" * 10] * 600, dtype=object)
     assert not _mapped(strings[...])  # object results stay ordinary numpy allocations
+
+
+def test_prefault_keeps_values_already_written():
+    """Prefaulting a mapping that a read is writing into keeps every written value,
+    whether the page was written before, during or after the prefault."""
+    from zarrdask.core.output import prefault
+
+    n = 3 * (8 << 20) // 8 + 123  # several prefault steps and a partial one
+    out = np.frombuffer(mmap.mmap(-1, n * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype="f8")
+    values = np.arange(n, dtype="f8")
+    out[: n // 3] = values[: n // 3]  # before
+    helper = threading.Thread(target=prefault, args=(out,))
+    helper.start()
+    out[n // 3:] = values[n // 3:]  # while (or after) it runs
+    helper.join()
+    prefault(out)  # and again over pages that are all mapped
+    np.testing.assert_array_equal(out, values)
 
 
 def _mapped(array: np.ndarray) -> bool:

@@ -6,7 +6,6 @@ import hashlib
 import itertools
 import json
 import math
-import mmap
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -32,6 +31,7 @@ from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
 from .node import Node
+from .output import output_array
 
 __all__ = ["Array", "ArrayOptions"]
 
@@ -100,27 +100,6 @@ def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
             _PIPELINES.pop(next(iter(_PIPELINES)))
         _PIPELINES[key] = pipeline
     return pipeline
-
-
-#: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
-_FRESH_PAGES_BYTES = 32 << 20
-
-
-def _output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An uninitialised array for a read's result.
-
-    A result of 32 MiB or more is an anonymous private mapping of its own. malloc would
-    hand out fresh pages for it anyway; what this avoids is numpy's ``MADV_HUGEPAGE``
-    advice on large arrays, which on kernels with transparent huge pages in ``madvise``
-    mode makes page faults wait for memory compaction: full reads of the 512 MiB
-    benchmark array took 0.54 s or 0.9-1.2 s from run to run with it; medians without it,
-    interleaved (15 each): 0.71 vs 0.78 s, 0.58 vs 0.64 s, 0.61 vs 0.66 s.
-    """
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _FRESH_PAGES_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
-        return np.empty(shape, dtype=dtype)
-    buffer = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return np.frombuffer(buffer, dtype=dtype).reshape(shape)
 
 
 _DEFAULT_OPTIONS = ArrayOptions()  # immutable, so shared
@@ -264,7 +243,7 @@ class Array(Node):
 
     # -- reads ---------------------------------------------------------------------------
     def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any:
-        out = _output_array(selection.shape, self.dtype)
+        out = output_array(selection.shape, self.dtype)
         self._source.read(selection, out)
         out = out.reshape(out_shape)
         return out[()] if out_shape == () else out
