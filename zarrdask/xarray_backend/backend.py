@@ -61,33 +61,15 @@ def _open_store(
     return ZarrdaskDataStore(root)
 
 
-def _store_dataset(
-    store: ZarrdaskDataStore,
-    *,
-    mask_and_scale: Any = True,
-    decode_times: Any = True,
-    concat_characters: Any = True,
-    decode_coords: Any = True,
-    drop_variables: str | Iterable[str] | None = None,
-    use_cftime: Any = None,
-    decode_timedelta: Any = None,
-    set_indexes: bool = True,  # accepted (and unused) as by StoreBackendEntrypoint
-) -> Dataset:
+def _store_dataset(store: ZarrdaskDataStore, *, set_indexes: bool = True, **decoders: Any) -> Dataset:
     """xarray's ``StoreBackendEntrypoint.open_dataset`` with zarrdask's CF decoding
-    (xarray's, with a fast path for variables it leaves as they are)."""
+    (xarray's, with a fast path for variables it leaves as they are). ``decoders`` are
+    ``decode_cf_variables``' keywords (``mask_and_scale``, ``decode_times``, ...);
+    ``set_indexes`` is accepted (and unused) as by StoreBackendEntrypoint."""
     variables, attrs = store.load()
     encoding = store.get_encoding()
     variables, attrs, coord_names = decode_cf_variables(
-        variables,
-        attrs,
-        mask_and_scale=mask_and_scale,
-        decode_times=decode_times,
-        concat_characters=concat_characters,
-        decode_coords=decode_coords,
-        drop_variables=drop_variables,
-        use_cftime=use_cftime,
-        decode_timedelta=decode_timedelta,
-        in_place=True,  # the variables are this open's own
+        variables, attrs, **decoders, in_place=True  # the variables are this open's own
     )
     # split data and coordinate variables (promote dimension coordinates)
     data_vars = {}
