@@ -26,11 +26,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # the conformance corpus
 # --------------------------------------------------------------------------------------
 def corpus_dir() -> Path:
-    """``../shared/conformance`` relative to the repository (override: $ZARRDASK_CONFORMANCE)."""
+    """The corpus kept in the repository, ``tests/data/conformance`` (override: $ZARRDASK_CONFORMANCE)."""
     env = os.environ.get("ZARRDASK_CONFORMANCE")
     if env:
         return Path(env).resolve()
-    return (REPO_ROOT / ".." / "shared" / "conformance").resolve()
+    return REPO_ROOT / "tests" / "data" / "conformance"
 
 
 def load_manifest() -> dict | None:

@@ -1,4 +1,4 @@
-"""The conformance corpus (../shared/conformance): one test per manifest case.
+"""The conformance corpus (tests/data/conformance, a copy of the public corpus): one test per manifest case.
 
 Every case must pass: core and zarr-python-extension cases read bit-exact (floats by bit
 pattern), sharding cases included, must-fail cases raise ``zarrdask.ZarrdaskError`` with a
@@ -51,7 +51,7 @@ def _case_params():
 
 
 def test_corpus_present():
-    assert MANIFEST is not None, f"conformance corpus not found at {CORPUS} (expected ../shared/conformance)"
+    assert MANIFEST is not None, f"conformance corpus not found at {CORPUS} (expected tests/data/conformance)"
     assert len(MANIFEST["cases"]) == MANIFEST.get("n_cases", len(MANIFEST["cases"]))
     ids = [c["id"] for c in MANIFEST["cases"]]
     assert len(ids) == len(set(ids)), "duplicate case ids"
@@ -263,7 +263,7 @@ def _ml_dtype_name(exp: dict) -> str | None:
 # --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("case", _case_params())
 def test_case(case):
-    assert case is not None, f"conformance corpus not found at {CORPUS} (expected ../shared/conformance)"
+    assert case is not None, f"conformance corpus not found at {CORPUS} (expected tests/data/conformance)"
     exp = case["expect"]
     root = CORPUS / case["path"]
     assert root.exists(), f"store of case {case['id']} missing: {root}"
