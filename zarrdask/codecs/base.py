@@ -81,6 +81,12 @@ class Codec(ABC):
 class ArrayArrayCodec(Codec):
     kind: ClassVar[str] = "array->array"
 
+    def axis_permutation(self, ndim: int) -> tuple[int, ...] | None:
+        """The axis order of the encoded side (``encoded.transpose`` of the decoded chunk),
+        when the codec only permutes axes; None when it changes values, dtype or shape.
+        A chunk source uses it to address inner chunks of a shard without decoding it whole."""
+        return None
+
     @abstractmethod
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray: ...
 

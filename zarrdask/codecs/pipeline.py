@@ -83,6 +83,19 @@ class CodecPipeline:
         self._aa_specs = tuple(specs[: len(array_array)])
         self.bytes_spec = current
 
+    @property
+    def axis_permutation(self) -> tuple[int, ...] | None:
+        """The array->array codecs as one axis permutation (``range(ndim)`` when there are
+        none): the array->bytes codec's axis ``k`` is the decoded chunk's axis ``perm[k]``.
+        None when one of them does more than permute axes."""
+        perm = tuple(range(len(self.spec.shape)))
+        for codec in self.array_array:
+            step = codec.axis_permutation(len(perm))
+            if step is None:
+                return None
+            perm = tuple(perm[i] for i in step)
+        return perm
+
     @classmethod
     def from_metadata(cls, configs: Sequence[NamedConfig], spec: ChunkSpec, loc: Loc = ("codecs",)) -> CodecPipeline:
         return cls(build_codecs(configs, loc), spec, loc)

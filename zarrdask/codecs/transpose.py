@@ -53,6 +53,9 @@ class TransposeCodec(ArrayArrayCodec):
                                f"has {len(self.order)} entries but the chunk has {len(spec.shape)} dimensions")
         return self
 
+    def axis_permutation(self, ndim: int) -> tuple[int, ...]:
+        return self._perm(ndim)
+
     def resolve(self, spec: ChunkSpec) -> ChunkSpec:
         perm = self._perm(len(spec.shape))
         return ChunkSpec(tuple(spec.shape[i] for i in perm), spec.dtype, spec.fill_value)

@@ -134,16 +134,13 @@ class Array(Node):
                 raise
             key = join_path(self._path, "zarr.json" if meta.zarr_format == 3 else ".zarray")
             raise type(exc)(exc.problems, key=key) from None
-        grid_shape = tuple(meta.chunk_grid.chunk_shape)
-        sharding = getattr(self._pipeline, "array_bytes", None)
-        if isinstance(sharding, ShardingCodec):
-            self._chunks, self._shards = tuple(sharding.chunk_shape), grid_shape
-        else:
-            self._chunks, self._shards = grid_shape, None
+        sharded = isinstance(getattr(self._pipeline, "array_bytes", None), ShardingCodec)
         # only shard indexes are cached; an unsharded array shares a cache that keeps nothing
-        self._cache = IndexCache(self._options.index_cache_size) if self._shards else _NO_INDEX_CACHE
+        self._cache = IndexCache(self._options.index_cache_size) if sharded else _NO_INDEX_CACHE
         self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, self._pipeline, spec,
                                          self._options, self._cache)
+        self._chunks = self._source.read_shape
+        self._shards = self._source.unit_shape if sharded else None
 
     # -- description ---------------------------------------------------------------
     @property

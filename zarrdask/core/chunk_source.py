@@ -140,6 +140,7 @@ class ChunkSource:
         self.options = options
         self.cache = cache
         self.unit_shape = spec.shape
+        self.read_shape = spec.shape  # the unit a read decodes (inner chunks when sharded)
         fill = spec.fill_value
         self.fill = spec.dtype.default_fill() if fill is None else fill
 
@@ -229,16 +230,28 @@ class _InnerJob:
         self.target, self.data = target, data
 
 
-def _flat_position(coords: Sequence[int], grid: Sequence[int]) -> int:
-    """Position of an inner chunk in the C-ordered shard index."""
+def _flat_position(coords: Sequence[int], strides: Sequence[int]) -> int:
+    """Position of an inner chunk in the shard index (``strides``: see ``_index_strides``)."""
     pos = 0
-    for c, n in zip(coords, grid):
-        pos = pos * n + c
+    for c, n in zip(coords, strides):
+        pos += c * n
     return pos
 
 
+def _index_strides(grid: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
+    """Index strides of the array's axes. The index is C-ordered over the sharding codec's
+    inner grid ``grid``, whose axis ``k`` is the array's axis ``perm[k]`` (transpose codecs
+    before the sharding codec permute it)."""
+    strides = [0] * len(grid)
+    step = 1
+    for k in reversed(range(len(grid))):
+        strides[perm[k]] = step
+        step *= grid[k]
+    return tuple(strides)
+
+
 @lru_cache(maxsize=64)
-def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], grid: tuple[int, ...]
+def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], strides: tuple[int, ...]
                         ) -> tuple[tuple[tuple[int, ...], int, tuple[slice, ...], Any], ...]:
     """For a shard read whole (``shard_shape`` clipped to the array): each inner chunk's
     coordinates, index position, region in the shard, and the part of it that is in bounds."""
@@ -247,20 +260,30 @@ def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ..
         region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, inner_shape, shard_shape))
         clipped = any(r.stop - r.start < c for r, c in zip(region, inner_shape))
         inner = tuple(slice(0, r.stop - r.start) for r in region) if clipped else ...
-        layout.append((coords, _flat_position(coords, grid), region, inner))
+        layout.append((coords, _flat_position(coords, strides), region, inner))
     return tuple(layout)
 
 
 class ShardedChunkSource(ChunkSource):
-    """One stored value per shard; inner chunks addressed through the shard index."""
+    """One stored value per shard; inner chunks addressed through the shard index.
+
+    Array->array codecs before the sharding codec must only permute axes (transpose): the
+    sharding codec then sees the shard with its axes in ``perm`` order, so an inner chunk
+    of the array is the inner chunk at the permuted coordinates, decoded and transposed
+    back. Other array->array codecs need the whole shard (``PlainChunkSource``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         codec = self.pipeline.array_bytes
-        assert isinstance(codec, ShardingCodec)
+        perm = self.pipeline.axis_permutation
+        assert isinstance(codec, ShardingCodec) and perm is not None
         self.codec = codec
         self.inner = codec.inner
-        self.inner_shape = codec.chunk_shape
+        self._perm = perm
+        self._inverse = tuple(int(i) for i in np.argsort(perm))
+        self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
+        self.read_shape = self.inner_shape
+        self._strides = _index_strides(codec.grid_shape, perm)
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then.
         self.partial_reads = not self.pipeline.bytes_bytes
 
@@ -301,15 +324,26 @@ class ShardedChunkSource(ChunkSource):
     def _placements(self, p: Projection) -> Sequence[tuple[tuple[int, ...], int, Any, Any]]:
         """The inner chunks a shard projection needs, as ``(coords, index position, where in
         the target, which part of the chunk)`` (precomputed when the shard is read whole)."""
-        grid = self.codec.grid_shape
+        strides = self._strides
         sel = p.chunk_selection
         if p.full and _is_view(p.out_index):
-            return _whole_shard_layout(sel.shape, self.inner_shape, grid)
+            return _whole_shard_layout(sel.shape, self.inner_shape, strides)
         if isinstance(sel, OrthogonalSelection) and sel.is_basic:
-            return [(b.coords, _flat_position(b.coords, grid), b.out_index, b.chunk_index)
+            return [(b.coords, _flat_position(b.coords, strides), b.out_index, b.chunk_index)
                     for b in sel.slice_blocks(self.inner_shape)]
-        return [(q.coords, _flat_position(q.coords, grid), q.out_index, q.chunk_selection.index())
+        return [(q.coords, _flat_position(q.coords, strides), q.out_index, q.chunk_selection.index())
                 for q in p.chunk_selection.project(self.inner_shape)]
+
+    def _decode_inner(self, data: bytes | memoryview) -> np.ndarray:
+        """An inner chunk as the array sees it (a view when transposed back)."""
+        return self.inner.decode(data).transpose(self._inverse)
+
+    def _encode_inner(self, chunk: np.ndarray) -> bytes:
+        return self.inner.encode(chunk.transpose(self._perm))
+
+    def _encoded_coords(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        """An inner chunk's coordinates in the sharding codec's (permuted) grid."""
+        return tuple(coords[k] for k in self._perm)
 
     @staticmethod
     def _entries(index: np.ndarray) -> array.array:
@@ -333,7 +367,7 @@ class ShardedChunkSource(ChunkSource):
         except CodecError as exc:
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
-        decode = self.inner.decode
+        decode = self._decode_inner
 
         def place(item: tuple[tuple[int, ...], int, Any, Any]) -> None:
             coords, pos, out_index, chunk_index = item
@@ -407,7 +441,7 @@ class ShardedChunkSource(ChunkSource):
             self._missing(f"shard {job.key}, inner chunk {job.coords}", job.target, job.out_index)
             return
         try:
-            chunk = self.inner.decode(job.data)
+            chunk = self._decode_inner(job.data)
         except CodecError as exc:
             raise _with_key(exc, job.key, job.coords) from exc
         job.target[job.out_index] = chunk[job.chunk_index]
@@ -428,24 +462,25 @@ class ShardedChunkSource(ChunkSource):
         for i, p in enumerate(shards):
             sub_values = values[p.out_index]
             for q in p.chunk_selection.project(self.inner_shape):
-                tasks.append((i, q, sub_values, existing.get(i, {}).get(q.coords)))
+                tasks.append((i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
 
         def encode(task: tuple) -> bytes | None:
             i, q, sub_values, blob = task
             try:
-                old = None if blob is None or q.full else (lambda: self.inner.decode(blob))
+                old = None if blob is None or q.full else (lambda: self._decode_inner(blob))
                 chunk = self._updated_chunk(self.inner_shape, q, sub_values, old)
             except CodecError as exc:
                 raise _with_key(exc, keys[i], q.coords) from exc
-            return self.inner.encode(chunk) if self._keep(chunk) else None
+            return self._encode_inner(chunk) if self._keep(chunk) else None
 
         encoded = run_all(encode, tasks, self.options.threads)
         chunks: list[dict[tuple[int, ...], Any]] = [dict(existing.get(i, {})) for i in range(len(shards))]
         for (i, q, _, _), data in zip(tasks, encoded):
+            coords = self._encoded_coords(q.coords)
             if data is None:
-                chunks[i].pop(q.coords, None)
+                chunks[i].pop(coords, None)
             else:
-                chunks[i][q.coords] = data
+                chunks[i][coords] = data
         puts: dict[str, Any] = {}
         deletes = []
         for key, inner_chunks in zip(keys, chunks):
@@ -493,7 +528,9 @@ def _is_view(index: Any) -> bool:
 
 def make_chunk_source(store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
                       options: ArrayOptions, cache: IndexCache) -> ChunkSource:
-    """The chunk source for a pipeline: sharded when its array->bytes codec is sharding."""
-    sharded = isinstance(getattr(pipeline, "array_bytes", None), ShardingCodec)
+    """The chunk source for a pipeline: sharded when its array->bytes codec is sharding and
+    the codecs before it only permute axes; any other chain decodes whole stored values."""
+    sharded = (isinstance(getattr(pipeline, "array_bytes", None), ShardingCodec)
+               and pipeline.axis_permutation is not None)
     cls = ShardedChunkSource if sharded else PlainChunkSource
     return cls(store, path, key_encoding, pipeline, spec, options, cache)
