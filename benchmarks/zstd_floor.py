@@ -33,7 +33,7 @@ def inner_chunks(path: str) -> list[list[memoryview]]:
             with open(name, "rb") as f:
                 blob = f.read()
             view = memoryview(blob)
-            entries = codec.index_of(blob, name).reshape(-1, 2).tolist()
+            entries = codec.index_of(blob, name).table().reshape(-1, 2).tolist()
             shards.append([view[off: off + size] for off, size in entries])
     return shards
 

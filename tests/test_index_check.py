@@ -1,5 +1,6 @@
-"""The cheap shard-index check of ranged reads (``_plainly_valid``) never passes an index
-that ``ShardingCodec.check_index`` rejects, and passes the indexes writers produce."""
+"""The shard-index check (``ShardIndex.parse``, one vectorised pass) agrees with a plain
+Python reference of the spec's rules on generated indexes, passes the layouts writers
+produce, and ``locate`` answers every entry as the table says."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 import zarrdask
 from zarrdask.codecs.sharding import MISSING
-from zarrdask.core.chunk_source import _plainly_valid
+from zarrdask.codecs.sharding import ShardIndex
 from zarrdask.errors import CorruptChunkError
 from zarrdask.storage import MemoryStore
 
@@ -60,28 +61,50 @@ def indexes(draw):
     return location, np.array([[min(max(v, 0), MAX) for v in e] for e in entries], dtype=np.uint64)
 
 
-def _passes_full_check(codec, index: np.ndarray) -> bool:
+def _reference_valid(index: np.ndarray, data_start: int, data_end: int | None) -> bool:
+    """The rules, one entry at a time: a present entry (offset not 2**64-1) lies inside
+    ``[data_start, data_end)`` without passing 2**64, and no two present entries overlap
+    (an empty entry strictly inside another counts as overlapping, as sorted by offset)."""
+    end_limit = MAX if data_end is None else data_end
+    present = [(int(o), int(n)) for o, n in index.reshape(-1, 2) if int(o) != MAX]
+    for off, size in present:
+        if off < data_start or off > end_limit or off + size > end_limit:
+            return False
+    present.sort(key=lambda e: e[0])
+    return all(a[0] + a[1] <= b[0] for a, b in zip(present, present[1:]))
+
+
+def _parses(codec, index: np.ndarray, shard_size: int | None = None) -> bool:
+    data_end = None if shard_size is None else shard_size - (codec.index_size if codec.index_location == "end" else 0)
+    data_start = codec.index_size if codec.index_location == "start" else 0
     try:
-        codec.check_index(index, None, "c/0")
-    except CorruptChunkError:
+        parsed = ShardIndex.parse(index, codec.grid_shape, data_start, data_end, "c/0")
+    except CorruptChunkError as exc:
+        assert "shard c/0" in str(exc)
         return False
+    table = index.reshape(-1, 2)
+    for pos in range(len(parsed)):
+        expected = None if int(table[pos, 0]) == MAX else (int(table[pos, 0]), int(table[pos, 0] + table[pos, 1]))
+        assert parsed.locate(pos) == expected
     return True
 
 
 @SETTINGS
-@given(indexes())
-def test_cheap_check_never_passes_what_the_full_check_rejects(case):
+@given(indexes(), st.one_of(st.none(), st.integers(0, 600)))
+def test_check_agrees_with_the_reference(case, shard_size):
     location, index = case
     codec = _codec(len(index), location)
     data_start = codec.index_size if location == "start" else 0
-    if _plainly_valid(index, data_start):
-        assert _passes_full_check(codec, index)
+    data_end = None if shard_size is None else shard_size - (codec.index_size if location == "end" else 0)
+    if data_end is not None and data_end < 0:
+        return
+    assert _parses(codec, index, shard_size) == _reference_valid(index, data_start, data_end)
 
 
 @SETTINGS
 @given(st.lists(st.integers(1, 10**6), min_size=1, max_size=64), st.randoms(use_true_random=False),
        st.sets(st.integers(0, 63)), st.sampled_from(["end", "start"]))
-def test_cheap_check_passes_written_layouts(sizes, rnd, absent, location):
+def test_check_passes_written_layouts(sizes, rnd, absent, location):
     """Any order of back-to-back chunks (zarr-python writes Morton order), some absent."""
     codec = _codec(len(sizes), location)
     order = list(range(len(sizes)))
@@ -92,24 +115,26 @@ def test_cheap_check_passes_written_layouts(sizes, rnd, absent, location):
         if i not in absent:
             index[i] = (offset, sizes[i])
             offset += sizes[i]
-    assert _plainly_valid(index, codec.index_size if location == "start" else 0)
-    assert _passes_full_check(codec, index)
+    assert _parses(codec, index)
+    assert _parses(codec, index, offset + (codec.index_size if location == "end" else 0))
 
 
 @pytest.mark.parametrize("entries", [
     [[0, 10], [5, 10]],  # overlap
-    [[0, 10], [5, 0], [10, 4]],  # an empty entry inside another (check_index rejects it)
+    [[0, 10], [5, 0], [10, 4]],  # an empty entry inside another
     [[MAX - 4, 8]],  # runs past 2**64
     [[3, MAX]],
 ])
-def test_cheap_check_defers_corrupt_indexes(entries):
-    index = np.array(entries, dtype=np.uint64)
-    assert not _plainly_valid(index, 0)
-    assert not _passes_full_check(_codec(len(entries), "end"), index)
+def test_corrupt_indexes_are_rejected(entries):
+    assert not _parses(_codec(len(entries), "end"), np.array(entries, dtype=np.uint64))
 
 
-def test_cheap_check_defers_offsets_into_a_leading_index():
+def test_offsets_into_a_leading_index_are_rejected():
     codec = _codec(2, "start")
     index = np.array([[codec.index_size - 1, 4], [codec.index_size + 3, 4]], dtype=np.uint64)
-    assert not _plainly_valid(index, codec.index_size)
-    assert not _passes_full_check(codec, index)
+    assert not _parses(codec, index)
+
+
+def test_build_lays_out_chunks_back_to_back():
+    built = ShardIndex.build({(1,): 5, (0,): 3}, (3,), 10)
+    assert [built.locate(p) for p in range(3)] == [(10, 13), (13, 18), None]

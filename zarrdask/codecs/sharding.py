@@ -10,18 +10,18 @@ Example::
         "index_location": "end"}}
 
 The index is a ``(*inner_grid, 2)`` uint64 array of (offset, nbytes) per inner chunk,
-``2**64 - 1`` for both when the chunk is absent. This module knows the layout:
-where the index is, how to decode and check it, how to assemble a shard from encoded
-inner chunks and how to take one apart. The I/O (one index request, coalesced inner
-chunk ranges, whole-shard GETs) lives in ``core/chunk_source.py``; this codec's own
-``decode``/``encode`` handle a whole shard in memory, which is what a sharding codec
-nested inside another shard needs.
+``2**64 - 1`` for both when the chunk is absent. This module owns the whole format:
+:class:`ShardIndex` parses, checks, looks up and builds indexes, and the codec knows
+where the index is, how to assemble a shard from encoded inner chunks and how to take
+one apart. The I/O (one index request, coalesced inner chunk ranges, whole-shard GETs)
+lives in ``core/chunk_source.py``; this codec's own ``decode``/``encode`` handle a whole
+shard in memory, which is what a sharding codec nested inside another shard needs.
 """
 
 from __future__ import annotations
 
+import array
 import itertools
-import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -36,10 +36,81 @@ from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
 from .pipeline import CodecPipeline, build_codecs
 from .registry import register_codec
 
-__all__ = ["ShardingCodec", "MISSING", "is_empty_chunk"]
+__all__ = ["ShardingCodec", "ShardIndex", "MISSING", "is_empty_chunk"]
 
 MISSING = np.uint64(2**64 - 1)
+_MISSING_INT = 2**64 - 1
 _INDEX_DTYPE = data_type_from_numpy("uint64")
+
+
+class ShardIndex:
+    """Where each inner chunk of one shard lies: ``(offset, nbytes)`` per position in the
+    C-ordered inner grid, or absent. Built only through :meth:`parse` (checked) or
+    :meth:`build` (from a layout this module made), so a lookup never needs a check."""
+
+    __slots__ = ("_entries", "grid")
+
+    def __init__(self, entries: array.array, grid: tuple[int, ...]) -> None:
+        self._entries = entries  # flat [offset0, nbytes0, offset1, ...]: one copy, nothing for the GC
+        self.grid = grid
+
+    @classmethod
+    def parse(cls, table: np.ndarray, grid: tuple[int, ...], data_start: int, data_end: int | None,
+              key: str) -> ShardIndex:
+        """Check a decoded ``(*grid, 2)`` table and wrap it. Present entries must lie in
+        ``[data_start, data_end)`` (``data_end`` None: the shard's size is not known) and
+        must not overlap; one vectorised pass (a shard may hold many thousands of chunks)."""
+        flat = np.asarray(table, dtype=np.uint64).reshape(-1, 2)
+        present = np.flatnonzero(flat[:, 0] != MISSING)
+        if present.size:
+            off, size = flat[present, 0], flat[present, 1]
+            limit = MISSING if data_end is None else np.uint64(data_end)
+            bad = (off < data_start) | (off > limit) | (size > limit - np.minimum(off, limit))
+            if bad.any():
+                i = int(np.argmax(bad))
+                end = "?" if data_end is None else data_end
+                raise CorruptChunkError(
+                    f"shard {key}: index entry for inner chunk {cls._coords(present[i], grid)} (offset "
+                    f"{int(off[i])}, {int(size[i])} bytes) points outside the shard's data region "
+                    f"[{data_start}, {end}) (truncated or corrupt shard)")
+            order = None if bool(np.all(off[1:] >= off[:-1])) else np.argsort(off, kind="stable")
+            if order is not None:
+                off, size, present = off[order], size[order], present[order]
+            overlap = off[:-1] + size[:-1] > off[1:]
+            if overlap.any():
+                i = int(np.argmax(overlap))
+                a, b = cls._coords(present[i], grid), cls._coords(present[i + 1], grid)
+                raise CorruptChunkError(f"shard {key}: inner chunks {a} and {b} overlap in the shard")
+        return cls(array.array("Q", flat.tobytes()), grid)
+
+    @staticmethod
+    def _coords(position: Any, grid: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(map(int, np.unravel_index(int(position), grid)))
+
+    @classmethod
+    def build(cls, sizes: Mapping[tuple[int, ...], int], grid: tuple[int, ...], data_start: int) -> ShardIndex:
+        """The index of chunks laid out back to back from ``data_start`` in sorted
+        (C) order of their inner coordinates."""
+        table = np.full((*grid, 2), MISSING, dtype=np.uint64)
+        offset = data_start
+        for coords in sorted(sizes):
+            table[coords] = (offset, sizes[coords])
+            offset += sizes[coords]
+        return cls(array.array("Q", table.tobytes()), grid)
+
+    def locate(self, position: int) -> tuple[int, int] | None:
+        """``(start, stop)`` of the inner chunk at ``position`` in the C-ordered grid, or None."""
+        off = self._entries[2 * position]
+        if off == _MISSING_INT:
+            return None
+        return off, off + self._entries[2 * position + 1]
+
+    def table(self) -> np.ndarray:
+        """The index as the spec's ``(*grid, 2)`` uint64 array."""
+        return np.frombuffer(self._entries, dtype=np.uint64).reshape(*self.grid, 2)
+
+    def __len__(self) -> int:
+        return len(self._entries) // 2
 
 
 def is_empty_chunk(array: np.ndarray, fill_value: Any) -> bool:
@@ -143,55 +214,32 @@ class ShardingCodec(ArrayBytesCodec):
             return SuffixRange(self.index_size)
         return ByteRange(0, self.index_size)
 
-    def decode_index(self, data: bytes | memoryview, key: str) -> np.ndarray:
-        """Decode and check an index (checksum, size); ``key`` names the shard in errors."""
+    @property
+    def _data_start(self) -> int:
+        return self.index_size if self.index_location == "start" else 0
+
+    def read_index(self, data: bytes | memoryview, key: str, shard_size: int | None = None) -> ShardIndex:
+        """Decode and check an index fetched on its own (``shard_size`` None: unknown) or
+        cut from a whole shard; ``key`` names the shard in errors."""
         if len(data) != self.index_size:
             raise CorruptChunkError(
                 f"shard {key}: index needs {self.index_size} bytes, found {len(data)} (truncated shard)")
         assert self.index_pipeline is not None
         try:
-            return np.asarray(self.index_pipeline.decode(data), dtype=np.uint64)
+            table = self.index_pipeline.decode(data)
         except CodecError as exc:
             raise type(exc)(f"shard {key}: index: {exc}") from None
+        data_end = None if shard_size is None else shard_size - (self.index_size if self.index_location == "end" else 0)
+        return ShardIndex.parse(table, self.grid_shape, self._data_start, data_end, key)
 
-    def index_of(self, shard: bytes | memoryview, key: str) -> np.ndarray:
+    def index_of(self, shard: bytes | memoryview, key: str) -> ShardIndex:
         """The index of a whole shard held in memory, checked against the shard's length."""
         if len(shard) < self.index_size:
             raise CorruptChunkError(
                 f"shard {key}: {len(shard)} bytes cannot hold its {self.index_size}-byte index (truncated shard)")
         view = memoryview(shard)
         raw = view[-self.index_size:] if self.index_location == "end" else view[: self.index_size]
-        index = self.decode_index(raw, key)
-        self.check_index(index, len(shard), key)
-        return index
-
-    def check_index(self, index: np.ndarray, shard_size: int | None, key: str) -> None:
-        """Reject entries past the end of the shard, into the index, or overlapping (vectorised:
-        a shard may hold many thousands of inner chunks)."""
-        flat = index.reshape(-1, 2)
-        present = np.flatnonzero(flat[:, 0] != MISSING)
-        if not present.size:
-            return
-        off, size = flat[present, 0], flat[present, 1]
-        data_start = self.index_size if self.index_location == "start" else 0
-        limit = np.uint64(2**64 - 1) if shard_size is None else np.uint64(
-            shard_size - (self.index_size if self.index_location == "end" else 0))
-        bad = (off < data_start) | (off > limit) | (size > limit - np.minimum(off, limit))
-        if bad.any():
-            i = int(np.argmax(bad))
-            where = np.unravel_index(present[i], self.grid_shape)
-            end = "?" if shard_size is None else int(limit)
-            raise CorruptChunkError(
-                f"shard {key}: index entry for inner chunk {tuple(map(int, where))} (offset {int(off[i])}, "
-                f"{int(size[i])} bytes) points outside the shard's data region [{data_start}, {end}) "
-                f"(truncated or corrupt shard)")
-        order = np.argsort(off, kind="stable")
-        ends = off[order] + size[order]
-        overlap = ends[:-1] > off[order][1:]
-        if overlap.any():
-            i = int(np.argmax(overlap))
-            a, b = (tuple(map(int, np.unravel_index(present[order[k]], self.grid_shape))) for k in (i, i + 1))
-            raise CorruptChunkError(f"shard {key}: inner chunks {a} and {b} overlap in the shard")
+        return self.read_index(raw, key, len(shard))
 
     def inner_chunk_coords(self) -> Iterator[tuple[int, ...]]:
         return itertools.product(*map(range, self.grid_shape))
@@ -206,15 +254,9 @@ class ShardingCodec(ArrayBytesCodec):
         if not chunks:
             return None
         assert self.index_pipeline is not None
-        index = np.full((*self.grid_shape, 2), MISSING, dtype=np.uint64)
-        offset = self.index_size if self.index_location == "start" else 0
-        parts: list[bytes] = []
-        for coords in sorted(chunks):
-            data = chunks[coords]
-            index[coords] = (offset, len(data))
-            parts.append(data)
-            offset += len(data)
-        encoded_index = self.index_pipeline.encode(index)
+        index = ShardIndex.build({c: len(d) for c, d in chunks.items()}, self.grid_shape, self._data_start)
+        parts = [chunks[coords] for coords in sorted(chunks)]
+        encoded_index = self.index_pipeline.encode(index.table())
         if self.index_location == "start":
             return [encoded_index, *parts]
         return [*parts, encoded_index]
@@ -224,10 +266,10 @@ class ShardingCodec(ArrayBytesCodec):
         index = self.index_of(shard, key)
         view = memoryview(shard)
         out: dict[tuple[int, ...], memoryview] = {}
-        for coords in self.inner_chunk_coords():
-            off, size = index[coords]
-            if off != MISSING:
-                out[coords] = view[int(off): int(off) + int(size)]
+        for position, coords in enumerate(self.inner_chunk_coords()):
+            where = index.locate(position)
+            if where is not None:
+                out[coords] = view[where[0]: where[1]]
         return out
 
     # -- whole-shard codec (used when nested) ------------------------------------------
@@ -254,7 +296,3 @@ class ShardingCodec(ArrayBytesCodec):
         """A shard holding no chunk (only needed inside another shard)."""
         assert self.index_pipeline is not None
         return self.index_pipeline.encode(np.full((*self.grid_shape, 2), MISSING, dtype=np.uint64))
-
-    @property
-    def inner_chunks_per_shard(self) -> int:
-        return math.prod(self.grid_shape)
