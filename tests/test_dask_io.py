@@ -7,6 +7,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import dask
@@ -105,28 +106,43 @@ def test_read_tasks_pickle_small():
 
 
 def test_read_tasks_decode_serially_off_the_main_thread(monkeypatch):
-    """On a scheduler's worker thread a task decodes serially (threads=1); on the main
-    thread (the synchronous scheduler) on zarrdask's pool (threads=None)."""
+    """The executor's one policy: on a scheduler's worker thread a task decodes serially; on
+    the main thread (the synchronous scheduler) on zarrdask's pool; an explicit thread count
+    is honoured except on a pool thread, which never waits on the pool."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from zarrdask.core.array import Array
+    from zarrdask.core import executor
 
     data = np.arange(64 * 64, dtype="int32").reshape(64, 64)
     array = create_array(MemoryStore(), shape=(64, 64), dtype="int32", **LAYOUT)
     array[...] = data
-    used = []
-    real_read = Array._read
-    monkeypatch.setattr(Array, "_read", lambda self, *a: used.append(self.options.threads) or real_read(self, *a))
-    reader = BlockReader(array.with_options(threads=3))
+    used = []  # (called on the main thread, threads granted)
+    real = executor.thread_count
+
+    def spy(requested):
+        used.append((threading.current_thread() is threading.main_thread(), real(requested)))
+        return used[-1][1]
+
+    monkeypatch.setattr(executor, "thread_count", spy)
+    reader = BlockReader(array)
     assert np.array_equal(reader[0:32, 0:64], data[0:32])
+    assert (True, executor._CPUS) in used and {n for main, n in used if not main} <= {1}
+    used.clear()
     with ThreadPoolExecutor(1) as pool:
         assert np.array_equal(pool.submit(reader.__getitem__, (slice(32, 64), slice(0, 64))).result(), data[32:])
-    assert used == [None, 1]
+    assert set(used) == {(False, 1)}
     used.clear()
     x = from_zarr(array)
-    assert np.array_equal(x.compute(scheduler="threads"), data) and set(used) == {1}
+    assert np.array_equal(x.compute(scheduler="threads"), data) and {n for _, n in used} == {1}
     used.clear()
-    assert np.array_equal(x.compute(scheduler="sync"), data) and set(used) == {None}
+    assert np.array_equal(x.compute(scheduler="sync"), data) and (True, executor._CPUS) in used
+    assert {n for main, n in used if not main} <= {1}
+    used.clear()
+    explicit = array.with_options(threads=3)
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(explicit.__getitem__, (slice(0, 64), slice(0, 64))).result()
+    assert (False, 3) in used
+    assert executor.run_all(lambda _: executor.thread_count(5), list(range(16)), 2) == [1] * 16
 
 
 # ----------------------------------------------------------------------------- writes

@@ -12,14 +12,12 @@ partly covered chunk or shard is read, modified and written inside the same call
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -29,11 +27,9 @@ from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChu
 from ..indexing import OrthogonalSelection, Projection, Selection
 from ..storage.base import ByteRange, Store, join_path
 from ..storage.coalesce import coalesce_ranges, split_coalesced
+from .executor import run_all
 
 __all__ = ["ArrayOptions", "IndexCache", "PlainChunkSource", "ShardedChunkSource", "make_chunk_source"]
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -89,34 +85,6 @@ class IndexCache:
         with self._lock:
             for key in keys:
                 self._data.pop(key, None)
-
-
-_CPUS = os.cpu_count() or 1
-_MIN_PARALLEL = 8  # fewer items than this run serially: handing work to the pool costs more
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=_CPUS, thread_name_prefix="zarrdask")
-        return _POOL
-
-
-def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
-            min_parallel: int = _MIN_PARALLEL) -> list[R]:
-    """Apply ``fn`` to every item, in order. Items go to the shared pool in a few batches per
-    thread (a future per item costs about as much as decoding a small chunk); fewer than
-    ``min_parallel`` items (or calls from a pool thread) run serially."""
-    n_threads = threads or _CPUS
-    if n_threads == 1 or len(items) < min_parallel or threading.current_thread().name.startswith("zarrdask"):
-        return [fn(item) for item in items]
-    n_batches = min(len(items), 4 * n_threads)
-    bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
-    batches = [items[bounds[i]: bounds[i + 1]] for i in range(n_batches)]
-    return [r for part in _pool().map(lambda batch: [fn(item) for item in batch], batches) for r in part]
 
 
 def _with_key(exc: CodecError, key: str, inner: tuple[int, ...] | None = None) -> CodecError:
