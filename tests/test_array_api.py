@@ -191,6 +191,10 @@ class CountingTransformer(WrapperStore):
 
     reads = 0
 
+    def _get(self, key: str) -> bytes | None:
+        CountingTransformer.reads += 1
+        return super()._get(key)
+
     def _get_ranges(self, requests: list) -> list:
         CountingTransformer.reads += len(requests)
         return super()._get_ranges(requests)

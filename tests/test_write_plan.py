@@ -214,7 +214,7 @@ def test_planning_a_million_units_is_cheap():
 def test_docstring_examples_run():
     import doctest
 
-    from zarrdask.plan import read_plan, write_plan
+    from zarrdask.plan import fetch_plan, read_plan, write_plan
 
-    for module in (write_plan, read_plan):
+    for module in (write_plan, read_plan, fetch_plan):
         assert doctest.testmod(module).failed == 0

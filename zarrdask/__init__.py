@@ -1,7 +1,8 @@
 """zarrdask: a spec-complete Zarr v2/v3 engine native to Dask and xarray.
 
 Core API (no Dask needed): :func:`open`, :func:`open_array`, :func:`open_group`,
-:func:`create_array`, :func:`create_group`, :func:`consolidate_metadata`.
+:func:`create_array`, :func:`create_group`, :func:`consolidate_metadata`,
+:func:`plan_read` (what a read will fetch, as data).
 Dask: :func:`from_zarr`, :func:`to_zarr`, :func:`plan_write`. xarray:
 ``xr.open_dataset(path, engine="zarrdask")`` and ``ds.zarrdask.to_zarr(...)``.
 """
@@ -17,7 +18,7 @@ with warnings.catch_warnings():
     import numcodecs  # noqa: F401
 
 from . import codecs as codecs
-from .core.api import open, open_array, open_group
+from .core.api import open, open_array, open_group, plan_read
 from .core.array import Array, ArrayOptions
 from .core.create import create_array, create_group
 from .core.group import Group
@@ -28,7 +29,7 @@ from .xarray_backend import accessor as _accessor  # noqa: F401  (registers ds.z
 
 __all__ = [
     "Array", "ArrayOptions", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
-    "open", "open_array", "open_group", "open_store", "from_zarr", "to_zarr", "plan_write",
+    "open", "open_array", "open_group", "open_store", "plan_read", "from_zarr", "to_zarr", "plan_write",
 ]
 __version__ = "0.1.0"
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 from ..errors import ArrayNotFoundError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
+from ..indexing import basic_selection
+from ..plan.fetch_plan import ReadPlan
 from ..storage import open_store
 from ..storage.base import node_path
 from .array import Array, ArrayOptions
@@ -13,7 +15,7 @@ from .create import create_group
 from .group import Group, node_from_metadata
 from .node_io import read_node
 
-__all__ = ["open", "open_array", "open_group"]
+__all__ = ["open", "open_array", "open_group", "plan_read"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
@@ -72,3 +74,10 @@ def open_group(store: Any, *, mode: str = "r", path: str | None = None,
     if use_consolidated and not node.consolidated:
         raise NodeNotFoundError(f"group {node.name!r} has no consolidated metadata")
     return node
+
+
+def plan_read(array: Array, selection: Any = Ellipsis) -> ReadPlan:
+    """The plan of reading ``array[selection]``: which stored values, fetched whole or
+    through their shard index, and which chunk goes where. Nothing is read."""
+    sel, _ = basic_selection(selection, array.shape)
+    return array._source.plan(sel)

@@ -11,20 +11,19 @@ partly covered chunk or shard is read, modified and written inside the same call
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..codecs.base import ChunkSpec
 from ..codecs.sharding import ShardIndex, ShardingCodec, is_empty_chunk
 from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
-from ..indexing import OrthogonalSelection, Projection, Selection
+from ..indexing import Projection, Selection
+from ..plan.fetch_plan import ChunkPlacement, ReadPlan, StorageLayout, UnitRead, index_strides, is_view, plan_read
 from ..storage.base import ByteRange, Store, join_path
 from ..storage.coalesce import coalesce_ranges, split_coalesced
 from .executor import run_all
@@ -109,9 +108,50 @@ class ChunkSource:
         self.read_shape = spec.shape  # the unit a read decodes (inner chunks when sharded)
         fill = spec.fill_value
         self.fill = spec.dtype.default_fill() if fill is None else fill
+        self.layout = StorageLayout(self.unit_shape, self.unit_shape, (0,) * len(self.unit_shape), False, False,
+                                    self.key)
 
     def key(self, coords: tuple[int, ...]) -> str:
         return join_path(self.path, self.key_encoding.encode(coords))
+
+    # -- reads: the plan (pure) and its one executor ------------------------------------
+    def plan(self, selection: Selection) -> ReadPlan:
+        return plan_read(selection, self.layout)
+
+    def read(self, selection: Selection, out: np.ndarray) -> None:
+        """Read ``selection`` into ``out``: whole units fetched and decoded (on local stores
+        each thread fetches and decodes its own, so fetching overlaps decoding; remote
+        stores get one batched, concurrent fetch), ranged units through their indexes."""
+        units = self.plan(selection).units
+        targets = [_target(out, u) for u in units]
+        whole = [i for i, u in enumerate(units) if u.whole]
+        threads = self.options.threads
+        if len(whole) == 1:  # one unit: its chunks are decoded in parallel
+            i = whole[0]
+            self._decode_unit(units[i], targets[i], self.store.get(units[i].key), threads)
+        elif whole and self.store.is_local:
+            run_all(lambda i: self._decode_unit(units[i], targets[i], self.store.get(units[i].key), 1),
+                    whole, threads, min_parallel=2)
+        elif whole:
+            blobs = dict(zip(whole, self.store.get_many([units[i].key for i in whole])))
+            run_all(lambda i: self._decode_unit(units[i], targets[i], blobs.pop(i), 1), whole, threads, min_parallel=2)
+        ranged = [i for i, u in enumerate(units) if not u.whole]
+        if ranged:
+            jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
+            run_all(self._decode_job, jobs, threads)
+        for u, target in zip(units, targets):
+            if u.out_index is not None and not is_view(u.out_index):
+                out[u.out_index] = target
+
+    def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
+        """Decode a whole stored value into ``target``."""
+        raise NotImplementedError
+
+    def _fetch_ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
+        raise NotImplementedError
+
+    def _decode_job(self, job: _InnerJob) -> None:
+        raise NotImplementedError
 
     def _missing(self, what: str, target: np.ndarray, index: Any) -> None:
         """Fill ``target[index]`` for an absent ``what`` (e.g. ``"chunk c/0/1"``), or raise."""
@@ -128,7 +168,7 @@ class ChunkSource:
                        old: Callable[[], np.ndarray] | None) -> np.ndarray:
         """The chunk after the write: the new values themselves when they cover it whole (no
         copy), else the old chunk (``old()``, or the fill value) with the new values assigned."""
-        if proj.full and proj.chunk_selection.shape == shape and _is_view(proj.out_index):
+        if proj.full and proj.chunk_selection.shape == shape and is_view(proj.out_index):
             return values[proj.out_index]
         chunk = np.array(old(), copy=True) if old is not None else self._new_chunk(shape)
         proj.chunk_selection.assign(chunk, values[proj.out_index])
@@ -137,33 +177,33 @@ class ChunkSource:
     def _keep(self, chunk: np.ndarray) -> bool:
         return self.options.write_empty_chunks or not is_empty_chunk(chunk, self.fill)
 
-    def read(self, selection: Selection, out: np.ndarray) -> None:
-        raise NotImplementedError
-
     def write(self, selection: Selection, values: np.ndarray) -> None:
         raise NotImplementedError
 
 
+def _target(out: np.ndarray, unit: UnitRead) -> np.ndarray:
+    """Where a unit's values go: ``out`` itself (placements index it directly), a view of
+    it, or a buffer copied back after the read."""
+    if unit.out_index is None:
+        return out
+    if is_view(unit.out_index):
+        return out[unit.out_index]
+    return np.empty(unit.shape, dtype=out.dtype)
+
+
 class PlainChunkSource(ChunkSource):
-    """One stored value per chunk."""
+    """One stored value per chunk (or per shard that must be decoded whole)."""
 
-    def read(self, selection: Selection, out: np.ndarray) -> None:
-        projections = list(selection.project(self.unit_shape))
-        keys = [self.key(p.coords) for p in projections]
-        blobs = self.store.get_many(keys)
-
-        def decode(i: int) -> None:
-            p, blob = projections[i], blobs[i]
-            if blob is None:
-                self._missing(f"chunk {keys[i]}", out, p.out_index)
-                return
-            try:
-                chunk = self.pipeline.decode(blob)
-            except CodecError as exc:
-                raise _with_key(exc, keys[i]) from exc
-            out[p.out_index] = p.chunk_selection.extract(chunk)
-
-        run_all(decode, range(len(projections)), self.options.threads)
+    def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
+        (placement,) = unit.chunks
+        if blob is None:
+            self._missing(f"chunk {unit.key}", target, placement.out_index)
+            return
+        try:
+            chunk = self.pipeline.decode(blob)
+        except CodecError as exc:
+            raise _with_key(exc, unit.key) from exc
+        target[placement.out_index] = chunk[placement.chunk_index]
 
     def write(self, selection: Selection, values: np.ndarray) -> None:
         projections = list(selection.project(self.unit_shape))
@@ -186,48 +226,24 @@ class PlainChunkSource(ChunkSource):
 
 
 class _InnerJob:
-    """One inner chunk to decode: ``target[out_index] = decoded[chunk_index]``."""
+    """One inner chunk of a ranged read: its placement, the unit's target, and its bytes
+    once fetched (None: absent from the shard)."""
 
-    __slots__ = ("key", "coords", "pos", "out_index", "chunk_index", "target", "data")
+    __slots__ = ("key", "placement", "target", "data")
 
-    def __init__(self, key: str, coords: tuple[int, ...], pos: int, out_index: Any, chunk_index: Any,
-                 target: np.ndarray, data: memoryview | bytes | None = None) -> None:
-        self.key, self.coords, self.pos, self.out_index, self.chunk_index = key, coords, pos, out_index, chunk_index
-        self.target, self.data = target, data
-
-
-def _flat_position(coords: Sequence[int], strides: Sequence[int]) -> int:
-    """Position of an inner chunk in the shard index (``strides``: see ``_index_strides``)."""
-    pos = 0
-    for c, n in zip(coords, strides):
-        pos += c * n
-    return pos
+    def __init__(self, key: str, placement: ChunkPlacement, target: np.ndarray) -> None:
+        self.key, self.placement, self.target = key, placement, target
+        self.data: memoryview | bytes | None = None
 
 
-def _index_strides(grid: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
-    """Index strides of the array's axes. The index is C-ordered over the sharding codec's
-    inner grid ``grid``, whose axis ``k`` is the array's axis ``perm[k]`` (transpose codecs
-    before the sharding codec permute it)."""
-    strides = [0] * len(grid)
-    step = 1
-    for k in reversed(range(len(grid))):
-        strides[perm[k]] = step
-        step *= grid[k]
-    return tuple(strides)
+class _InnerWrite(NamedTuple):
+    """One inner chunk of a write: shard ``shard`` (its number in the write), the inner
+    chunk's projection, the shard's values and the chunk's old encoded bytes (or None)."""
 
-
-@lru_cache(maxsize=64)
-def _whole_shard_layout(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], strides: tuple[int, ...]
-                        ) -> tuple[tuple[tuple[int, ...], int, tuple[slice, ...], Any], ...]:
-    """For a shard read whole (``shard_shape`` clipped to the array): each inner chunk's
-    coordinates, index position, region in the shard, and the part of it that is in bounds."""
-    layout = []
-    for coords in itertools.product(*(range(-(-s // c)) for s, c in zip(shard_shape, inner_shape))):
-        region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, inner_shape, shard_shape))
-        clipped = any(r.stop - r.start < c for r, c in zip(region, inner_shape))
-        inner = tuple(slice(0, r.stop - r.start) for r in region) if clipped else ...
-        layout.append((coords, _flat_position(coords, strides), region, inner))
-    return tuple(layout)
+    shard: int
+    projection: Projection
+    values: np.ndarray
+    old: Any
 
 
 class ShardedChunkSource(ChunkSource):
@@ -249,57 +265,11 @@ class ShardedChunkSource(ChunkSource):
         self._inverse = tuple(int(i) for i in np.argsort(perm))
         self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
         self.read_shape = self.inner_shape
-        self._strides = _index_strides(codec.grid_shape, perm)
-        # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then.
-        self.partial_reads = not self.pipeline.bytes_bytes
+        # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
+        self.layout = StorageLayout(self.unit_shape, self.inner_shape, index_strides(codec.grid_shape, perm),
+                                    True, not self.pipeline.bytes_bytes, self.key)
 
     # -- reads -----------------------------------------------------------------------
-    def read(self, selection: Selection, out: np.ndarray) -> None:
-        shards = list(selection.project(self.unit_shape))
-        targets = [self._target(out, p) for p in shards]
-        keys = [self.key(p.coords) for p in shards]
-        whole = [i for i, p in enumerate(shards) if p.full or not self.partial_reads]
-        partial = [i for i, p in enumerate(shards) if i not in set(whole)]
-        threads = self.options.threads
-        if len(whole) == 1:  # one shard: its inner chunks are decoded in parallel
-            i = whole[0]
-            self._decode_shard(keys[i], shards[i], targets[i], self.store.get(keys[i]), threads)
-        elif whole and self.store.is_local:
-            # Local reads are CPU-bound: each thread fetches and decodes whole shards, so
-            # fetching overlaps decoding. Remote stores get one batched (concurrent) fetch.
-            run_all(lambda i: self._decode_shard(keys[i], shards[i], targets[i], self.store.get(keys[i]), 1),
-                    whole, threads, min_parallel=2)
-        elif whole:
-            blobs = dict(zip(whole, self.store.get_many([keys[i] for i in whole])))
-            run_all(lambda i: self._decode_shard(keys[i], shards[i], targets[i], blobs.pop(i), 1),
-                    whole, threads, min_parallel=2)
-        jobs = self._jobs_from_ranges([keys[i] for i in partial], [shards[i] for i in partial],
-                                      [targets[i] for i in partial])
-        run_all(self._decode_job, jobs, threads)
-        for p, target in zip(shards, targets):
-            if not _is_view(p.out_index):
-                out[p.out_index] = target
-
-    @staticmethod
-    def _target(out: np.ndarray, p: Projection) -> np.ndarray:
-        """Where a shard's values go: a view of ``out`` when possible, else a buffer copied back."""
-        if _is_view(p.out_index):
-            return out[p.out_index]
-        return np.empty(p.chunk_selection.shape, dtype=out.dtype)
-
-    def _placements(self, p: Projection) -> Sequence[tuple[tuple[int, ...], int, Any, Any]]:
-        """The inner chunks a shard projection needs, as ``(coords, index position, where in
-        the target, which part of the chunk)`` (precomputed when the shard is read whole)."""
-        strides = self._strides
-        sel = p.chunk_selection
-        if p.full and _is_view(p.out_index):
-            return _whole_shard_layout(sel.shape, self.inner_shape, strides)
-        if isinstance(sel, OrthogonalSelection) and sel.is_basic:
-            return [(b.coords, _flat_position(b.coords, strides), b.out_index, b.chunk_index)
-                    for b in sel.slice_blocks(self.inner_shape)]
-        return [(q.coords, _flat_position(q.coords, strides), q.out_index, q.chunk_selection.index())
-                for q in p.chunk_selection.project(self.inner_shape)]
-
     def _decode_inner(self, data: bytes | memoryview) -> np.ndarray:
         """An inner chunk as the array sees it (a view when transposed back)."""
         return self.inner.decode(data).transpose(self._inverse)
@@ -311,12 +281,11 @@ class ShardedChunkSource(ChunkSource):
         """An inner chunk's coordinates in the sharding codec's (permuted) grid."""
         return tuple(coords[k] for k in self._perm)
 
-    def _decode_shard(self, key: str, p: Projection, target: np.ndarray, blob: bytes | None,
-                      threads: int | None) -> None:
-        """Decode the inner chunks ``p`` needs from a whole shard held in memory into ``target``.
-
-        No object is kept per inner chunk (a shard may hold thousands): each is sliced out,
-        decoded and placed in one step, so nothing accumulates for the garbage collector."""
+    def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
+        """Decode the inner chunks ``unit`` needs from a whole shard held in memory into
+        ``target``: each is sliced out, decoded and placed in one step, so nothing
+        accumulates per inner chunk (a shard may hold thousands)."""
+        key = unit.key
         if blob is None:
             self._missing(f"shard {key}", target, ...)
             return
@@ -329,19 +298,18 @@ class ShardedChunkSource(ChunkSource):
         decode = self._decode_inner
         locate = index.locate
 
-        def place(item: tuple[tuple[int, ...], int, Any, Any]) -> None:
-            coords, pos, out_index, chunk_index = item
-            where = locate(pos)
+        def place(item: ChunkPlacement) -> None:
+            where = locate(item.position)
             if where is None:
-                self._missing(f"shard {key}, inner chunk {coords}", target, out_index)
+                self._missing(f"shard {key}, inner chunk {item.coords}", target, item.out_index)
                 return
             try:
                 chunk = decode(view[where[0]: where[1]])
             except CodecError as exc:
-                raise _with_key(exc, key, coords) from exc
-            target[out_index] = chunk[chunk_index]
+                raise _with_key(exc, key, item.coords) from exc
+            target[item.out_index] = chunk[item.chunk_index]
 
-        run_all(place, self._placements(p), threads)
+        run_all(place, unit.chunks, threads)
 
     def _indexes(self, keys: list[str]) -> list[ShardIndex | None]:
         """Shard indexes from the cache, the rest with one batched ranged request."""
@@ -358,21 +326,21 @@ class ShardedChunkSource(ChunkSource):
             self.cache.put(keys[i], indexes[i])
         return indexes
 
-    def _jobs_from_ranges(self, keys: list[str], shards: list[Projection],
-                          targets: list[np.ndarray]) -> list[_InnerJob]:
-        if not keys:
-            return []
+    def _fetch_ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
+        """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
+        one batched request), then every needed range, neighbours coalesced, in one batch."""
         jobs: list[_InnerJob] = []
         requests: list[tuple[str, ByteRange]] = []
         placements: list[tuple[list[tuple[int, int]], list, list[_InnerJob]]] = []
-        for key, p, target, index in zip(keys, shards, targets, self._indexes(keys)):
-            inner = [_InnerJob(key, *placement, target) for placement in self._placements(p)]
+        for unit, target, index in zip(units, targets, self._indexes([u.key for u in units])):
+            key = unit.key
+            inner = [_InnerJob(key, placement, target) for placement in unit.chunks]
             jobs.extend(inner)
             if index is None:
                 continue
             ranges, pending = [], []
             for job in inner:
-                where = index.locate(job.pos)
+                where = index.locate(job.placement.position)
                 if where is not None:
                     ranges.append(where)
                     pending.append(job)
@@ -388,20 +356,21 @@ class ShardedChunkSource(ChunkSource):
                 if piece is None or len(piece) != end - start:
                     got = "nothing" if piece is None else f"{len(piece)} bytes"
                     raise CorruptChunkError(
-                        f"shard {job.key}, inner chunk {job.coords}: expected {end - start} bytes at offset "
+                        f"shard {job.key}, inner chunk {job.placement.coords}: expected {end - start} bytes at offset "
                         f"{start}, got {got} (truncated shard)")
                 job.data = piece
         return jobs
 
     def _decode_job(self, job: _InnerJob) -> None:
+        placement = job.placement
         if job.data is None:
-            self._missing(f"shard {job.key}, inner chunk {job.coords}", job.target, job.out_index)
+            self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
             return
         try:
             chunk = self._decode_inner(job.data)
         except CodecError as exc:
-            raise _with_key(exc, job.key, job.coords) from exc
-        job.target[job.out_index] = chunk[job.chunk_index]
+            raise _with_key(exc, job.key, placement.coords) from exc
+        job.target[placement.out_index] = chunk[placement.chunk_index]
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:
@@ -419,21 +388,21 @@ class ShardedChunkSource(ChunkSource):
         for i, p in enumerate(shards):
             sub_values = values[p.out_index]
             for q in p.chunk_selection.project(self.inner_shape):
-                tasks.append((i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
+                tasks.append(_InnerWrite(i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
 
-        def encode(task: tuple) -> bytes | None:
-            i, q, sub_values, blob = task
+        def encode(task: _InnerWrite) -> bytes | None:
+            q, blob = task.projection, task.old
             try:
                 old = None if blob is None or q.full else (lambda: self._decode_inner(blob))
-                chunk = self._updated_chunk(self.inner_shape, q, sub_values, old)
+                chunk = self._updated_chunk(self.inner_shape, q, task.values, old)
             except CodecError as exc:
-                raise _with_key(exc, keys[i], q.coords) from exc
+                raise _with_key(exc, keys[task.shard], q.coords) from exc
             return self._encode_inner(chunk) if self._keep(chunk) else None
 
         encoded = run_all(encode, tasks, self.options.threads)
         chunks: list[dict[tuple[int, ...], Any]] = [dict(existing.get(i, {})) for i in range(len(shards))]
-        for (i, q, _, _), data in zip(tasks, encoded):
-            coords = self._encoded_coords(q.coords)
+        for task, data in zip(tasks, encoded):
+            i, coords = task.shard, self._encoded_coords(task.projection.coords)
             if data is None:
                 chunks[i].pop(coords, None)
             else:
@@ -454,11 +423,6 @@ class ShardedChunkSource(ChunkSource):
         self.cache.invalidate(keys)
         self.store.set_many(puts)
         self.store.delete_many(deletes)
-
-
-def _is_view(index: Any) -> bool:
-    """True when indexing with ``index`` gives a view (basic slices only)."""
-    return isinstance(index, tuple) and all(isinstance(s, slice) for s in index)
 
 
 def make_chunk_source(store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,

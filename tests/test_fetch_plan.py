@@ -1,0 +1,70 @@
+"""The read plan (``zarrdask.plan_read``) is what the executor does: its units are the keys
+fetched, whole or through their index as it says, and its placements tile the output."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from _util import CountingStore
+
+import zarrdask
+from zarrdask.storage import MemoryStore
+from zarrdask.storage.base import ByteRange, SuffixRange
+
+SETTINGS = settings(derandomize=True, deadline=None, max_examples=150, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def arrays_and_windows(draw):
+    ndim = draw(st.integers(1, 3))
+    inner = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
+    shard = tuple(i * draw(st.integers(1, 3)) for i in inner)
+    shape = tuple(draw(st.integers(1, 2 * s + 1)) for s in shard)
+    sharded = draw(st.booleans())
+    window = []
+    for n in shape:
+        a, b = sorted(draw(st.lists(st.integers(0, n), min_size=2, max_size=2)))
+        window.append(slice(a, b, draw(st.sampled_from([1, 1, 2]))))
+    return shape, inner, shard if sharded else None, tuple(window)
+
+
+@SETTINGS
+@given(arrays_and_windows())
+def test_plan_matches_requests_and_tiles_the_output(case):
+    shape, inner, shard, window = case
+    store = CountingStore(MemoryStore())
+    a = zarrdask.create_array(store, shape=shape, dtype="int32", chunks=inner, shards=shard, fill_value=-1)
+    data = np.arange(int(np.prod(shape)), dtype="int32").reshape(shape)
+    a[...] = data
+    a = zarrdask.open_array(store)  # a cold index cache
+    plan = zarrdask.plan_read(a, window)
+    summary = plan.summary()
+    store.reset()
+    assert np.array_equal(a[window], data[window])
+    whole_gets = [k for k, r in store.requests if r is None]
+    index_requests = [k for k, r in store.requests if isinstance(r, SuffixRange)]
+    assert sorted(whole_gets) == sorted(u.key for u in plan.units if u.whole)
+    assert sorted(index_requests) == sorted(u.key for u in plan.units if not u.whole)
+    assert all(isinstance(r, (type(None), SuffixRange, ByteRange)) for _, r in store.requests)
+    assert summary.units == len({u.key for u in plan.units})
+    # every output element is placed exactly once
+    out_shape = data[window].shape
+    hits = np.zeros(out_shape, dtype="int32")
+    for unit in plan.units:
+        target = hits if unit.out_index is None else hits[unit.out_index]
+        for c in unit.chunks:
+            target[c.out_index] += 1
+    assert (hits == 1).all()
+    assert summary.chunks == sum(len(u.chunks) for u in plan.units)
+
+
+def test_plan_read_of_a_shard_and_a_window():
+    a = zarrdask.create_array(MemoryStore(), shape=(16, 16), dtype="u1", chunks=(4, 4), shards=(8, 8))
+    assert zarrdask.plan_read(a).summary() == (4, 4, 0, 16)
+    window = zarrdask.plan_read(a, (slice(2, 6), slice(3, 5)))
+    assert window.summary() == (1, 0, 1, 4)
+    assert [u.key for u in window.units] == ["c/0/0"]
+    assert [c.coords for c in window.units[0].chunks] == [(0, 0), (0, 1), (1, 0), (1, 1)]

@@ -1,0 +1,161 @@
+"""The read planner for one selection of one array: which stored values a read fetches,
+how, and where each decoded chunk goes.
+
+Pure code (no I/O, no codecs). A :class:`StorageLayout` describes how an array is stored
+(the storage unit, one key each; the chunk a read decodes; for shards, where a chunk sits in
+the shard index and whether ranged reads are possible). :func:`plan_read` turns a
+selection into a :class:`ReadPlan` of :class:`UnitRead` records, one per stored value
+touched. A unit is fetched ``whole`` (one GET) when the selection covers it or when
+bytes->bytes codecs after the sharding codec hide its layout; otherwise its index is
+fetched and then only the byte ranges of the chunks it needs. The byte ranges themselves
+depend on the index, which only the executor (``core/chunk_source.py``) reads.
+
+>>> layout = StorageLayout(unit_shape=(4,), chunk_shape=(2,), index_strides=(1,), sharded=True,
+...                        ranged_reads=True, key=lambda c: f"c/{c[0]}")
+>>> from zarrdask.indexing import basic_selection
+>>> selection, _ = basic_selection((slice(3, 8),), (10,))
+>>> plan = plan_read(selection, layout)
+>>> [(u.key, u.whole, [c.coords for c in u.chunks]) for u in plan.units]
+[('c/0', False, [(1,)]), ('c/1', True, [(0,), (1,)])]
+>>> plan.summary()
+ReadPlanSummary(units=2, whole_gets=1, ranged_units=1, chunks=3)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from ..indexing import OrthogonalSelection, Projection, Selection
+
+__all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read"]
+
+
+class ChunkPlacement(NamedTuple):
+    """One decoded chunk's part of a read: ``target[out_index] = chunk[chunk_index]``, where
+    ``target`` is the unit's part of the output. ``coords`` are the chunk's coordinates (in
+    its shard when sharded) and ``position`` its entry in the shard index (0 unsharded)."""
+
+    coords: tuple[int, ...]
+    position: int
+    out_index: Any
+    chunk_index: Any
+
+
+@dataclass(frozen=True, slots=True)
+class UnitRead:
+    """One stored value a read touches. ``out_index`` is where the unit's part goes in the
+    output (``target = out[out_index]``; a copy written back when that is not a view) and
+    ``shape`` that part's shape."""
+
+    key: str
+    coords: tuple[int, ...]
+    out_index: Any
+    shape: tuple[int, ...]
+    whole: bool
+    chunks: Sequence[ChunkPlacement]
+
+
+class ReadPlanSummary(NamedTuple):
+    """What a read will do: stored values touched, fetched with one GET, fetched through
+    their index (one index request each unless cached, then coalesced ranges), and chunks
+    decoded."""
+
+    units: int
+    whole_gets: int
+    ranged_units: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    units: tuple[UnitRead, ...]
+
+    def summary(self) -> ReadPlanSummary:
+        whole = sum(u.whole for u in self.units)
+        return ReadPlanSummary(len(self.units), whole, len(self.units) - whole,
+                               sum(len(u.chunks) for u in self.units))
+
+
+@dataclass(frozen=True, slots=True)
+class StorageLayout:
+    """How an array is stored. ``unit_shape``: the region of one key (shard or chunk);
+    ``chunk_shape``: the region one decode yields, in the array's axis order (inner chunks
+    when sharded, else the unit); ``index_strides``: a chunk's position in its shard index
+    is ``sum(coords * strides)``; ``ranged_reads``: a partly selected shard can be read
+    through its index; ``key``: the store key of a unit's coordinates."""
+
+    unit_shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    index_strides: tuple[int, ...]
+    sharded: bool
+    ranged_reads: bool
+    key: Callable[[tuple[int, ...]], str]
+
+
+def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
+    """The plan of reading ``selection`` (see the module docstring)."""
+    units = []
+    for p in selection.project(layout.unit_shape):
+        if not layout.sharded:
+            placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_selection.index())
+            units.append(UnitRead(layout.key(p.coords), p.coords, None, p.chunk_selection.shape, True, (placement,)))
+            continue
+        whole = p.full or not layout.ranged_reads
+        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.chunk_selection.shape, whole,
+                              _placements(p, layout)))
+    return ReadPlan(tuple(units))
+
+
+def _placements(p: Projection, layout: StorageLayout) -> Sequence[ChunkPlacement]:
+    """The inner chunks a shard's projection needs (precomputed when it is read whole)."""
+    strides = layout.index_strides
+    sel = p.chunk_selection
+    if p.full and is_view(p.out_index):
+        return _whole_shard(sel.shape, layout.chunk_shape, strides)
+    if isinstance(sel, OrthogonalSelection) and sel.is_basic:
+        return [ChunkPlacement(b.coords, _position(b.coords, strides), b.out_index, b.chunk_index)
+                for b in sel.slice_blocks(layout.chunk_shape)]
+    return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_selection.index())
+            for q in sel.project(layout.chunk_shape)]
+
+
+def _position(coords: Sequence[int], strides: Sequence[int]) -> int:
+    pos = 0
+    for c, n in zip(coords, strides):
+        pos += c * n
+    return pos
+
+
+def index_strides(grid: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
+    """Index strides of the array's axes. A shard index is C-ordered over the sharding
+    codec's inner grid ``grid``, whose axis ``k`` is the array's axis ``perm[k]``
+    (transpose codecs before the sharding codec permute it)."""
+    strides = [0] * len(grid)
+    step = 1
+    for k in reversed(range(len(grid))):
+        strides[perm[k]] = step
+        step *= grid[k]
+    return tuple(strides)
+
+
+@lru_cache(maxsize=64)
+def _whole_shard(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], strides: tuple[int, ...]
+                 ) -> tuple[ChunkPlacement, ...]:
+    """Every inner chunk of a shard read whole (``shard_shape`` clipped to the array): its
+    region of the shard, and the part of the chunk that is in bounds."""
+    layout = []
+    for coords in itertools.product(*(range(-(-s // c)) for s, c in zip(shard_shape, inner_shape))):
+        region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, inner_shape, shard_shape))
+        clipped = any(r.stop - r.start < c for r, c in zip(region, inner_shape))
+        inner = tuple(slice(0, r.stop - r.start) for r in region) if clipped else ...
+        layout.append(ChunkPlacement(coords, _position(coords, strides), region, inner))
+    return tuple(layout)
+
+
+def is_view(index: Any) -> bool:
+    """True when indexing with ``index`` gives a view (basic slices only)."""
+    return isinstance(index, tuple) and all(isinstance(s, slice) for s in index)
