@@ -4,15 +4,12 @@ A result under 32 MiB is an ordinary ``np.empty``. A larger one is an anonymous 
 mapping of its own, for two reasons:
 
 * numpy advises ``MADV_HUGEPAGE`` on large arrays, and on kernels with transparent huge
-  pages in ``madvise`` mode their page faults sometimes wait for memory compaction (full
-  reads of the 512 MiB benchmark array took 0.54 s or 0.9-1.2 s from run to run with it).
+  pages in ``madvise`` mode their page faults sometimes wait for memory compaction.
   Above glibc's 32 MiB mmap threshold malloc would hand out fresh pages anyway.
 * Its pages are prefaulted by a helper thread (Linux ``MADV_POPULATE_WRITE``) while the
-  read decodes into it. Faulting 512 MiB page by page from two decoding threads cost
-  0.22 s of a 0.75 s full read on the benchmark VM; populating costs about 0.17 s of one
-  thread and runs ahead of the decoders (interleaved medians over 7 runs: 0.99x -> 1.04x
-  of TensorStore's time). Populating only maps zeroed pages where none is mapped yet, so
-  it never touches values a decoder has already written.
+  read decodes into it, instead of being faulted page by page by the decoding threads.
+  Populating only maps zeroed pages where none is mapped yet, so it never touches values
+  a decoder has already written. (Measurements: benchmarks/README.md, "Large results".)
 """
 
 from __future__ import annotations
