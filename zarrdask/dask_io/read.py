@@ -3,13 +3,12 @@
 The graph is built through the public ``da.from_array`` on a tiny picklable
 :class:`~zarrdask.core.block_reader.BlockReader`, so it is a lazily materialised Blockwise layer (a million blocks
 cost nothing until computed). With dask's array query planning on, ``from_array``
-ignores ``name=``, so :func:`_from_array` builds the same ``FromArray`` expression
-under zarrdask's name instead (see there).
+ignores ``name=``, so ``compat.dask.named_from_array`` builds the same ``FromArray``
+expression under zarrdask's name instead (private dask API, kept there).
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from dask.array.core import PerformanceWarning, normalize_chunks
 from dask.base import tokenize
 from dask.utils import parse_bytes
 
+from ..compat.dask import named_from_array
 from ..core.api import open_array
 from ..core.array import Array
 from ..core.block_reader import BlockReader
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     from ..storage import StoreLike
 
 __all__ = ["from_zarr", "open_source", "read_chunks"]
-
-_NAMED_FROM_ARRAY = "_NamedFromArray"
-
 
 def from_zarr(
     source: StoreLike | Array,
@@ -69,65 +66,8 @@ def from_zarr(
     # single consumer into one task named "zarrdask-read-<op>": still one task per shard).
     # Query planning ignores annotations but does not fuse the FromArray expression either.
     with dask.annotate(zarrdask="read"):
-        return _from_array(reader, block_chunks, name, np.empty((0,) * array.ndim, dtype=array.dtype))
-
-
-def _from_array(
-    reader: BlockReader, chunks: tuple[tuple[int, ...], ...], name: str, meta: np.ndarray
-) -> da.Array:
-    """``da.from_array(reader, chunks, name=name, ...)``, keyed ``name`` in both dask modes.
-
-    Legacy dask arrays honour ``name=``. With ``array.query-planning`` on, dask's
-    ``from_array`` drops it and keys the blocks ``fromarray-<token>``, which hides the
-    reads from progress bars; there we build dask's own ``FromArray`` expression (same
-    lazily materialised ``graph_from_arraylike`` layer, one task per block) through a
-    subclass that only changes its name. That is private dask API (checked on dask
-    2026.8.0), so any failure falls back to the plain ``da.from_array``.
-    """
-    options = dict(lock=False, asarray=False, fancy=False, inline_array=True, meta=meta)
-    if da.array_expr_enabled():
-        try:
-            from dask._collections import new_collection
-
-            return new_collection(_named_from_array_class()(reader, chunks, key_name=name, **options))
-        except Exception:  # pragma: no cover - another dask version
-            pass
-    return da.from_array(reader, chunks=chunks, name=name, **options)
-
-
-@functools.cache
-def _named_from_array_class() -> type:
-    """dask's ``FromArray`` expression keyed by its ``key_name`` operand (dask 2026.8.0).
-
-    Defined on first use, so legacy mode never imports ``dask.array._array_expr``, and
-    reachable as ``zarrdask.dask_io.read._NamedFromArray`` (module ``__getattr__``) so a
-    distributed scheduler or worker can unpickle the expression whatever its own mode.
-    """
-    from dask.array._array_expr._io import FromArray
-
-    class _NamedFromArray(FromArray):
-        _parameters = [*FromArray._parameters, "key_name"]
-        _defaults = {**FromArray._defaults, "key_name": None}
-
-        @functools.cached_property
-        def _name(self) -> str:
-            # The key name already tokenises the reader (store, path, metadata) and the
-            # chunks; no dask rewrite substitutes FromArray operands in dask 2026.8.0.
-            name = self.operand("key_name")
-            return name if name is not None else f"{self._funcname}-{self.deterministic_token}"
-
-        def __str__(self) -> str:
-            return f"FromArray({self.operand('key_name')})"
-
-    _NamedFromArray.__module__ = __name__
-    _NamedFromArray.__qualname__ = _NAMED_FROM_ARRAY
-    return _NamedFromArray
-
-
-def __getattr__(attr: str) -> Any:
-    if attr == _NAMED_FROM_ARRAY:
-        return _named_from_array_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+        return named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
+                                inline_array=True, meta=np.empty((0,) * array.ndim, dtype=array.dtype))
 
 
 def open_source(
