@@ -9,17 +9,26 @@ Both are v3 extension points with a registry a user can extend:
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
+import numpy as np
+
 from .errors import MetadataError, Problem, UnknownExtensionError
 from .metadata.extension import NamedConfig
 
 __all__ = [
+    "AxisGrid",
+    "RegularAxis",
     "RegularChunkGrid",
+    "all_chunk_coords",
+    "ceil_div",
+    "chunk_of",
+    "chunk_slices",
+    "grid_shape",
+    "stored_shape",
     "ChunkKeyEncoding",
     "DefaultKeyEncoding",
     "V2KeyEncoding",
@@ -32,26 +41,100 @@ __all__ = [
 Loc = tuple[str | int, ...]
 
 
+def ceil_div(n: int, d: int) -> int:
+    """``ceil(n / d)`` for non-negative integers, exact at any size."""
+    return -(-n // d)
+
+
+class AxisGrid(Protocol):
+    """One dimension of a chunk grid laid over an array's extent ``size``: ``count`` chunks,
+    chunk ``k`` covering ``[bounds(k)[0], bounds(k)[1])`` (clipped to the array) and stored
+    with ``stored(k)`` elements along this axis (a regular grid pads its edge chunk)."""
+
+    size: int
+    count: int
+
+    def bounds(self, k: int) -> tuple[int, int]: ...
+
+    def stored(self, k: int) -> int: ...
+
+    def index_of(self, i: int) -> int:
+        """The chunk holding index ``i`` (``0 <= i < size``)."""
+
+    def index_of_array(self, indices: np.ndarray) -> np.ndarray: ...
+
+    def extents(self) -> tuple[int, ...]:
+        """Every chunk's extent inside the array, dask-style (``(0,)`` for an empty axis)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegularAxis:
+    """Chunks of ``step`` elements; the last one is cut by the array's edge."""
+
+    size: int
+    step: int
+
+    @property
+    def count(self) -> int:
+        return ceil_div(self.size, self.step)
+
+    def bounds(self, k: int) -> tuple[int, int]:
+        lo = k * self.step
+        return lo, min(lo + self.step, self.size)
+
+    def stored(self, k: int) -> int:
+        return self.step
+
+    def index_of(self, i: int) -> int:
+        return i // self.step
+
+    def index_of_array(self, indices: np.ndarray) -> np.ndarray:
+        return indices // self.step
+
+    def extents(self) -> tuple[int, ...]:
+        if self.size == 0:
+            return (0,)
+        whole, rest = divmod(self.size, self.step)
+        return (self.step,) * whole + ((rest,) if rest else ())
+
+
 @dataclass(frozen=True, slots=True)
 class RegularChunkGrid:
     """A grid of equal chunks; the last chunk along a dimension may run past the edge."""
 
     chunk_shape: tuple[int, ...]
 
-    def grid_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        return tuple(math.ceil(s / c) if c else 0 for s, c in zip(shape, self.chunk_shape))
-
-    def all_chunk_coords(self, shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
-        return itertools.product(*(range(n) for n in self.grid_shape(shape)))
-
-    def chunk_slices(self, coords: Sequence[int], shape: Sequence[int]) -> tuple[slice, ...]:
-        """Slices of the array covered by chunk ``coords`` (clipped to the array)."""
-        return tuple(
-            slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, self.chunk_shape, shape)
-        )
+    def axes(self, shape: Sequence[int]) -> tuple[RegularAxis, ...]:
+        """The grid laid over an array of ``shape``, one :class:`AxisGrid` per dimension."""
+        return tuple(RegularAxis(n, c) for n, c in zip(shape, self.chunk_shape))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
+
+
+def grid_shape(axes: Sequence[AxisGrid]) -> tuple[int, ...]:
+    """The number of chunks along each dimension."""
+    return tuple(a.count for a in axes)
+
+
+def chunk_slices(axes: Sequence[AxisGrid], coords: Sequence[int]) -> tuple[slice, ...]:
+    """The region of the array chunk ``coords`` covers (clipped to the array)."""
+    return tuple(slice(*a.bounds(k)) for a, k in zip(axes, coords))
+
+
+def stored_shape(axes: Sequence[AxisGrid], coords: Sequence[int]) -> tuple[int, ...]:
+    """The shape chunk ``coords`` is stored with (what its codecs see)."""
+    return tuple(a.stored(k) for a, k in zip(axes, coords))
+
+
+def chunk_of(axes: Sequence[AxisGrid], index: Sequence[int]) -> tuple[int, ...]:
+    """The chunk holding the element at ``index``."""
+    return tuple(a.index_of(i) for a, i in zip(axes, index))
+
+
+def all_chunk_coords(axes: Sequence[AxisGrid]) -> Iterator[tuple[int, ...]]:
+    """Every chunk's coordinates, in C order."""
+    return itertools.product(*(range(a.count) for a in axes))
 
 
 def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], allow_zero: bool = False) -> bool:

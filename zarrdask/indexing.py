@@ -6,7 +6,9 @@ A user selection is normalised once into one of two forms:
   or an int array (``a[...]`` with ints/slices/ellipsis, and ``a.oindex[...]``);
 * :class:`PointSelection`: broadcast coordinate arrays (``a.vindex[...]``).
 
-``selection.project(chunk_shape)`` yields one :class:`Projection` per chunk touched:
+``selection.project(grid)`` yields one :class:`Projection` per chunk touched, for a grid
+given as its axes (:class:`~zarrdask.grid.AxisGrid`, any chunk grid) or as a regular
+chunk shape:
 the chunk's grid coordinates, the chunk-local selection (again a Selection, so a
 shard can project it onto its inner chunks the same way), where the values go in the
 output, and whether the chunk is covered completely (a write needs no read then).
@@ -15,7 +17,6 @@ output, and whether the chunk is covered completely (a write needs no read then)
 from __future__ import annotations
 
 import itertools
-import math
 import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from .errors import BoundsError, SelectionError
+from .grid import AxisGrid, RegularAxis, ceil_div
 
 __all__ = [
     "OrthogonalSelection",
@@ -37,6 +39,12 @@ __all__ = [
 ]
 
 DimSel = Union[slice, np.ndarray]
+GridLike = Sequence[Union[int, AxisGrid]]
+
+
+def _axes(grid: GridLike, shape: Sequence[int]) -> list[AxisGrid]:
+    """A grid's axes over ``shape``; a plain chunk shape is a regular grid."""
+    return [RegularAxis(n, g) if isinstance(g, int) else g for g, n in zip(grid, shape)]
 
 
 class Projection(NamedTuple):
@@ -49,7 +57,7 @@ class Projection(NamedTuple):
 
 
 def _slice_len(s: slice) -> int:
-    return max(0, (s.stop - s.start + s.step - 1) // s.step)
+    return max(0, ceil_div(s.stop - s.start, s.step))
 
 
 @dataclass(frozen=True)
@@ -85,21 +93,21 @@ class OrthogonalSelection:
     def assign(self, array: np.ndarray, values: Any) -> None:
         array[self.index()] = values
 
-    def project(self, chunk_shape: Sequence[int]) -> Iterator[Projection]:
+    def project(self, grid: GridLike) -> Iterator[Projection]:
         if self.is_basic:
-            for coords, local, outs, full, local_shape in self.slice_blocks(chunk_shape):
+            for coords, local, outs, full, local_shape in self.slice_blocks(grid):
                 yield Projection(coords, OrthogonalSelection(local, local_shape), outs, full)
             return
-        per_dim = [_project_dim(d, c, n) for d, c, n in zip(self.dims, chunk_shape, self.array_shape)]
+        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, _axes(grid, self.array_shape))]
         for combo in itertools.product(*per_dim):
             coords, local, outs, fulls, local_shape = zip(*combo)
             outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
             yield Projection(coords, OrthogonalSelection(local, local_shape), outs, all(fulls))
 
-    def slice_blocks(self, chunk_shape: Sequence[int]) -> list[SliceBlock]:
+    def slice_blocks(self, grid: GridLike) -> list[SliceBlock]:
         """Every chunk a selection of slices only (``is_basic``) touches, as plain tuples:
         no Selection object per chunk, so small window reads pay little for the geometry."""
-        per_dim = [_project_dim(d, c, n) for d, c, n in zip(self.dims, chunk_shape, self.array_shape)]
+        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, _axes(grid, self.array_shape))]
         if not per_dim:  # 0-d: the one chunk, whole
             return [SliceBlock((), (), (), True, ())]
         blocks = []
@@ -119,38 +127,46 @@ class SliceBlock(NamedTuple):
     chunk_shape: tuple[int, ...]  # the chunk's extent inside the array
 
 
-def _project_dim(sel: DimSel, c: int, n: int) -> list[tuple[int, DimSel, DimSel, bool, int]]:
-    """Per chunk touched along one dimension: (chunk index, chunk-local selection, output
-    positions, chunk fully covered, chunk length inside the array)."""
-    parts: list[tuple[int, DimSel, DimSel, bool, int]] = []
+class _DimPart(NamedTuple):
+    """One chunk's part of a selection along one dimension."""
+
+    chunk: int
+    local: DimSel  # the selection inside the chunk
+    out: DimSel  # where its values go in the output
+    full: bool  # the chunk's whole extent is selected
+    extent: int  # the chunk's extent inside the array
+
+
+def _project_dim(sel: DimSel, axis: AxisGrid) -> list[_DimPart]:
+    """The chunks of ``axis`` a one-dimensional selection touches."""
+    parts: list[_DimPart] = []
     if isinstance(sel, slice):
         start, stop, step = sel.start, sel.stop, sel.step
         if stop <= start:
             return parts
-        for k in range(start // c, (stop - 1) // c + 1):
-            lo = k * c
-            hi = min(lo + c, n)
-            first = start if start >= lo else start + -(-(lo - start) // step) * step
+        for k in range(axis.index_of(start), axis.index_of(stop - 1) + 1):
+            lo, hi = axis.bounds(k)
+            first = start if start >= lo else start + ceil_div(lo - start, step) * step
             end = min(stop, hi)
             if first >= end:
                 continue
             out0 = (first - start) // step
-            count = -(-(end - first) // step)
+            count = ceil_div(end - first, step)
             full = step == 1 and first == lo and end == hi
-            parts.append((k, slice(first - lo, end - lo, step), slice(out0, out0 + count), full, hi - lo))
+            parts.append(_DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + count), full, hi - lo))
         return parts
     if sel.size == 0:
         return parts
-    chunk_ids = sel // c
+    chunk_ids = axis.index_of_array(sel)
     order = np.argsort(chunk_ids, kind="stable")
     sorted_ids = chunk_ids[order]
     bounds = np.flatnonzero(np.diff(sorted_ids)) + 1
     for positions in np.split(order, bounds):
         k = int(chunk_ids[positions[0]])
-        local = sel[positions] - k * c
-        size = min(c, n - k * c)
-        full = local.size >= size and np.unique(local).size == size
-        parts.append((k, local, positions, bool(full), size))
+        lo, hi = axis.bounds(k)
+        local = sel[positions] - lo
+        full = local.size >= hi - lo and np.unique(local).size == hi - lo
+        parts.append(_DimPart(k, local, positions, bool(full), hi - lo))
     return parts
 
 
@@ -179,18 +195,19 @@ class PointSelection:
     def assign(self, array: np.ndarray, values: Any) -> None:
         array[self.coords] = values
 
-    def project(self, chunk_shape: Sequence[int]) -> Iterator[Projection]:
+    def project(self, grid: GridLike) -> Iterator[Projection]:
         if not self.coords or len(self.coords[0]) == 0:
             return
-        chunk_idx = [c // s for c, s in zip(self.coords, chunk_shape)]
-        grid = [max(1, math.ceil(n / s)) for n, s in zip(self.array_shape, chunk_shape)]
-        flat = np.ravel_multi_index(chunk_idx, grid)
+        axes = _axes(grid, self.array_shape)
+        chunk_idx = [a.index_of_array(c) for c, a in zip(self.coords, axes)]
+        flat = np.ravel_multi_index(chunk_idx, [max(1, a.count) for a in axes])
         order = np.argsort(flat, kind="stable")
         bounds = np.flatnonzero(np.diff(flat[order])) + 1
         for positions in np.split(order, bounds):
             k = tuple(int(ci[positions[0]]) for ci in chunk_idx)
-            local = tuple(c[positions] - kk * s for c, kk, s in zip(self.coords, k, chunk_shape))
-            local_shape = tuple(min(s, n - kk * s) for kk, s, n in zip(k, chunk_shape, self.array_shape))
+            spans = [a.bounds(kk) for a, kk in zip(axes, k)]
+            local = tuple(c[positions] - lo for c, (lo, _) in zip(self.coords, spans))
+            local_shape = tuple(hi - lo for lo, hi in spans)
             yield Projection(k, PointSelection(local, local_shape, (len(positions),)), positions, False)
 
 

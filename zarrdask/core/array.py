@@ -138,7 +138,7 @@ class Array(Node):
         # only shard indexes are cached; an unsharded array shares a cache that keeps nothing
         self._cache = IndexCache(self._options.index_cache_size) if sharded else _NO_INDEX_CACHE
         self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, self._pipeline, spec,
-                                         self._options, self._cache)
+                                         self._options, self._cache, meta.chunk_grid.axes(meta.shape))
         self._chunks = self._source.read_shape
         self._shards = self._source.unit_shape if sharded else None
 

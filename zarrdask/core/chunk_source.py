@@ -21,6 +21,7 @@ import numpy as np
 
 from ..codecs.base import ChunkSpec
 from ..codecs.sharding import ShardIndex, ShardingCodec, is_empty_chunk
+from ..grid import AxisGrid, stored_shape
 from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
 from ..indexing import Projection, Selection
 from ..plan.fetch_plan import ChunkPlacement, ReadPlan, StorageLayout, UnitRead, index_strides, is_view, plan_read
@@ -96,7 +97,7 @@ class ChunkSource:
     """Common state: the store, how keys are named, the storage unit's pipeline and spec."""
 
     def __init__(self, store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
-                 options: ArrayOptions, cache: IndexCache) -> None:
+                 options: ArrayOptions, cache: IndexCache, grid: tuple[AxisGrid, ...]) -> None:
         self.store = store
         self.path = path
         self.key_encoding = key_encoding
@@ -104,12 +105,12 @@ class ChunkSource:
         self.spec = spec
         self.options = options
         self.cache = cache
+        self.grid = grid  # the storage units (one key each) laid over the array
         self.unit_shape = spec.shape
         self.read_shape = spec.shape  # the unit a read decodes (inner chunks when sharded)
         fill = spec.fill_value
         self.fill = spec.dtype.default_fill() if fill is None else fill
-        self.layout = StorageLayout(self.unit_shape, self.unit_shape, (0,) * len(self.unit_shape), False, False,
-                                    self.key)
+        self.layout = StorageLayout(grid, self.unit_shape, (0,) * len(grid), False, False, self.key)
 
     def key(self, coords: tuple[int, ...]) -> str:
         return join_path(self.path, self.key_encoding.encode(coords))
@@ -206,7 +207,7 @@ class PlainChunkSource(ChunkSource):
         target[placement.out_index] = chunk[placement.chunk_index]
 
     def write(self, selection: Selection, values: np.ndarray) -> None:
-        projections = list(selection.project(self.unit_shape))
+        projections = list(selection.project(self.grid))
         keys = [self.key(p.coords) for p in projections]
         partial = [i for i, p in enumerate(projections) if not p.full]
         existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
@@ -215,7 +216,7 @@ class PlainChunkSource(ChunkSource):
             blob = existing.get(i)
             try:
                 old = None if blob is None else (lambda: self.pipeline.decode(blob))
-                chunk = self._updated_chunk(self.unit_shape, projections[i], values, old)
+                chunk = self._updated_chunk(stored_shape(self.grid, projections[i].coords), projections[i], values, old)
             except CodecError as exc:
                 raise _with_key(exc, keys[i]) from exc
             return self.pipeline.encode(chunk) if self._keep(chunk) else None
@@ -266,7 +267,7 @@ class ShardedChunkSource(ChunkSource):
         self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
         self.read_shape = self.inner_shape
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
-        self.layout = StorageLayout(self.unit_shape, self.inner_shape, index_strides(codec.grid_shape, perm),
+        self.layout = StorageLayout(self.grid, self.inner_shape, index_strides(codec.grid_shape, perm),
                                     True, not self.pipeline.bytes_bytes, self.key)
 
     # -- reads -----------------------------------------------------------------------
@@ -374,7 +375,7 @@ class ShardedChunkSource(ChunkSource):
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:
-        shards = list(selection.project(self.unit_shape))
+        shards = list(selection.project(self.grid))
         keys = [self.key(p.coords) for p in shards]
         partial = [i for i, p in enumerate(shards) if not p.full]
         existing: dict[int, dict[tuple[int, ...], Any]] = {}
@@ -426,10 +427,10 @@ class ShardedChunkSource(ChunkSource):
 
 
 def make_chunk_source(store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
-                      options: ArrayOptions, cache: IndexCache) -> ChunkSource:
+                      options: ArrayOptions, cache: IndexCache, grid: tuple[AxisGrid, ...]) -> ChunkSource:
     """The chunk source for a pipeline: sharded when its array->bytes codec is sharding and
     the codecs before it only permute axes; any other chain decodes whole stored values."""
     sharded = (isinstance(getattr(pipeline, "array_bytes", None), ShardingCodec)
                and pipeline.axis_permutation is not None)
     cls = ShardedChunkSource if sharded else PlainChunkSource
-    return cls(store, path, key_encoding, pipeline, spec, options, cache)
+    return cls(store, path, key_encoding, pipeline, spec, options, cache, grid)

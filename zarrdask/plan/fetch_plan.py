@@ -10,8 +10,9 @@ bytes->bytes codecs after the sharding codec hide its layout; otherwise its inde
 fetched and then only the byte ranges of the chunks it needs. The byte ranges themselves
 depend on the index, which only the executor (``core/chunk_source.py``) reads.
 
->>> layout = StorageLayout(unit_shape=(4,), chunk_shape=(2,), index_strides=(1,), sharded=True,
-...                        ranged_reads=True, key=lambda c: f"c/{c[0]}")
+>>> from zarrdask.grid import RegularChunkGrid
+>>> layout = StorageLayout(unit_grid=RegularChunkGrid((4,)).axes((10,)), chunk_shape=(2,), index_strides=(1,),
+...                        sharded=True, ranged_reads=True, key=lambda c: f"c/{c[0]}")
 >>> from zarrdask.indexing import basic_selection
 >>> selection, _ = basic_selection((slice(3, 8),), (10,))
 >>> plan = plan_read(selection, layout)
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from ..grid import AxisGrid, ceil_div
 from ..indexing import OrthogonalSelection, Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read"]
@@ -82,13 +84,13 @@ class ReadPlan:
 
 @dataclass(frozen=True, slots=True)
 class StorageLayout:
-    """How an array is stored. ``unit_shape``: the region of one key (shard or chunk);
-    ``chunk_shape``: the region one decode yields, in the array's axis order (inner chunks
-    when sharded, else the unit); ``index_strides``: a chunk's position in its shard index
+    """How an array is stored. ``unit_grid``: the grid of stored values (one key per shard
+    or chunk) laid over the array; ``chunk_shape``: the region one decode of a shard's
+    inner chunk yields, in the array's axis order (unused unsharded); ``index_strides``: a chunk's position in its shard index
     is ``sum(coords * strides)``; ``ranged_reads``: a partly selected shard can be read
     through its index; ``key``: the store key of a unit's coordinates."""
 
-    unit_shape: tuple[int, ...]
+    unit_grid: tuple[AxisGrid, ...]
     chunk_shape: tuple[int, ...]
     index_strides: tuple[int, ...]
     sharded: bool
@@ -99,7 +101,7 @@ class StorageLayout:
 def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     """The plan of reading ``selection`` (see the module docstring)."""
     units = []
-    for p in selection.project(layout.unit_shape):
+    for p in selection.project(layout.unit_grid):
         if not layout.sharded:
             placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_selection.index())
             units.append(UnitRead(layout.key(p.coords), p.coords, None, p.chunk_selection.shape, True, (placement,)))
@@ -148,7 +150,7 @@ def _whole_shard(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], str
     """Every inner chunk of a shard read whole (``shard_shape`` clipped to the array): its
     region of the shard, and the part of the chunk that is in bounds."""
     layout = []
-    for coords in itertools.product(*(range(-(-s // c)) for s, c in zip(shard_shape, inner_shape))):
+    for coords in itertools.product(*(range(ceil_div(s, c)) for s, c in zip(shard_shape, inner_shape))):
         region = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(coords, inner_shape, shard_shape))
         clipped = any(r.stop - r.start < c for r, c in zip(region, inner_shape))
         inner = tuple(slice(0, r.stop - r.start) for r in region) if clipped else ...

@@ -1,0 +1,115 @@
+"""The chunk-grid abstraction: a grid is its axes (``zarrdask.grid.AxisGrid``), and the
+indexing layer projects any selection onto any axes, regular or not. An irregular axis
+defined here (as a rectilinear grid will be) projects exactly like numpy's indexing."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zarrdask.grid import (
+    RegularAxis,
+    RegularChunkGrid,
+    all_chunk_coords,
+    chunk_of,
+    chunk_slices,
+    grid_shape,
+    stored_shape,
+)
+from zarrdask.indexing import basic_selection, orthogonal_selection, point_selection
+
+SETTINGS = settings(derandomize=True, deadline=None, max_examples=200, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@dataclass(frozen=True)
+class IrregularAxis:
+    """Chunks of the given extents (an AxisGrid that is not regular)."""
+
+    edges: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return self.edges[-1]
+
+    @property
+    def count(self) -> int:
+        return len(self.edges) - 1
+
+    def bounds(self, k):
+        return self.edges[k], self.edges[k + 1]
+
+    def stored(self, k):
+        return self.edges[k + 1] - self.edges[k]
+
+    def index_of(self, i):
+        return bisect.bisect_right(self.edges, i) - 1
+
+    def index_of_array(self, indices):
+        return np.searchsorted(np.asarray(self.edges), indices, side="right") - 1
+
+    def extents(self):
+        return tuple(np.diff(self.edges)) or (0,)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 7)), min_size=1, max_size=3))
+def test_regular_axes_match_brute_force(dims):
+    shape = tuple(n for n, _ in dims)
+    axes = RegularChunkGrid(tuple(c for _, c in dims)).axes(shape)
+    assert grid_shape(axes) == tuple(-(-n // c) for n, c in dims)
+    covered = np.zeros(shape, dtype=int)
+    for coords in all_chunk_coords(axes):
+        region = chunk_slices(axes, coords)
+        covered[region] += 1
+        assert stored_shape(axes, coords) == tuple(c for _, c in dims)
+        first = tuple(s.start for s in region)
+        if all(s.stop > s.start for s in region):
+            assert chunk_of(axes, first) == coords
+    assert (covered == 1).all()
+    for axis, (n, _) in zip(axes, dims):
+        assert sum(axis.extents()) == n
+
+
+@st.composite
+def irregular_case(draw):
+    ndim = draw(st.integers(1, 3))
+    axes, shape = [], []
+    for _ in range(ndim):
+        extents = draw(st.lists(st.integers(1, 5), min_size=1, max_size=5))
+        edges = tuple(itertools.accumulate([0, *extents]))
+        axes.append(IrregularAxis(edges) if draw(st.booleans()) else RegularAxis(edges[-1], extents[0]))
+        shape.append(edges[-1])
+    return tuple(shape), axes
+
+
+def _rebuild(selection, axes, data, out_shape):
+    out = np.zeros(selection.shape, dtype=data.dtype)
+    for p in selection.project(axes):
+        region = chunk_slices(axes, p.coords)
+        chunk = data[region]
+        out[p.out_index] = p.chunk_selection.extract(chunk)
+    return out.reshape(out_shape)
+
+
+@SETTINGS
+@given(irregular_case(), st.data())
+def test_projection_onto_any_axes_matches_numpy(case, data):
+    shape, axes = case
+    values = np.arange(int(np.prod(shape))).reshape(shape)
+    window = tuple(slice(data.draw(st.integers(0, n)), data.draw(st.integers(0, n)), data.draw(st.sampled_from([1, 2, 3])))
+                   for n in shape)
+    sel, out_shape = basic_selection(window, shape)
+    assert np.array_equal(_rebuild(sel, axes, values, out_shape), values[window])
+    picks = tuple(np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=6)), dtype=int) for n in shape)
+    sel, out_shape = orthogonal_selection(picks, shape)
+    assert np.array_equal(_rebuild(sel, axes, values, out_shape), values[np.ix_(*picks)])
+    n_points = data.draw(st.integers(1, 6))
+    points = tuple(np.array([data.draw(st.integers(0, n - 1)) for _ in range(n_points)]) for n in shape)
+    sel, out_shape = point_selection(points, shape)
+    assert np.array_equal(_rebuild(sel, axes, values, out_shape), values[points])
