@@ -8,9 +8,11 @@ library under test), and the conformance corpus is located next to the repositor
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import os
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +326,37 @@ class CountingStore(WrapperStore):
     @property
     def url(self) -> str:
         return "counting+" + self.inner.url
+
+
+# --------------------------------------------------------------------------------------
+# grids
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IrregularAxis:
+    """Chunks of the given extents (a ``zarrdask.grid.AxisGrid`` that is not regular,
+    as a rectilinear grid has)."""
+
+    edges: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return self.edges[-1]
+
+    @property
+    def count(self) -> int:
+        return len(self.edges) - 1
+
+    def bounds(self, k):
+        return self.edges[k], self.edges[k + 1]
+
+    def stored(self, k):
+        return self.edges[k + 1] - self.edges[k]
+
+    def index_of(self, i):
+        return bisect.bisect_right(self.edges, i) - 1
+
+    def index_of_array(self, indices):
+        return np.searchsorted(np.asarray(self.edges), indices, side="right") - 1
+
+    def extents(self):
+        return tuple(np.diff(self.edges)) or (0,)

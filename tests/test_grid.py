@@ -4,13 +4,13 @@ defined here (as a rectilinear grid will be) projects exactly like numpy's index
 
 from __future__ import annotations
 
-import bisect
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from _util import IrregularAxis
 
 from zarrdask.grid import (
     RegularAxis,
@@ -25,36 +25,6 @@ from zarrdask.indexing import basic_selection, orthogonal_selection, point_selec
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=200, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
-
-
-@dataclass(frozen=True)
-class IrregularAxis:
-    """Chunks of the given extents (an AxisGrid that is not regular)."""
-
-    edges: tuple[int, ...]
-
-    @property
-    def size(self) -> int:
-        return self.edges[-1]
-
-    @property
-    def count(self) -> int:
-        return len(self.edges) - 1
-
-    def bounds(self, k):
-        return self.edges[k], self.edges[k + 1]
-
-    def stored(self, k):
-        return self.edges[k + 1] - self.edges[k]
-
-    def index_of(self, i):
-        return bisect.bisect_right(self.edges, i) - 1
-
-    def index_of_array(self, indices):
-        return np.searchsorted(np.asarray(self.edges), indices, side="right") - 1
-
-    def extents(self):
-        return tuple(np.diff(self.edges)) or (0,)
 
 
 @SETTINGS

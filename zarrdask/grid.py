@@ -24,7 +24,10 @@ __all__ = [
     "RegularAxis",
     "RegularChunkGrid",
     "all_chunk_coords",
+    "as_axes",
     "ceil_div",
+    "cut_at_lines",
+    "edges",
     "chunk_of",
     "chunk_slices",
     "grid_shape",
@@ -110,6 +113,24 @@ class RegularChunkGrid:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
+
+
+def as_axes(grid: Sequence[int | AxisGrid], shape: Sequence[int]) -> tuple[AxisGrid, ...]:
+    """A grid's axes over ``shape``; a plain chunk shape is a regular grid."""
+    return tuple(RegularAxis(int(n), int(g)) if isinstance(g, (int, np.integer)) else g for g, n in zip(grid, shape))
+
+
+def edges(axis: AxisGrid) -> tuple[int, ...]:
+    """The grid lines of an axis: ``0``, every chunk boundary, and the array's extent."""
+    return tuple(itertools.accumulate(axis.extents(), initial=0)) if axis.size else (0,)
+
+
+def cut_at_lines(axis: AxisGrid, start: int, stop: int) -> tuple[int, ...]:
+    """``[start, stop)`` cut at the axis's grid lines (dask-style extents; ``(0,)`` when empty)."""
+    if stop <= start:
+        return (0,)
+    lines = [e for e in edges(axis) if start < e < stop]
+    return tuple(b - a for a, b in zip([start, *lines], [*lines, stop]))
 
 
 def grid_shape(axes: Sequence[AxisGrid]) -> tuple[int, ...]:

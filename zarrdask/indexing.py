@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from .errors import BoundsError, SelectionError
-from .grid import AxisGrid, RegularAxis, ceil_div
+from .grid import AxisGrid, as_axes, ceil_div
 
 __all__ = [
     "OrthogonalSelection",
@@ -40,11 +40,6 @@ __all__ = [
 
 DimSel = Union[slice, np.ndarray]
 GridLike = Sequence[Union[int, AxisGrid]]
-
-
-def _axes(grid: GridLike, shape: Sequence[int]) -> list[AxisGrid]:
-    """A grid's axes over ``shape``; a plain chunk shape is a regular grid."""
-    return [RegularAxis(n, g) if isinstance(g, int) else g for g, n in zip(grid, shape)]
 
 
 class Projection(NamedTuple):
@@ -98,7 +93,7 @@ class OrthogonalSelection:
             for coords, local, outs, full, local_shape in self.slice_blocks(grid):
                 yield Projection(coords, OrthogonalSelection(local, local_shape), outs, full)
             return
-        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, _axes(grid, self.array_shape))]
+        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, as_axes(grid, self.array_shape))]
         for combo in itertools.product(*per_dim):
             coords, local, outs, fulls, local_shape = zip(*combo)
             outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
@@ -107,7 +102,7 @@ class OrthogonalSelection:
     def slice_blocks(self, grid: GridLike) -> list[SliceBlock]:
         """Every chunk a selection of slices only (``is_basic``) touches, as plain tuples:
         no Selection object per chunk, so small window reads pay little for the geometry."""
-        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, _axes(grid, self.array_shape))]
+        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, as_axes(grid, self.array_shape))]
         if not per_dim:  # 0-d: the one chunk, whole
             return [SliceBlock((), (), (), True, ())]
         blocks = []
@@ -198,7 +193,7 @@ class PointSelection:
     def project(self, grid: GridLike) -> Iterator[Projection]:
         if not self.coords or len(self.coords[0]) == 0:
             return
-        axes = _axes(grid, self.array_shape)
+        axes = as_axes(grid, self.array_shape)
         chunk_idx = [a.index_of_array(c) for c, a in zip(self.coords, axes)]
         flat = np.ravel_multi_index(chunk_idx, [max(1, a.count) for a in axes])
         order = np.argsort(flat, kind="stable")

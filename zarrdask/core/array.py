@@ -26,6 +26,7 @@ from ..errors import (
     ShapeMismatchError,
     UnknownExtensionError,
 )
+from ..grid import AxisGrid
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
@@ -176,6 +177,12 @@ class Array(Node):
     def shards(self) -> tuple[int, ...] | None:
         """The shard (write) shape, or None when unsharded."""
         return self._shards
+
+    @property
+    def unit_grid(self) -> tuple[AxisGrid, ...]:
+        """The storage units (one key each: shards when sharded, else chunks) laid over the
+        array, one :class:`~zarrdask.grid.AxisGrid` per dimension."""
+        return self._source.grid
 
     @property
     def write_grid(self) -> tuple[int, ...]:

@@ -87,19 +87,20 @@ def open_source(
 
 def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]:
     """The dask block chunks for reading ``array`` (see :func:`from_zarr`)."""
-    grid = tuple(array.write_grid)
+    grid = array.unit_grid
     if chunks is None:
         return default_read_chunks(array.shape, grid)
     if isinstance(chunks, str) and chunks == "auto":
         limit = parse_bytes(dask.config.get("array.chunk-size"))
         return auto_read_chunks(array.shape, grid, array.dtype.itemsize, limit)
-    block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=grid)
+    unit = tuple(max(axis.extents()) for axis in grid)
+    block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=unit)
     cut = cut_axes(block_chunks, grid)
     if cut:
-        unit = "shards" if array.shards is not None else "chunks"
+        kind = "shards" if array.shards is not None else "chunks"
         warnings.warn(
-            f"chunks {block_chunks} cut through the array's {unit} {grid} along axes {cut}: "
-            f"several tasks will fetch the same {unit[:-1]}; use whole multiples of {grid}",
+            f"chunks {block_chunks} cut through the array's {kind} {unit} along axes {cut}: "
+            f"several tasks will fetch the same {kind[:-1]}; use whole multiples of {unit}",
             PerformanceWarning,
             stacklevel=3,
         )

@@ -23,7 +23,8 @@ from dask.task_spec import List, Task, TaskRef
 from ..core.create import create_array
 from ..core.array import Array
 from ..errors import InvalidModeError, NodeNotFoundError, ShapeMismatchError
-from ..plan import WritePlan, WritePlanSummary, default_read_chunks, make_write_plan, normalize_region
+from ..grid import cut_at_lines
+from ..plan import WritePlan, WritePlanSummary, make_write_plan, normalize_region
 from .read import open_source
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def to_zarr(
     source = _as_dask(x, target, region)
     if not da.array_expr_enabled():  # as da.store does (culling, slice fusion); expressions lower themselves
         (source,) = dask.optimize(source)
-    plan = make_write_plan(target.shape, source.chunks, target.write_grid, region)
+    plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region)
     delayed = write_graph(source, writer, plan)
     if not compute:
         return delayed
@@ -108,7 +109,7 @@ def plan_write(
         x = np.asarray(x)
     slices = _checked_region(x, array, region)
     source = _as_dask(x, array, slices)
-    plan = make_write_plan(array.shape, source.chunks, array.write_grid, slices)
+    plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices)
     return plan.summary(array.dtype.itemsize)
 
 
@@ -237,16 +238,5 @@ def _as_dask(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...])
     if isinstance(x, da.Array):
         return x
     data = np.asarray(x)
-    chunks = tuple(
-        _aligned_axis(s.start, s.stop, g) for s, g in zip(region, target.write_grid)
-    )
+    chunks = tuple(cut_at_lines(axis, s.start, s.stop) for s, axis in zip(region, target.unit_grid))
     return da.from_array(data, chunks=chunks)
-
-
-def _aligned_axis(start: int, stop: int, grid: int) -> tuple[int, ...]:
-    """Blocks of ``[start, stop)`` cut at the write-grid lines."""
-    head = min(stop, -(-start // grid) * grid) - start
-    rest = default_read_chunks((stop - start - head,), (grid,))[0]
-    if head == 0:
-        return rest
-    return (head,) + (rest if stop - start - head else ())

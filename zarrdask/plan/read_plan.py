@@ -1,9 +1,10 @@
-"""The read planner: the dask block grid of a read, aligned to the write grid.
+"""The read planner: the dask block grid of a read, aligned to the array's storage units.
 
 Pure code (no Dask, no I/O). A read task that covers whole shards fetches each shard's
 index once and its inner chunks with coalesced ranges; a block that cuts a shard makes
-two tasks fetch the same index. So the default block is one unit of the write grid (the
-shard when sharded, else the chunk), and ``"auto"`` blocks are whole multiples of it.
+two tasks fetch the same index. So the default block is one storage unit (the shard when
+sharded, else the chunk), and ``"auto"`` blocks are runs of whole units. Grids are given
+by their axes (``zarrdask.grid.AxisGrid``) or as a regular unit shape.
 
 >>> default_read_chunks((100, 50), (32, 50))
 ((32, 32, 32, 4), (50,))
@@ -18,32 +19,39 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Union
+
+from ..grid import AxisGrid, as_axes, edges
 
 __all__ = ["auto_read_chunks", "cut_axes", "default_read_chunks"]
 
 #: Default target size of an ``"auto"`` read block (dask's ``array.chunk-size``).
 AUTO_BLOCK_BYTES = 128 * 2**20
 
+Grid = Sequence[Union[int, AxisGrid]]
 
-def default_read_chunks(shape: Sequence[int], write_grid: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    """One dask block per write-grid cell (shard or chunk)."""
-    return tuple(_regular(n, g) for n, g in zip(shape, write_grid))
+
+def default_read_chunks(shape: Sequence[int], grid: Grid) -> tuple[tuple[int, ...], ...]:
+    """One dask block per storage unit (shard or chunk)."""
+    return tuple(axis.extents() for axis in as_axes(grid, shape))
 
 
 def auto_read_chunks(
     shape: Sequence[int],
-    write_grid: Sequence[int],
+    grid: Grid,
     itemsize: int,
     limit_bytes: int = AUTO_BLOCK_BYTES,
 ) -> tuple[tuple[int, ...], ...]:
-    """Blocks of about ``limit_bytes`` that are whole multiples of the write grid.
+    """Blocks of about ``limit_bytes`` that are runs of whole storage units.
 
-    Every axis is grown by the same factor (keeping the cell's aspect ratio) until the
-    budget is used or the axis spans the whole array; a cell bigger than the budget stays
+    Every axis is grown by the same factor (keeping the unit's aspect ratio) until the
+    budget is used or the axis spans the whole array; a unit bigger than the budget stays
     one block.
     """
-    cells = [max(1, -(-n // g)) for n, g in zip(shape, write_grid)]
-    budget = max(1, limit_bytes // max(1, itemsize * math.prod(write_grid)))
+    axes = as_axes(grid, shape)
+    cells = [max(1, a.count) for a in axes]
+    unit = [max(a.extents()) for a in axes]
+    budget = max(1, limit_bytes // max(1, itemsize * math.prod(unit)))
     factors = [1] * len(cells)
     growing = [d for d, c in enumerate(cells) if c > 1]
     while growing:
@@ -57,24 +65,23 @@ def auto_read_chunks(
         for d in capped:
             factors[d] = cells[d]
         growing = [d for d in growing if d not in capped]
-    return tuple(_regular(n, g * f) for n, g, f in zip(shape, write_grid, factors))
+    return tuple(_runs(a.extents(), f) for a, f in zip(axes, factors))
 
 
-def cut_axes(chunks: Sequence[Sequence[int]], write_grid: Sequence[int]) -> tuple[int, ...]:
-    """The axes along which some block boundary falls inside a write-grid cell."""
-    return tuple(
-        axis
-        for axis, (axis_chunks, g) in enumerate(zip(chunks, write_grid))
-        if any(edge % g for edge in itertools.accumulate(axis_chunks[:-1]))
-    )
+def cut_axes(chunks: Sequence[Sequence[int]], grid: Grid) -> tuple[int, ...]:
+    """The axes along which some block boundary falls inside a storage unit."""
+    shape = [sum(c) for c in chunks]
+    cut = []
+    for axis, (axis_chunks, g) in enumerate(zip(chunks, as_axes(grid, shape))):
+        lines = set(edges(g))
+        if any(e not in lines for e in itertools.accumulate(axis_chunks[:-1])):
+            cut.append(axis)
+    return tuple(cut)
 
 
-def _regular(size: int, step: int) -> tuple[int, ...]:
-    """``size`` cut into ``step``-sized blocks, the last one shorter (dask chunk form)."""
-    if size == 0:
-        return (0,)
-    whole, rest = divmod(size, step)
-    return (step,) * whole + ((rest,) if rest else ())
+def _runs(extents: tuple[int, ...], factor: int) -> tuple[int, ...]:
+    """Consecutive extents summed ``factor`` at a time (dask chunk form)."""
+    return tuple(sum(extents[i: i + factor]) for i in range(0, len(extents), factor))
 
 
 def _int_root(value: int, k: int) -> int:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
+from ..grid import AxisGrid, as_axes
 
 __all__ = [
     "AxisGroup",
@@ -137,7 +138,7 @@ class WritePlan:
     """
 
     shape: tuple[int, ...]
-    write_grid: tuple[int, ...]
+    grid: tuple[AxisGrid, ...]  # the storage units (one key each) laid over the array
     region: tuple[slice, ...]
     source_chunks: tuple[tuple[int, ...], ...]
     axes: tuple[tuple[AxisGroup, ...], ...]
@@ -158,7 +159,7 @@ class WritePlan:
 
     def summary(self, itemsize: int = 1) -> WritePlanSummary:
         """Counts and estimated bytes of this plan (``itemsize`` bytes per element)."""
-        unit_extents = [_unit_extents(groups, g, n) for groups, g, n in zip(self.axes, self.write_grid, self.shape)]
+        unit_extents = [_unit_extents(groups, axis) for groups, axis in zip(self.axes, self.grid)]
         total_volume = math.prod(sum(e for e, _ in ext) for ext in unit_extents)
         full_volume = math.prod(sum(e for e, full in ext if full) for ext in unit_extents)
         units = math.prod(len(ext) for ext in unit_extents)
@@ -183,23 +184,24 @@ class WritePlan:
 def make_write_plan(
     shape: Sequence[int],
     source_chunks: Sequence[Sequence[int]],
-    write_grid: Sequence[int],
+    grid: Sequence[int | AxisGrid],
     region: Sequence[slice] | None = None,
 ) -> WritePlan:
-    """Plan writing a source with dask ``source_chunks`` into ``region`` of an array.
+    """Plan writing a source with dask ``source_chunks`` into ``region`` of an array whose
+    storage units form ``grid`` (its axes, or a regular unit shape).
 
     ``source_chunks`` must tile the region exactly (its sums are the region's extents).
     Raises ShapeMismatchError / SelectionError / BoundsError for inconsistent inputs.
     """
     shape = tuple(int(n) for n in shape)
-    grid = tuple(int(g) for g in write_grid)
     chunks = tuple(tuple(int(c) for c in axis) for axis in source_chunks)
     if len(grid) != len(shape) or len(chunks) != len(shape):
         raise ShapeMismatchError(
             f"array of {len(shape)} dimensions, write grid of {len(grid)}, source chunks of {len(chunks)}"
         )
-    if any(g <= 0 for g in grid):
-        raise ShapeMismatchError(f"write grid {grid} must be positive along every axis")
+    if any(isinstance(g, int) and g <= 0 for g in grid):
+        raise ShapeMismatchError(f"write grid {tuple(grid)} must be positive along every axis")
+    axis_grids = as_axes(grid, shape)
     bounds = normalize_region(region, shape)
     for axis, ((start, stop), axis_chunks) in enumerate(zip(bounds, chunks)):
         if any(c < 0 for c in axis_chunks):
@@ -210,10 +212,9 @@ def make_write_plan(
                 f"but the region [{start}:{stop}] has extent {stop - start}"
             )
     axes = tuple(
-        _plan_axis(n, g, start, stop, axis_chunks)
-        for n, g, (start, stop), axis_chunks in zip(shape, grid, bounds, chunks)
+        _plan_axis(axis, start, stop, axis_chunks) for axis, (start, stop), axis_chunks in zip(axis_grids, bounds, chunks)
     )
-    return WritePlan(shape, grid, tuple(slice(a, b) for a, b in bounds), chunks, axes)
+    return WritePlan(shape, axis_grids, tuple(slice(a, b) for a, b in bounds), chunks, axes)
 
 
 def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
@@ -245,24 +246,26 @@ def _bound(value: int | None, default: int, size: int) -> int:
     return value + size if value < 0 else value
 
 
-def _plan_axis(size: int, grid: int, start: int, stop: int, chunks: tuple[int, ...]) -> tuple[AxisGroup, ...]:
+def _plan_axis(axis: AxisGrid, start: int, stop: int, chunks: tuple[int, ...]) -> tuple[AxisGroup, ...]:
     """Cut ``[start, stop)`` of one axis into groups of write-grid cells (see module doc)."""
     if start == stop:
         return ()
     offsets = list(itertools.accumulate(chunks, initial=start))
     blocks = [(b, offsets[b], offsets[b + 1]) for b in range(len(chunks)) if chunks[b]]
-    first_cell, end_cell = start // grid, -(-stop // grid)
-    full_lo = -(-start // grid)
-    full_hi = end_cell if stop == size else stop // grid
+    first_cell, last_cell = axis.index_of(start), axis.index_of(stop - 1)
+    end_cell = last_cell + 1
+    full_lo = first_cell if axis.bounds(first_cell)[0] == start else first_cell + 1
+    full_hi = end_cell if axis.bounds(last_cell)[1] == stop else last_cell
     groups = []
     cell, j = first_cell, 0
     while cell < end_cell:
-        lo, hi = max(cell * grid, start), min((cell + 1) * grid, stop)
+        cell_lo, cell_hi = axis.bounds(cell)
+        lo, hi = max(cell_lo, start), min(cell_hi, stop)
         while blocks[j][2] <= lo:
             j += 1
         if blocks[j][2] >= hi:  # the cell lies inside block j: take every cell inside it
-            last = end_cell if blocks[j][2] == stop else blocks[j][2] // grid
-            hi = min(last * grid, stop)
+            last = end_cell if blocks[j][2] == stop else axis.index_of(blocks[j][2])
+            hi = min(axis.bounds(last - 1)[1], stop)
             touching = [blocks[j]]
         else:  # the cell straddles block boundaries: gather every block touching it
             last = cell + 1
@@ -294,13 +297,14 @@ def _make_task(combo: tuple[tuple[int, AxisGroup], ...]) -> WriteTask:
     )
 
 
-def _unit_extents(groups: tuple[AxisGroup, ...], grid: int, size: int) -> list[tuple[int, bool]]:
+def _unit_extents(groups: tuple[AxisGroup, ...], axis: AxisGrid) -> list[tuple[int, bool]]:
     """(extent within the array, fully covered?) of every cell touched along one axis."""
-    return [
-        (min((c + 1) * grid, size) - c * grid, c in g.full)
-        for g in groups
-        for c in g.cells
-    ]
+    extents = []
+    for g in groups:
+        for c in g.cells:
+            lo, hi = axis.bounds(c)
+            extents.append((hi - lo, c in g.full))
+    return extents
 
 
 def _axis_aligned(groups: tuple[AxisGroup, ...], chunks: tuple[int, ...]) -> bool:
