@@ -8,6 +8,7 @@ Messages name the key or JSON path, what was expected and what was found.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,8 @@ class Problem:
 
     loc: tuple[str | int, ...]
     message: str
+    #: the problem is a name this implementation does not know (UnknownExtensionError)
+    unknown_extension: bool = False
 
     def __str__(self) -> str:
         where = "/".join(str(part) for part in self.loc) or "<document>"
@@ -82,6 +85,12 @@ class MetadataError(ZarrdaskError, ValueError):
 class UnknownExtensionError(MetadataError):
     """An extension (codec, data type, chunk grid, key encoding, storage transformer,
     or top-level field) that this installation does not understand and may not ignore."""
+
+    def __init__(self, problems: Sequence[Problem] | str, key: str | None = None) -> None:
+        if isinstance(problems, str):
+            problems = [Problem((), problems)]
+        # its problems stay marked when they are collected into another error
+        super().__init__([dataclasses.replace(p, unknown_extension=True) for p in problems], key)
 
 
 class UnsupportedDataTypeError(UnknownExtensionError):

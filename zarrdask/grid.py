@@ -268,7 +268,8 @@ def _lookup(registry: dict[str, Callable[..., Any]], group: str, name: str) -> C
 def parse_chunk_grid(named: NamedConfig, ndim: int, loc: Loc, problems: list[Problem]) -> Any:
     factory = _lookup(_GRIDS, "zarrdask.chunk_grids", named.name)
     if factory is None:
-        problems.append(Problem((*loc, "name"), f"unknown chunk grid {named.name!r} (known: {sorted(_GRIDS)})"))
+        problems.append(Problem((*loc, "name"), f"unknown chunk grid {named.name!r} (known: {sorted(_GRIDS)})",
+                                unknown_extension=True))
         return None
     return factory(named.configuration, ndim, loc, problems)
 
@@ -277,7 +278,8 @@ def parse_chunk_key_encoding(named: NamedConfig, loc: Loc, problems: list[Proble
     factory = _lookup(_KEY_ENCODINGS, "zarrdask.chunk_key_encodings", named.name)
     if factory is None:
         problems.append(
-            Problem((*loc, "name"), f"unknown chunk key encoding {named.name!r} (known: {sorted(_KEY_ENCODINGS)})")
+            Problem((*loc, "name"), f"unknown chunk key encoding {named.name!r} (known: {sorted(_KEY_ENCODINGS)})",
+                    unknown_extension=True)
         )
         return None
     return factory(named.configuration, loc, problems)
@@ -287,5 +289,5 @@ def raise_problems(problems: list[Problem], key: str | None = None) -> None:
     """Raise the collected problems: UnknownExtensionError when any is an unknown name."""
     if not problems:
         return
-    cls = UnknownExtensionError if any("unknown" in p.message for p in problems) else MetadataError
+    cls = UnknownExtensionError if any(p.unknown_extension for p in problems) else MetadataError
     raise cls(problems, key=key)

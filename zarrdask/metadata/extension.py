@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import Problem
 
-__all__ = ["NamedConfig", "parse_named_config", "parse_valid_named_config"]
+__all__ = ["NamedConfig", "parse_named_config"]
 
 Loc = tuple[str | int, ...]
 
@@ -42,45 +42,19 @@ class NamedConfig:
 _FIELDS = frozenset({"name", "configuration", "must_understand"})
 
 
-#: shared NamedConfigs of settings that are plain values (see ``parse_valid_named_config``)
+#: shared NamedConfigs of settings that are plain values (see ``parse_named_config``)
 _SHARED: dict[tuple[Any, ...], NamedConfig] = {}
 _SHARED_MAX = 1024
 
 
-def parse_valid_named_config(value: Any) -> NamedConfig | None:
-    """The common, valid object form, checked cheaply; None for anything else (which
-    :func:`parse_named_config` then parses or reports).
+def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedConfig | None:
+    """Parse an extension object, appending problems (with ``loc``) instead of raising.
 
     Objects whose settings are all hashable are shared (NamedConfig is immutable): the
-    arrays of one dataset repeat the same few codecs, and one object each keeps an
-    open of many arrays small. The key holds each setting's type, so ``1``, ``1.0``
-    and ``true`` stay distinct.
+    arrays of one dataset repeat the same few codecs, and one object each keeps an open
+    of many arrays small. The key holds each setting's type, so ``1``, ``1.0`` and
+    ``true`` stay distinct.
     """
-    if type(value) is dict and value.keys() <= _FIELDS:
-        name, config, must = value.get("name"), value.get("configuration"), value.get("must_understand", True)
-        if type(name) is str and name and (config is None or type(config) is dict) and type(must) is bool:
-            if not config:
-                key: tuple[Any, ...] = (name, must)
-            else:
-                items = tuple(config.items())
-                key = (name, must, items, tuple([type(v) for v in config.values()]))
-            try:
-                shared = _SHARED.get(key)
-            except TypeError:  # a list or object among the settings
-                return NamedConfig(name, dict(config), must)
-            if shared is None:
-                shared = NamedConfig(name, dict(config) if config else {}, must)
-                if len(_SHARED) < _SHARED_MAX:
-                    _SHARED[key] = shared
-            return shared
-    return None
-
-
-def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedConfig | None:
-    """Parse an extension object, appending problems (with ``loc``) instead of raising."""
-    valid = parse_valid_named_config(value)
-    if valid is not None:
-        return valid
     if isinstance(value, str):
         if not value:
             problems.append(Problem(loc, "expected a non-empty extension name"))
@@ -104,8 +78,25 @@ def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedCo
     if not isinstance(must, bool):
         problems.append(Problem((*loc, "must_understand"), f"expected true or false, got {must!r}"))
         ok = False
-    extra = set(value) - {"name", "configuration", "must_understand"}
-    if extra:
+    if not value.keys() <= _FIELDS:
+        extra = set(value) - _FIELDS
         problems.append(Problem(loc, f"unexpected fields {sorted(extra)} in extension object"))
         ok = False
-    return NamedConfig(name, dict(config), must) if ok else None
+    return _shared(name, config, must) if ok else None
+
+
+def _shared(name: str, config: Mapping[str, Any], must: bool) -> NamedConfig:
+    """The one NamedConfig of these settings when they are hashable, else a new one."""
+    if not config:
+        key: tuple[Any, ...] = (name, must)
+    else:
+        key = (name, must, tuple(config.items()), tuple([type(v) for v in config.values()]))
+    try:
+        shared = _SHARED.get(key)
+    except TypeError:  # a list or object among the settings
+        return NamedConfig(name, dict(config), must)
+    if shared is None:
+        shared = NamedConfig(name, dict(config), must)
+        if len(_SHARED) < _SHARED_MAX:
+            _SHARED[key] = shared
+    return shared

@@ -10,7 +10,7 @@ from typing import Any
 from ..dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
 from ..grid import parse_chunk_grid, parse_chunk_key_encoding, raise_problems
-from .extension import NamedConfig, parse_named_config, parse_valid_named_config
+from .extension import NamedConfig, parse_named_config
 
 __all__ = ["ArrayMetadataV3", "GroupMetadataV3", "parse_json_document", "parse_v3"]
 
@@ -43,7 +43,8 @@ def _extra_fields(doc: Mapping[str, Any], known: set[str], problems: list[Proble
             extra[name] = value
         else:
             problems.append(
-                Problem((name,), f'unknown field {name!r} without "must_understand": false; refusing to open')
+                Problem((name,), f'unknown field {name!r} without "must_understand": false; refusing to open',
+                        unknown_extension=True)
             )
     return extra
 
@@ -187,7 +188,8 @@ class GroupMetadataV3:
                 problems.append(Problem(("consolidated_metadata",), "expected an object with a 'metadata' object"))
             elif cm.get("kind", "inline") != "inline":
                 if cm.get("must_understand", True) is not False:
-                    problems.append(Problem(("consolidated_metadata", "kind"), f"unknown kind {cm.get('kind')!r}"))
+                    problems.append(Problem(("consolidated_metadata", "kind"), f"unknown kind {cm.get('kind')!r}",
+                                            unknown_extension=True))
             else:
                 consolidated = _flatten_consolidated(cm.get("metadata", {}))
         raise_problems(problems, key)
@@ -263,7 +265,7 @@ def _parse_list_of_configs(value: Any, name: str, problems: list[Problem], requi
         problems.append(Problem((name,), "expected at least one codec"))
     out = []
     for i, v in enumerate(value):
-        parsed = parse_valid_named_config(v) or parse_named_config(v, (name, i), problems)
+        parsed = parse_named_config(v, (name, i), problems)
         if parsed is not None:
             out.append(parsed)
     return out
