@@ -349,6 +349,9 @@ class IrregularAxis:
     def bounds(self, k):
         return self.edges[k], self.edges[k + 1]
 
+    def overlapping(self, start, stop):
+        return [(k, *self.bounds(k)) for k in range(self.index_of(start), self.index_of(stop - 1) + 1)]
+
     def stored(self, k):
         return self.edges[k + 1] - self.edges[k]
 

@@ -63,7 +63,7 @@ def _rebuild(selection, axes, data, out_shape):
     for p in selection.project(axes):
         region = chunk_slices(axes, p.coords)
         chunk = data[region]
-        out[p.out_index] = p.chunk_selection.extract(chunk)
+        out[p.out_index] = chunk[p.chunk_index]
     return out.reshape(out_shape)
 
 

@@ -1,5 +1,5 @@
-"""The fast path for selections of slices: ``OrthogonalSelection.slice_blocks`` and the
-sharded reads built on it give exactly what numpy indexing gives (hypothesis)."""
+"""Selections of slices projected onto chunks (``OrthogonalSelection.project``) and the
+sharded reads built on them give exactly what numpy indexing gives (hypothesis)."""
 
 from __future__ import annotations
 
@@ -42,16 +42,16 @@ def _chunk(data: np.ndarray, coords: tuple[int, ...], chunks: tuple[int, ...]) -
 
 @SETTINGS
 @given(basic_cases())
-def test_slice_blocks_reassemble_the_numpy_selection(case):
+def test_projections_of_slices_reassemble_the_numpy_selection(case):
     shape, chunks, sel = case
     data = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
     selection, out_shape = basic_selection(sel, shape)
     assert selection.is_basic
     out = np.full(selection.shape, -1, dtype=np.int64)
     written = np.zeros(selection.shape, dtype=np.int64)
-    for block in selection.slice_blocks(chunks):
+    for block in selection.project(chunks):
         chunk = _chunk(data, block.coords, chunks)
-        assert block.chunk_shape == chunk.shape
+        assert block.extent == chunk.shape
         piece = chunk[block.chunk_index]
         covered = piece.shape == chunk.shape
         assert covered or not block.full  # "full" is never claimed for a partly covered chunk
@@ -61,17 +61,6 @@ def test_slice_blocks_reassemble_the_numpy_selection(case):
         written[block.out_index] += 1
     assert (written == 1).all()  # every output element comes from exactly one chunk
     np.testing.assert_array_equal(out.reshape(out_shape), data[sel])
-
-
-@SETTINGS
-@given(basic_cases())
-def test_project_of_slices_matches_slice_blocks(case):
-    shape, chunks, sel = case
-    selection, _ = basic_selection(sel, shape)
-    projections = list(selection.project(chunks))
-    blocks = selection.slice_blocks(chunks)
-    assert [(p.coords, p.chunk_selection.dims, p.chunk_selection.array_shape, p.out_index, p.full)
-            for p in projections] == [(b.coords, b.chunk_index, b.chunk_shape, b.out_index, b.full) for b in blocks]
 
 
 @st.composite

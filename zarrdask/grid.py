@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
@@ -59,6 +60,10 @@ class AxisGrid(Protocol):
 
     def bounds(self, k: int) -> tuple[int, int]: ...
 
+    def overlapping(self, start: int, stop: int) -> list[tuple[int, int, int]]:
+        """``(k, lo, hi)`` of every chunk meeting ``[start, stop)`` (``start < stop``), in
+        order: one call per selection and dimension, however many chunks it meets."""
+
     def stored(self, k: int) -> int: ...
 
     def index_of(self, i: int) -> int:
@@ -84,6 +89,10 @@ class RegularAxis:
     def bounds(self, k: int) -> tuple[int, int]:
         lo = k * self.step
         return lo, min(lo + self.step, self.size)
+
+    def overlapping(self, start: int, stop: int) -> list[tuple[int, int, int]]:
+        step, size = self.step, self.size
+        return [(k, k * step, min(k * step + step, size)) for k in range(start // step, (stop - 1) // step + 1)]
 
     def stored(self, k: int) -> int:
         return self.step
@@ -117,6 +126,11 @@ class RegularChunkGrid:
 
 def as_axes(grid: Sequence[int | AxisGrid], shape: Sequence[int]) -> tuple[AxisGrid, ...]:
     """A grid's axes over ``shape``; a plain chunk shape is a regular grid."""
+    return _as_axes(tuple(grid), tuple(shape))
+
+
+@lru_cache(maxsize=1024)
+def _as_axes(grid: tuple[int | AxisGrid, ...], shape: tuple[int, ...]) -> tuple[AxisGrid, ...]:
     return tuple(RegularAxis(int(n), int(g)) if isinstance(g, (int, np.integer)) else g for g, n in zip(grid, shape))
 
 

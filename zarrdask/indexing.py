@@ -6,12 +6,12 @@ A user selection is normalised once into one of two forms:
   or an int array (``a[...]`` with ints/slices/ellipsis, and ``a.oindex[...]``);
 * :class:`PointSelection`: broadcast coordinate arrays (``a.vindex[...]``).
 
-``selection.project(grid)`` yields one :class:`Projection` per chunk touched, for a grid
+``selection.project(grid)`` gives one :class:`Projection` per chunk touched, for a grid
 given as its axes (:class:`~zarrdask.grid.AxisGrid`, any chunk grid) or as a regular
-chunk shape:
-the chunk's grid coordinates, the chunk-local selection (again a Selection, so a
-shard can project it onto its inner chunks the same way), where the values go in the
-output, and whether the chunk is covered completely (a write needs no read then).
+chunk shape: the chunk's grid coordinates, the selection inside the chunk (which becomes
+a Selection on demand, so a shard projects it onto its inner chunks the same way), where
+the values go in the output, and whether the chunk is covered completely (a write needs
+no read then).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ __all__ = [
     "PointSelection",
     "Selection",
     "Projection",
-    "SliceBlock",
     "basic_selection",
     "orthogonal_selection",
     "point_selection",
@@ -43,16 +42,44 @@ GridLike = Sequence[Union[int, AxisGrid]]
 
 
 class Projection(NamedTuple):
-    """One chunk's part of a selection."""
+    """One chunk's part of a selection: ``out[out_index] = chunk[chunk_index]``.
+
+    ``local`` is the selection inside the chunk (per dimension, or the points' coordinate
+    arrays when ``points``) and ``extent`` the chunk's extent inside the array. Only
+    plain values are built per chunk; ``chunk_selection`` (to project a shard onto its
+    inner chunks) is made when asked for. ``full``: the chunk's whole extent is selected
+    (claimed for unit steps only)."""
 
     coords: tuple[int, ...]
-    chunk_selection: Selection
+    local: tuple[Any, ...]
+    extent: tuple[int, ...]
     out_index: Any  # tuple of slices (a view), an np.ix_ tuple, or flat positions (points)
     full: bool
+    points: bool = False
+
+    @property
+    def chunk_selection(self) -> Selection:
+        if self.points:
+            return PointSelection(self.local, self.extent, (len(self.local[0]),))
+        return OrthogonalSelection(self.local, self.extent)
+
+    @property
+    def chunk_index(self) -> Any:
+        """A numpy index of the selected part of the chunk."""
+        if self.points or all(isinstance(d, slice) for d in self.local):
+            return self.local
+        return self.chunk_selection.index()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the selected part (as the selection inside the chunk sees it)."""
+        if self.points:
+            return (len(self.local[0]),)
+        return tuple(_slice_len(d) if isinstance(d, slice) else len(d) for d in self.local)
 
 
 def _slice_len(s: slice) -> int:
-    return max(0, ceil_div(s.stop - s.start, s.step))
+    return max(0, (s.stop - s.start + s.step - 1) // s.step)
 
 
 @dataclass(frozen=True)
@@ -70,56 +97,25 @@ class OrthogonalSelection:
     def is_basic(self) -> bool:
         return all(isinstance(d, slice) for d in self.dims)
 
-    def covers_all(self) -> bool:
-        return all(
-            isinstance(d, slice) and d.start == 0 and d.stop == n and d.step == 1
-            for d, n in zip(self.dims, self.array_shape)
-        )
-
     def index(self) -> Any:
         """A numpy index that applies this selection to an array of ``array_shape``."""
         if self.is_basic:
             return self.dims
         return np.ix_(*(np.arange(d.start, d.stop, d.step) if isinstance(d, slice) else d for d in self.dims))
 
-    def extract(self, array: np.ndarray) -> np.ndarray:
-        return array[self.index()]
-
-    def assign(self, array: np.ndarray, values: Any) -> None:
-        array[self.index()] = values
-
-    def project(self, grid: GridLike) -> Iterator[Projection]:
-        if self.is_basic:
-            for coords, local, outs, full, local_shape in self.slice_blocks(grid):
-                yield Projection(coords, OrthogonalSelection(local, local_shape), outs, full)
-            return
-        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, as_axes(grid, self.array_shape))]
-        for combo in itertools.product(*per_dim):
-            coords, local, outs, fulls, local_shape = zip(*combo)
-            outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
-            yield Projection(coords, OrthogonalSelection(local, local_shape), outs, all(fulls))
-
-    def slice_blocks(self, grid: GridLike) -> list[SliceBlock]:
-        """Every chunk a selection of slices only (``is_basic``) touches, as plain tuples:
-        no Selection object per chunk, so small window reads pay little for the geometry."""
+    def project(self, grid: GridLike) -> list[Projection]:
+        """Every chunk of ``grid`` this selection touches."""
         per_dim = [_project_dim(d, a) for d, a in zip(self.dims, as_axes(grid, self.array_shape))]
         if not per_dim:  # 0-d: the one chunk, whole
-            return [SliceBlock((), (), (), True, ())]
-        blocks = []
+            return [Projection((), (), (), (), True)]
+        basic = self.is_basic
+        projections = []
         for combo in itertools.product(*per_dim):
-            coords, local, outs, fulls, local_shape = zip(*combo)
-            blocks.append(SliceBlock(coords, local, outs, all(fulls), local_shape))
-        return blocks
-
-
-class SliceBlock(NamedTuple):
-    """One chunk's part of a selection of slices: ``out[out_index] = chunk[chunk_index]``."""
-
-    coords: tuple[int, ...]
-    chunk_index: tuple[slice, ...]
-    out_index: tuple[slice, ...]
-    full: bool  # the whole chunk is selected (claimed for unit steps only)
-    chunk_shape: tuple[int, ...]  # the chunk's extent inside the array
+            coords, local, outs, fulls, extent = zip(*combo)
+            if not basic:
+                outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
+            projections.append(Projection(coords, local, extent, outs, all(fulls)))
+        return projections
 
 
 class _DimPart(NamedTuple):
@@ -139,8 +135,7 @@ def _project_dim(sel: DimSel, axis: AxisGrid) -> list[_DimPart]:
         start, stop, step = sel.start, sel.stop, sel.step
         if stop <= start:
             return parts
-        for k in range(axis.index_of(start), axis.index_of(stop - 1) + 1):
-            lo, hi = axis.bounds(k)
+        for k, lo, hi in axis.overlapping(start, stop):
             first = start if start >= lo else start + ceil_div(lo - start, step) * step
             end = min(stop, hi)
             if first >= end:
@@ -177,20 +172,12 @@ class PointSelection:
     def shape(self) -> tuple[int, ...]:
         return (len(self.coords[0]),) if self.coords else (1,)
 
-    def covers_all(self) -> bool:
-        return False
-
     def index(self) -> Any:
         """A numpy index that picks these points from an array of ``array_shape``."""
         return self.coords
 
-    def extract(self, array: np.ndarray) -> np.ndarray:
-        return array[self.coords]
-
-    def assign(self, array: np.ndarray, values: Any) -> None:
-        array[self.coords] = values
-
     def project(self, grid: GridLike) -> Iterator[Projection]:
+        """Every chunk of ``grid`` holding some of the points."""
         if not self.coords or len(self.coords[0]) == 0:
             return
         axes = as_axes(grid, self.array_shape)
@@ -203,7 +190,7 @@ class PointSelection:
             spans = [a.bounds(kk) for a, kk in zip(axes, k)]
             local = tuple(c[positions] - lo for c, (lo, _) in zip(self.coords, spans))
             local_shape = tuple(hi - lo for lo, hi in spans)
-            yield Projection(k, PointSelection(local, local_shape, (len(positions),)), positions, False)
+            yield Projection(k, local, local_shape, positions, False, points=True)
 
 
 Selection = Union[OrthogonalSelection, PointSelection]

@@ -169,10 +169,10 @@ class ChunkSource:
                        old: Callable[[], np.ndarray] | None) -> np.ndarray:
         """The chunk after the write: the new values themselves when they cover it whole (no
         copy), else the old chunk (``old()``, or the fill value) with the new values assigned."""
-        if proj.full and proj.chunk_selection.shape == shape and is_view(proj.out_index):
+        if proj.full and proj.shape == shape and is_view(proj.out_index):
             return values[proj.out_index]
         chunk = np.array(old(), copy=True) if old is not None else self._new_chunk(shape)
-        proj.chunk_selection.assign(chunk, values[proj.out_index])
+        chunk[proj.chunk_index] = values[proj.out_index]
         return chunk
 
     def _keep(self, chunk: np.ndarray) -> bool:

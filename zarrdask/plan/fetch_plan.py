@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..grid import AxisGrid, ceil_div
-from ..indexing import OrthogonalSelection, Projection, Selection
+from ..indexing import Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read"]
 
@@ -47,8 +47,7 @@ class ChunkPlacement(NamedTuple):
     chunk_index: Any
 
 
-@dataclass(frozen=True, slots=True)
-class UnitRead:
+class UnitRead(NamedTuple):
     """One stored value a read touches. ``out_index`` is where the unit's part goes in the
     output (``target = out[out_index]``; a copy written back when that is not a view) and
     ``shape`` that part's shape."""
@@ -103,11 +102,11 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     units = []
     for p in selection.project(layout.unit_grid):
         if not layout.sharded:
-            placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_selection.index())
-            units.append(UnitRead(layout.key(p.coords), p.coords, None, p.chunk_selection.shape, True, (placement,)))
+            placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index)
+            units.append(UnitRead(layout.key(p.coords), p.coords, None, p.shape, True, (placement,)))
             continue
         whole = p.full or not layout.ranged_reads
-        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.chunk_selection.shape, whole,
+        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole,
                               _placements(p, layout)))
     return ReadPlan(tuple(units))
 
@@ -115,14 +114,10 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
 def _placements(p: Projection, layout: StorageLayout) -> Sequence[ChunkPlacement]:
     """The inner chunks a shard's projection needs (precomputed when it is read whole)."""
     strides = layout.index_strides
-    sel = p.chunk_selection
     if p.full and is_view(p.out_index):
-        return _whole_shard(sel.shape, layout.chunk_shape, strides)
-    if isinstance(sel, OrthogonalSelection) and sel.is_basic:
-        return [ChunkPlacement(b.coords, _position(b.coords, strides), b.out_index, b.chunk_index)
-                for b in sel.slice_blocks(layout.chunk_shape)]
-    return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_selection.index())
-            for q in sel.project(layout.chunk_shape)]
+        return _whole_shard(p.extent, layout.chunk_shape, strides)
+    return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
+            for q in p.chunk_selection.project(layout.chunk_shape)]
 
 
 def _position(coords: Sequence[int], strides: Sequence[int]) -> int:
