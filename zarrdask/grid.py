@@ -118,7 +118,7 @@ class RegularChunkGrid:
 
     def axes(self, shape: Sequence[int]) -> tuple[RegularAxis, ...]:
         """The grid laid over an array of ``shape``, one :class:`AxisGrid` per dimension."""
-        return tuple(RegularAxis(n, c) for n, c in zip(shape, self.chunk_shape))
+        return _as_axes(self.chunk_shape, tuple(shape))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}

@@ -52,55 +52,40 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
     return store
 
 
-_PIPELINES: dict[str, CodecPipeline] = {}
+#: built pipelines by (the codec config objects' identities, chunk spec); each entry keeps
+#: its config objects alive, so an identity can't be reused by another object meanwhile
+_PIPELINES: dict[tuple[Any, ...], tuple[tuple[Any, ...], CodecPipeline]] = {}
 _PIPELINES_MAX = 256
-#: the last flat pipeline built, as ``(codecs, spec, pipeline)`` (replaced atomically)
-_last_flat: tuple[Any, ChunkSpec, CodecPipeline] | None = None
-
-
-def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    """The same objects in the same order. Codec configs are compared by identity, not
-    equality: equal-comparing settings may differ in JSON type (``1`` / ``true``), and
-    the parser shares one object per distinct configuration."""
-    return len(a) == len(b) and all([x is y for x, y in zip(a, b)])
-
-
-def _same_spec(a: ChunkSpec, b: ChunkSpec) -> bool:
-    """Equal chunk specs, with NaN fill values equal to each other."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    fa, fb = a.fill_value, b.fill_value
-    try:
-        return bool(fa is fb or fa == fb or (fa != fa and fb != fb))
-    except (TypeError, ValueError):
-        return False
 
 
 def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
     """The codec pipeline of a v3 array. Pipelines are immutable and shared between
     arrays with the same chain and chunk spec: opening a dataset of many alike
-    variables builds them once. A flat chain is reused when it is made of the same
-    (shared) codec objects as the last one built (cheaper than keying, about 7 us with
-    JSON); sharded pipelines (an inner and an index pipeline each) are cached by their
-    JSON."""
-    global _last_flat
-    codecs = metadata.codecs
-    if not any(c.name == "sharding_indexed" for c in codecs):
-        last = _last_flat
-        if last is not None and _same_objects(last[0], codecs) and _same_spec(last[1], spec):
-            return last[2]
-        pipeline = CodecPipeline.from_metadata(codecs, spec)
-        _last_flat = (codecs, spec, pipeline)
-        return pipeline
-    key = json.dumps([[c.to_json() for c in codecs], spec.shape, metadata.data_type.to_json(),
-                      metadata.data_type.fill_to_json(spec.fill_value)], sort_keys=True, default=str)
-    pipeline = _PIPELINES.get(key)
-    if pipeline is None:
-        pipeline = CodecPipeline.from_metadata(codecs, spec)
-        if len(_PIPELINES) >= _PIPELINES_MAX:
-            _PIPELINES.pop(next(iter(_PIPELINES)))
-        _PIPELINES[key] = pipeline
+    variables builds them once. The parser shares one config object per distinct
+    configuration (``metadata/extension.py``), so a chain is keyed by the identities
+    of its objects: equal-comparing settings of another JSON type (``1`` / ``true``)
+    never match."""
+    codecs = tuple(metadata.codecs)
+    key = (tuple(map(id, codecs)), spec.shape, spec.dtype.name, _fill_key(spec))
+    hit = _PIPELINES.get(key)
+    if hit is not None:
+        return hit[1]
+    pipeline = CodecPipeline.from_metadata(codecs, spec)
+    if len(_PIPELINES) >= _PIPELINES_MAX:
+        _PIPELINES.pop(next(iter(_PIPELINES)))
+    _PIPELINES[key] = (codecs, pipeline)
     return pipeline
+
+
+def _fill_key(spec: ChunkSpec) -> Any:
+    """The fill value as a hashable key by its bits (NaN payloads and -0.0 kept apart)."""
+    dtype = spec.dtype.dtype
+    if dtype.hasobject:  # (the bytes of an object array are pointers)
+        return (type(spec.fill_value), repr(spec.fill_value))
+    try:
+        return np.asarray(spec.fill_value, dtype=dtype).tobytes()
+    except (TypeError, ValueError):
+        return (type(spec.fill_value), repr(spec.fill_value))
 
 
 _DEFAULT_OPTIONS = ArrayOptions()  # immutable, so shared

@@ -263,7 +263,7 @@ class ShardedChunkSource(ChunkSource):
         self.codec = codec
         self.inner = codec.inner
         self._perm = perm
-        self._inverse = tuple(int(i) for i in np.argsort(perm))
+        self._inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
         self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
         self.read_shape = self.inner_shape
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then

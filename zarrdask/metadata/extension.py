@@ -8,6 +8,7 @@ node, unless the writer said it may be ignored.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,10 @@ def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedCo
     of many arrays small. The key holds each setting's type, so ``1``, ``1.0`` and
     ``true`` stay distinct.
     """
+    if type(value) is dict and value.keys() <= _FIELDS:  # the usual form, checked with few calls
+        name, config, must = value.get("name"), value.get("configuration"), value.get("must_understand", True)
+        if type(name) is str and name and (config is None or type(config) is dict) and type(must) is bool:
+            return _shared(name, config or {}, must)
     if isinstance(value, str):
         if not value:
             problems.append(Problem(loc, "expected a non-empty extension name"))
@@ -86,17 +91,23 @@ def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedCo
 
 
 def _shared(name: str, config: Mapping[str, Any], must: bool) -> NamedConfig:
-    """The one NamedConfig of these settings when they are hashable, else a new one."""
-    if not config:
-        key: tuple[Any, ...] = (name, must)
-    else:
-        key = (name, must, tuple(config.items()), tuple([type(v) for v in config.values()]))
-    try:
-        shared = _SHARED.get(key)
-    except TypeError:  # a list or object among the settings
-        return NamedConfig(name, dict(config), must)
+    """The one NamedConfig of these settings (a new one once the table is full)."""
+    key = (name, must, _frozen(config)) if config else (name, must)
+    shared = _SHARED.get(key)
     if shared is None:
         shared = NamedConfig(name, dict(config), must)
         if len(_SHARED) < _SHARED_MAX:
             _SHARED[key] = shared
     return shared
+
+
+def _frozen(config: Mapping[str, Any]) -> Any:
+    """A hashable form of a configuration that keeps each setting's JSON type (``1``,
+    ``1.0`` and ``true`` stay distinct): its items with their types when they are plain
+    values, else its JSON text (nested codec lists)."""
+    items = tuple(config.items())
+    try:
+        hash(items)
+    except TypeError:
+        return json.dumps(config, default=repr)
+    return items, tuple([type(v) for v in config.values()])

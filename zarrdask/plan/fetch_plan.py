@@ -81,8 +81,7 @@ class ReadPlan:
                                sum(len(u.chunks) for u in self.units))
 
 
-@dataclass(frozen=True, slots=True)
-class StorageLayout:
+class StorageLayout(NamedTuple):
     """How an array is stored. ``unit_grid``: the grid of stored values (one key per shard
     or chunk) laid over the array; ``chunk_shape``: the region one decode of a shard's
     inner chunk yields, in the array's axis order (unused unsharded); ``index_strides``: a chunk's position in its shard index
