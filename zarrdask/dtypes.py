@@ -85,11 +85,6 @@ class DataType:
     configuration: Mapping[str, Any] | None = None
     json: JSON = field(default=None, compare=False)
 
-    @property
-    def variable_length(self) -> bool:
-        """True for types stored with a variable-length codec (vlen-utf8 / vlen-bytes)."""
-        return self.dtype.kind == "O"
-
     def to_json(self) -> JSON:
         if self.json is not None:
             return self.json
