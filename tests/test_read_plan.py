@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from zarrdask.plan import auto_read_chunks, cut_axes, default_read_chunks
 
 
-def test_default_blocks_are_the_write_grid():
+def test_default_blocks_are_the_storage_units():
     assert default_read_chunks((100, 64, 0), (32, 64, 8)) == ((32, 32, 32, 4), (64,), (0,))
 
 

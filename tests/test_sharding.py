@@ -33,7 +33,7 @@ def sharded(request: pytest.FixtureRequest) -> tuple[zarrdask.Array, CountingSto
 
 def test_chunks_and_shards_properties(sharded):
     a, _ = sharded
-    assert a.chunks == (8, 8) and a.shards == (32, 32) and a.write_grid == (32, 32)
+    assert a.chunks == (8, 8) and a.shards == (32, 32) and a.unit_grid[0].extents() == (32, 32)
     plain = zarrdask.create_array(MemoryStore(), shape=(10,), dtype="i1", chunks=(5,))
     assert plain.shards is None and plain.chunks == (5,)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import warnings
@@ -26,7 +25,7 @@ from ..errors import (
     ShapeMismatchError,
     UnknownExtensionError,
 )
-from ..grid import AxisGrid
+from ..grid import AxisGrid, all_chunk_coords
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
@@ -170,11 +169,6 @@ class Array(Node):
         return self._source.grid
 
     @property
-    def write_grid(self) -> tuple[int, ...]:
-        """The shape of one storage key's region: shards when sharded, else chunks."""
-        return tuple(self._metadata.chunk_grid.chunk_shape)
-
-    @property
     def fill_value(self) -> Any:
         return self._metadata.fill_value
 
@@ -290,17 +284,17 @@ class Array(Node):
         if len(new) != self.ndim or any(not isinstance(s, (int, np.integer)) or s < 0 for s in new):
             raise ShapeMismatchError(f"resize needs {self.ndim} non-negative integers, got {new}")
         new = tuple(int(s) for s in new)
-        old = self.shape
-        grid = self.write_grid
-        for d, (n_new, n_old, g) in enumerate(zip(new, old, grid)):
-            edge_end = min(-(-n_new // g) * g, n_old)
-            if n_new < n_old and n_new % g and edge_end > n_new:
+        old, old_grid = self.shape, self.unit_grid
+        for d, (n_new, axis) in enumerate(zip(new, old_grid)):
+            if not 0 < n_new < axis.size:
+                continue
+            edge_end = axis.bounds(axis.index_of(n_new - 1))[1]  # the end of the unit cut by the new edge
+            if edge_end > n_new:
                 region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
                 self[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
         self._update_metadata(self._metadata.evolve(shape=new))
-        old_grid = [range(-(-n // g)) for n, g in zip(old, grid)]
-        new_grid = [-(-n // g) for n, g in zip(new, grid)]
-        stale = [c for c in itertools.product(*old_grid) if any(i >= n for i, n in zip(c, new_grid))]
+        new_grid = self.unit_grid
+        stale = [c for c in all_chunk_coords(old_grid) if any(i >= a.count for i, a in zip(c, new_grid))]
         self._store.delete_many([self._source.key(c) for c in stale])
         self._cache.invalidate([self._source.key(c) for c in stale])
 
@@ -323,7 +317,7 @@ class Array(Node):
             problems.append(f"shape: expected {tuple(shape)}, found {self.shape}")
         if dtype is not None and np.dtype(dtype) != self.dtype:
             problems.append(f"dtype: expected {np.dtype(dtype)}, found {self.dtype}")
-        if chunks is not None and tuple(chunks) not in (self.chunks, self.write_grid):
+        if chunks is not None and tuple(chunks) not in (self.chunks, self.shards):
             problems.append(f"chunks: expected {tuple(chunks)}, found {self.chunks}")
         if problems:
             raise ShapeMismatchError(f"array {self.name!r} does not match: " + "; ".join(problems))

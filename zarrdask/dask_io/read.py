@@ -43,7 +43,7 @@ def from_zarr(
     """A dask array over a Zarr array: one task per shard by default.
 
     ``source`` is a path, URL, Store or zarrdask ``Array``. ``chunks``: ``None`` = the
-    write grid (shards, else chunks); ``"auto"`` = whole multiples of it of about
+    storage units (shards, else chunks); ``"auto"`` = runs of whole units of about
     ``array.chunk-size`` (128 MiB); anything ``dask.array.normalize_chunks`` accepts
     otherwise (a PerformanceWarning when the blocks cut through shards). ``name``: the
     graph's name (default ``zarrdask-read-<token>``; ``False`` for a random one).

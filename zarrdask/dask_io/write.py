@@ -234,7 +234,7 @@ def _checked_region(x: da.Array | np.ndarray, target: Array, region: Sequence[sl
 
 
 def _as_dask(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...]) -> da.Array:
-    """``x`` as a dask array; in-memory data gets blocks aligned to the target's write grid."""
+    """``x`` as a dask array; in-memory data gets blocks aligned to the target's units."""
     if isinstance(x, da.Array):
         return x
     data = np.asarray(x)

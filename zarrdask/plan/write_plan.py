@@ -1,9 +1,9 @@
 """The write planner: which task writes which storage units, from which source blocks.
 
 Pure code (no Dask, no I/O). Input: the target array's shape, the source's dask block
-chunks, the target's *write grid* (the shard shape when sharded, else the chunk shape)
+chunks, the target's *unit grid* (its storage units: shards when sharded, else chunks)
 and an optional region of the target that the source covers exactly. Output: a
-:class:`WritePlan` whose tasks partition the write-grid cells ("units", one storage key
+:class:`WritePlan` whose tasks partition the unit-grid cells ("units", one storage key
 each) touched by the region, so that **every unit is owned by exactly one task** and two
 tasks can never race on a key.
 
@@ -103,7 +103,7 @@ class WriteTask:
         return tuple(s.stop - s.start for s in self.region)
 
     def units(self) -> Iterator[tuple[int, ...]]:
-        """The write-grid cells this task owns (each is one storage key)."""
+        """The units this task owns (each is one storage key)."""
         return itertools.product(*self.cells)
 
     def is_full(self, unit: Sequence[int]) -> bool:
@@ -197,10 +197,10 @@ def make_write_plan(
     chunks = tuple(tuple(int(c) for c in axis) for axis in source_chunks)
     if len(grid) != len(shape) or len(chunks) != len(shape):
         raise ShapeMismatchError(
-            f"array of {len(shape)} dimensions, write grid of {len(grid)}, source chunks of {len(chunks)}"
+            f"array of {len(shape)} dimensions, unit grid of {len(grid)}, source chunks of {len(chunks)}"
         )
     if any(isinstance(g, int) and g <= 0 for g in grid):
-        raise ShapeMismatchError(f"write grid {tuple(grid)} must be positive along every axis")
+        raise ShapeMismatchError(f"unit grid {tuple(grid)} must be positive along every axis")
     axis_grids = as_axes(grid, shape)
     bounds = normalize_region(region, shape)
     for axis, ((start, stop), axis_chunks) in enumerate(zip(bounds, chunks)):
@@ -247,7 +247,7 @@ def _bound(value: int | None, default: int, size: int) -> int:
 
 
 def _plan_axis(axis: AxisGrid, start: int, stop: int, chunks: tuple[int, ...]) -> tuple[AxisGroup, ...]:
-    """Cut ``[start, stop)`` of one axis into groups of write-grid cells (see module doc)."""
+    """Cut ``[start, stop)`` of one axis into groups of units (see module doc)."""
     if start == stop:
         return ()
     offsets = list(itertools.accumulate(chunks, initial=start))

@@ -106,9 +106,7 @@ class ZarrdaskBackendArray(BackendArray):
 
     def _is_small(self) -> bool:
         array = self._array
-        return array.nbytes <= SMALL_ARRAY_BYTES and all(
-            c >= n for c, n in zip(array.write_grid, array.shape, strict=True)
-        )
+        return array.nbytes <= SMALL_ARRAY_BYTES and all(axis.count <= 1 for axis in array.unit_grid)
 
     def _oindex(self, key: tuple[Any, ...]) -> np.ndarray:
         return np.asarray(self._array.oindex[key])
