@@ -54,7 +54,7 @@ def _auto_chunks(shape: tuple[int, ...], itemsize: int, limit: int = _AUTO_CHUNK
         if not candidates:
             break
         i = max(candidates, key=lambda k: chunks[k])
-        chunks[i] = -(-chunks[i] // 2)
+        chunks[i] = (chunks[i] + 1) // 2
     return tuple(chunks)
 
 
