@@ -170,7 +170,7 @@ class ChunkSource:
         """The chunk after the write: the new values themselves when they cover it whole (no
         copy), else the old chunk (``old()``, or the fill value) with the new values assigned."""
         if proj.full and proj.shape == shape and is_view(proj.out_index):
-            return values[proj.out_index]
+            return values[(*proj.out_index, ...)]  # (a 0-d view, not an element, for 0-d arrays)
         chunk = np.array(old(), copy=True) if old is not None else self._new_chunk(shape)
         chunk[proj.chunk_index] = values[proj.out_index]
         return chunk

@@ -99,20 +99,26 @@ class ZarrdaskBackendArray(BackendArray):
     def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
         whole = self._whole
         if whole is None and self._is_small():
-            whole = self._whole = np.asarray(self._reader[...])
+            whole = self._whole = self._result(self._reader[...])
         if whole is not None:
-            return whole[key].copy()  # a copy: callers may write to what they get
-        return np.asarray(self._reader[key])
+            # a copy (callers may write to what they get), an array even for one element
+            return np.array(whole[key], dtype=whole.dtype, copy=True)
+        return self._result(self._reader[key])
+
+    def _result(self, value: Any) -> np.ndarray:
+        """A read's result as an array of the stored dtype: a read of one element gives a
+        scalar, and a string scalar would otherwise become a fixed-width ``<U`` array."""
+        return np.asarray(value, dtype=self._array.dtype)
 
     def _is_small(self) -> bool:
         array = self._array
         return array.nbytes <= SMALL_ARRAY_BYTES and all(axis.count <= 1 for axis in array.unit_grid)
 
     def _oindex(self, key: tuple[Any, ...]) -> np.ndarray:
-        return np.asarray(self._array.oindex[key])
+        return self._result(self._array.oindex[key])
 
     def _vindex(self, key: tuple[Any, ...]) -> np.ndarray:
-        return np.asarray(self._array.vindex[key])
+        return self._result(self._array.vindex[key])
 
 
 def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
