@@ -269,3 +269,14 @@ def _mapped(array: np.ndarray) -> bool:
     while array is not None and not isinstance(array, memoryview):
         array = getattr(array, "base", None)
     return isinstance(getattr(array, "obj", None), mmap.mmap)
+
+
+def test_nbytes_stored_under_a_prefix():
+    """Sizes are looked up below the prefix (PrefixedStore.size used the bare key)."""
+    from zarrdask.storage import MemoryStore, PrefixedStore
+
+    inner = MemoryStore(f"nbytes-{id(object())}")
+    a = zarrdask.create_array(PrefixedStore(inner, "p/q"), shape=(10,), dtype="i4", chunks=(5,))
+    a[...] = np.arange(10)
+    expected = sum(inner.size(k) for k in inner.list_prefix("p/q"))
+    assert a.nbytes_stored() == expected > 40

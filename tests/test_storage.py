@@ -31,6 +31,7 @@ from zarrdask.storage import (
     register_storage_transformer,
     split_coalesced,
 )
+from zarrdask.storage.transformers import WrapperStore
 
 DATA = {
     "zarr.json": b'{"zarr_format": 3}',
@@ -51,6 +52,8 @@ def _read_all(store: Store) -> dict[str, bytes | None]:
 class ReadableStoreTests:
     """Conformance tests of the read side. Subclasses provide an ``empty_store`` fixture
     (writable, empty) or override ``store`` (already populated with DATA)."""
+
+    expect_local = False  # Store.is_local
 
     @pytest.fixture
     def store(self, empty_store: Store) -> Store:
@@ -97,6 +100,10 @@ class ReadableStoreTests:
         assert all(store.exists(k) for k in DATA)
         assert not any(store.exists(k) for k in ["nope", "a", "a/b", "zarr"])
 
+    def test_size(self, store: Store) -> None:
+        assert all(store.size(k) == len(v) for k, v in DATA.items())
+        assert all(store.size(k) is None for k in ["nope", "a", "a/b", "zarr"])
+
     def test_list_prefix(self, store: Store) -> None:
         assert sorted(store.list_prefix("")) == sorted(DATA)
         assert sorted(store.list_prefix("a")) == ["a/b/c", "a/b/d", "a/e"]
@@ -138,6 +145,11 @@ class ReadableStoreTests:
         assert clone.get("a/b/d") == b"xyz"
         assert len(pickle.dumps(store)) < 2000  # arguments, never contents
 
+    def test_is_local(self, store: Store) -> None:
+        """Stores in this process's memory or on local disk say so (readers then fetch from
+        several threads instead of batching); wrappers say what their inner store says."""
+        assert store.is_local is self.expect_local
+
     def test_identity(self, store: Store) -> None:
         assert isinstance(store.url, str) and store.url
         assert store.url in repr(store)
@@ -174,6 +186,13 @@ class StoreTests(ReadableStoreTests):
         assert store.get("a/b/d") == b"new"
         assert store.get("n/m") == b"ba"
         assert store.get("n/v") == b"234"
+
+    def test_set_parts(self, store: Store) -> None:
+        """A value given as a list of parts is stored as their concatenation."""
+        store.set("p/q", [b"ab", memoryview(b"cd"), bytearray(b"e")])
+        store.set_many({"p/r": [b"x", b"y"], "p/s": b"z"})
+        assert store.get_many(["p/q", "p/r", "p/s"]) == [b"abcde", b"xy", b"z"]
+        assert store.size("p/q") == 5
 
     def test_set_many(self, store: Store) -> None:
         items = {f"s/{i}/{j}": bytes([i, j]) * 3 for i in range(3) for j in range(4)}
@@ -234,6 +253,8 @@ class StoreTests(ReadableStoreTests):
 
 
 class TestLocalStore(StoreTests):
+    expect_local = True
+
     @pytest.fixture
     def empty_store(self, tmp_path) -> Store:
         return LocalStore(tmp_path / "root")
@@ -272,6 +293,8 @@ class TestLocalStore(StoreTests):
 
 
 class TestMemoryStore(StoreTests):
+    expect_local = True
+
     @pytest.fixture
     def empty_store(self) -> Store:
         return MemoryStore(f"test-{uuid.uuid4().hex}")
@@ -321,6 +344,8 @@ class TestFsspecLocal(StoreTests):
 
 
 class TestPrefixedStore(StoreTests):
+    expect_local = True
+
     @pytest.fixture
     def empty_store(self) -> Store:
         inner = MemoryStore(f"test-{uuid.uuid4().hex}")
@@ -333,7 +358,33 @@ class TestPrefixedStore(StoreTests):
         assert "outside" not in list(store.list_prefix(""))
 
 
+class TestPrefixedLocalStore(StoreTests):
+    expect_local = True
+
+    @pytest.fixture
+    def empty_store(self, tmp_path) -> Store:
+        inner = LocalStore(tmp_path / "root")
+        inner.set("outside", b"o")
+        return PrefixedStore(inner, "deep/er")
+
+    def test_sizes_and_listing_are_below_prefix(self, store: PrefixedStore) -> None:
+        assert store.inner.size("deep/er/a/b/d") == 3 and store.size("a/b/d") == 3
+        assert store.size("outside") is None
+        assert "outside" not in list(store.list_prefix(""))
+
+
+class TestWrapperStore(StoreTests):
+    """The plain forwarding wrapper (the base of storage transformers)."""
+
+    expect_local = True
+
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        return WrapperStore(MemoryStore(f"test-{uuid.uuid4().hex}"))
+
+
 class TestReadOnlyWrapper(ReadableStoreTests):
+    expect_local = True
 
     @pytest.fixture
     def store(self) -> Store:
@@ -411,6 +462,32 @@ class TestS3Store(StoreTests):
         FsspecStore(fresh_fs, path=store._root).set("a/b/z", b"z")
         assert store.list_dir("a/b") == (["c", "d", "z"], [])
         assert sorted(store.list_prefix("a/b")) == ["a/b/c", "a/b/d", "a/b/z"]
+
+
+# -- the contract --------------------------------------------------------------------
+#: every public member of Store, and the contract test that covers it
+CONTRACT = {
+    "get": "test_get", "get_ranges": "test_get_ranges", "get_many": "test_get_many", "exists": "test_exists",
+    "size": "test_size", "list_prefix": "test_list_prefix", "list_dir": "test_list_dir",
+    "set": "test_set_overwrite_and_buffers", "set_many": "test_set_many", "delete": "test_delete",
+    "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",
+    "writes_parts": "test_set_parts", "is_local": "test_is_local", "url": "test_identity",
+}
+STORE_CLASSES = [
+    TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,
+    TestPrefixedLocalStore, TestWrapperStore, TestReadOnlyWrapper, TestZipStore, TestS3Store,
+]
+
+
+def test_every_store_method_has_a_contract_test_on_every_store() -> None:
+    public = {name for name in dir(Store) if not name.startswith("_")}
+    assert public == set(CONTRACT), f"Store members without a contract test: {sorted(public - set(CONTRACT))}"
+    for cls in STORE_CLASSES:
+        writable = issubclass(cls, StoreTests)
+        for name, test in CONTRACT.items():
+            if not writable and test in vars(StoreTests):
+                continue  # read-only stores: the write tests are the read_only test
+            assert hasattr(cls, test), f"{cls.__name__} lacks {test} for Store.{name}"
 
 
 # -- open_store dispatch ---------------------------------------------------------------

@@ -51,8 +51,10 @@ def get_storage_transformer(name: str) -> StorageTransformerFactory | None:
 class WrapperStore(Store):
     """A store that forwards every operation to ``inner``; subclass and override to transform.
 
-    It is read-only when the inner store is. Pickles by its attributes (the inner
-    store and any configuration a subclass keeps).
+    Every key goes through :meth:`_inner_key` on its way in and every listed key through
+    :meth:`_outer_key` on its way out, so a wrapper that maps keys (``PrefixedStore``)
+    overrides those two and cannot miss a method. It is read-only when the inner store
+    is. Pickles by its attributes (the inner store and any configuration a subclass keeps).
     """
 
     def __init__(self, inner: Store) -> None:
@@ -61,35 +63,41 @@ class WrapperStore(Store):
         self.writes_parts = inner.writes_parts
         self.is_local = inner.is_local
 
+    def _inner_key(self, key: str) -> str:
+        return key
+
+    def _outer_key(self, key: str) -> str:
+        return key
+
     def _get(self, key: str) -> bytes | None:
-        return self.inner._get(key)
+        return self.inner._get(self._inner_key(key))
 
     def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        return self.inner._get_ranges(requests)
+        return self.inner._get_ranges([(self._inner_key(k), r) for k, r in requests])
 
     def _set(self, key: str, value: Buffer) -> None:
-        self.inner._set(key, value)
+        self.inner._set(self._inner_key(key), value)
 
     def _set_many(self, items: dict[str, Buffer]) -> None:
-        self.inner._set_many(items)
+        self.inner._set_many({self._inner_key(k): v for k, v in items.items()})
 
     def _delete(self, key: str) -> None:
-        self.inner._delete(key)
+        self.inner._delete(self._inner_key(key))
 
     def _delete_many(self, keys: list[str]) -> None:
-        self.inner._delete_many(keys)
+        self.inner._delete_many([self._inner_key(k) for k in keys])
 
     def _exists(self, key: str) -> bool:
-        return self.inner._exists(key)
+        return self.inner._exists(self._inner_key(key))
 
     def _size(self, key: str) -> int | None:
-        return self.inner._size(key)
+        return self.inner._size(self._inner_key(key))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        return self.inner._list_prefix(prefix)
+        return (self._outer_key(k) for k in self.inner._list_prefix(self._inner_key(prefix)))
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        return self.inner._list_dir(prefix)
+        return self.inner._list_dir(self._inner_key(prefix))
 
     @property
     def url(self) -> str:
@@ -109,36 +117,11 @@ class PrefixedStore(WrapperStore):
         super().__init__(inner)
         self.prefix = normalize_key(prefix.strip("/"))
 
-    def _k(self, key: str) -> str:
+    def _inner_key(self, key: str) -> str:
         return join_path(self.prefix, key)
 
-    def _get(self, key: str) -> bytes | None:
-        return self.inner._get(self._k(key))
-
-    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        return self.inner._get_ranges([(self._k(k), r) for k, r in requests])
-
-    def _set(self, key: str, value: Buffer) -> None:
-        self.inner._set(self._k(key), value)
-
-    def _set_many(self, items: dict[str, Buffer]) -> None:
-        self.inner._set_many({self._k(k): v for k, v in items.items()})
-
-    def _delete(self, key: str) -> None:
-        self.inner._delete(self._k(key))
-
-    def _delete_many(self, keys: list[str]) -> None:
-        self.inner._delete_many([self._k(k) for k in keys])
-
-    def _exists(self, key: str) -> bool:
-        return self.inner._exists(self._k(key))
-
-    def _list_prefix(self, prefix: str) -> Iterator[str]:
-        n = len(self.prefix) + 1 if self.prefix else 0
-        return (k[n:] for k in self.inner._list_prefix(self._k(prefix)))
-
-    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        return self.inner._list_dir(self._k(prefix))
+    def _outer_key(self, key: str) -> str:
+        return key[len(self.prefix) + 1:] if self.prefix else key
 
     @property
     def url(self) -> str:
