@@ -190,3 +190,8 @@ class DatasetKeyError(ZarrdaskError, KeyError):
 
 class InvalidModeError(ZarrdaskError, ValueError):
     """An unknown access mode or a bad combination of arguments."""
+
+
+class StaleConsolidatedMetadataWarning(UserWarning):
+    """A group's consolidated metadata disagrees with the store (a member it lacks, or
+    one whose own document says otherwise); the store's own documents were used."""

@@ -171,7 +171,7 @@ def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int) -> None
         store.delete_prefix(path)
     for parent, meta in zip(parents, found):
         if meta is None:
-            write_node(store, parent, GroupMetadataV3() if zarr_format == 3 else GroupMetadataV2())
+            write_node(store, parent, GroupMetadataV3() if zarr_format == 3 else GroupMetadataV2(), created=True)
         elif meta.node_type == "array":
             raise ContainsNodeError(f"cannot create {path!r}: its parent {parent or '<root>'!r} is an array")
 
@@ -209,7 +209,7 @@ def create_array(store: Any, *, shape: Any, dtype: Any, chunks: Any = None, shar
         metadata = metadata.evolve(codecs=_named(array._pipeline.to_json(), "codecs"))
     encode_node(path, metadata)  # validates the attributes before any write
     _prepare(s, path, overwrite, zarr_format)
-    write_node(s, path, metadata)
+    write_node(s, path, metadata, created=True)
     return Array(s, path, metadata, opts)
 
 
@@ -279,5 +279,5 @@ def create_group(store: Any, *, path: str | None = None, attributes: Mapping[str
         GroupMetadataV2(attributes=dict(attributes or {}))
     encode_node(path, meta)
     _prepare(s, path, overwrite, zarr_format)
-    write_node(s, path, meta)
+    write_node(s, path, meta, created=True)
     return Group(s, path, meta)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
-from ..errors import ContainsNodeError, InvalidKeyError, MemberNotFoundError, NodeNotFoundError
+from ..errors import (
+    ContainsNodeError,
+    InvalidKeyError,
+    MemberNotFoundError,
+    NodeNotFoundError,
+    StaleConsolidatedMetadataWarning,
+)
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.v3 import GroupMetadataV3
 from ..storage.base import Store, join_path, normalize_key
@@ -81,7 +88,18 @@ class Group(Node):
                 meta = read_node(self._store, path, self.zarr_format)
             except NodeNotFoundError:
                 raise MemberNotFoundError(f"no member {name!r} in group {self.name!r}") from None
-        return node_from_metadata(self._store, path, meta, self._child_consolidated(name, meta))
+            if self._consolidated is not None:
+                key = join_path(self._path, "zarr.json" if self.zarr_format == 3 else ".zmetadata")
+                warnings.warn(f"{key}: the consolidated metadata lacks member {name!r}, which exists in the "
+                              f"store (stale copy; zarrdask.consolidate_metadata refreshes it)",
+                              StaleConsolidatedMetadataWarning, stacklevel=2)
+        return self._member(name, meta)
+
+    def _member(self, name: str, meta: NodeMetadata) -> Member:
+        node = node_from_metadata(self._store, join_path(self._path, name), meta, self._child_consolidated(name, meta))
+        if self._consolidated is not None and name in self._consolidated:
+            node._parent_copy = (self._consolidated, name)
+        return node
 
     def get(self, name: str, default: Any = None) -> Any:
         try:
@@ -100,11 +118,7 @@ class Group(Node):
             _, dirs = self._store.list_dir(self._path)
             metas = read_nodes(self._store, [join_path(self._path, d) for d in dirs], self.zarr_format)
             found = {d: m for d, m in zip(dirs, metas) if m is not None}
-        return tuple(
-            (name, node_from_metadata(self._store, join_path(self._path, name), meta,
-                                      self._child_consolidated(name, meta)))
-            for name, meta in sorted(found.items())
-        )
+        return tuple((name, self._member(name, meta)) for name, meta in sorted(found.items()))
 
     def __iter__(self) -> Iterator[str]:
         return iter(name for name, _ in self.members())

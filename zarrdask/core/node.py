@@ -18,6 +18,9 @@ class Node:
     _store: Store
     _path: str
     _metadata: Any
+    #: the in-memory consolidated copy of the group this node was opened through, and the
+    #: node's name in it: kept current when this node's metadata changes
+    _parent_copy: tuple[dict[str, Any], str] | None = None
 
     @property
     def store(self) -> Store:
@@ -60,6 +63,9 @@ class Node:
             raise ReadOnlyError(f"{type(self).__name__.lower()} {self.name!r} is read-only")
         write_node(self._store, self._path, metadata)
         self._metadata = metadata
+        if self._parent_copy is not None:
+            copy, name = self._parent_copy
+            copy[name] = metadata if metadata.node_type == "array" else metadata.evolve(consolidated=None)
         self._metadata_changed()
 
     def _metadata_changed(self) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Union
 
 from ..errors import MetadataError, NodeNotFoundError
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
-from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_json_document, parse_v3
+from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_json_document, parse_v3
 from ..storage.base import Store, join_path
 
 __all__ = ["NodeMetadata", "encode_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
@@ -89,12 +89,55 @@ def encode_node(path: str, metadata: NodeMetadata) -> dict[str, bytes]:
                             key=join_path(path, name)) from None
 
 
-def write_node(store: Store, path: str, metadata: NodeMetadata) -> None:
-    """Persist node metadata (each document atomically); v2 removes a now-empty .zattrs."""
+def write_node(store: Store, path: str, metadata: NodeMetadata, *, created: bool = False) -> None:
+    """Persist node metadata (each document atomically); v2 removes a now-empty .zattrs.
+
+    Every ancestor group holding consolidated metadata gets the node's new entry in the
+    same call (``created``: a node made anew, so entries of old nodes below it go too),
+    so that zarrdask, zarr-python and xarray opening it consolidated see the change."""
     docs = {join_path(path, name): data for name, data in encode_node(path, metadata).items()}
     store.set_many(docs)
     if metadata.zarr_format == 2 and not metadata.attributes:
         store.delete(join_path(path, ".zattrs"))
+    _update_consolidated(store, path, metadata, created)
+
+
+def _update_consolidated(store: Store, path: str, metadata: NodeMetadata, created: bool) -> None:
+    """Replace ``path``'s entry in the consolidated metadata of every ancestor group that
+    has some (one batched read of the ancestors' documents; a rewrite where there is one).
+    Works on the JSON: nothing else of the consolidated copy is parsed or changed."""
+    if not path:
+        return
+    parts = path.split("/")
+    ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
+    name = "zarr.json" if metadata.zarr_format == 3 else ".zmetadata"
+    keys = [join_path(a, name) for a in ancestors]
+    node_docs = {n: json.loads(d) for n, d in encode_node(path, metadata).items()}
+    for ancestor, key, blob in zip(ancestors, keys, store.get_many(keys)):
+        if blob is None:
+            continue
+        doc = parse_json_document(blob, key)
+        rel = path[len(ancestor) + 1:] if ancestor else path
+        if metadata.zarr_format == 3:
+            cm = doc.get("consolidated_metadata") if isinstance(doc, dict) else None
+            if not isinstance(cm, dict) or not isinstance(cm.get("metadata"), Mapping):
+                continue
+            entries = flatten_consolidated(cm["metadata"])
+            if created:
+                entries = {k: v for k, v in entries.items() if not k.startswith(rel + "/")}
+            entry = dict(node_docs["zarr.json"])
+            entry.pop("consolidated_metadata", None)
+            entries[rel] = entry
+            cm["metadata"] = dict(sorted(entries.items()))
+        else:
+            entries = doc.get("metadata") if isinstance(doc, dict) else None
+            if not isinstance(entries, dict):
+                continue
+            gone = [k for k in entries if k.rsplit("/", 1)[0] == rel or (created and k.startswith(rel + "/"))]
+            for k in gone:
+                del entries[k]
+            entries.update({f"{rel}/{n}": d for n, d in node_docs.items()})
+        store.set(key, dumps(doc))
 
 
 def dumps(doc: Any) -> bytes:

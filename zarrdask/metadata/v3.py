@@ -191,7 +191,7 @@ class GroupMetadataV3:
                     problems.append(Problem(("consolidated_metadata", "kind"), f"unknown kind {cm.get('kind')!r}",
                                             unknown_extension=True))
             else:
-                consolidated = _flatten_consolidated(cm.get("metadata", {}))
+                consolidated = flatten_consolidated(cm.get("metadata", {}))
         raise_problems(problems, key)
         if consolidated is not None:
             consolidated = _parse_consolidated_nodes(consolidated, key)
@@ -211,7 +211,7 @@ def _parse_consolidated_nodes(
     return nodes
 
 
-def _flatten_consolidated(meta: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
+def flatten_consolidated(meta: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
     """zarr-python nests consolidated metadata of subgroups; flatten to paths relative to the root."""
     out: dict[str, Mapping[str, Any]] = {}
     for name, doc in meta.items():
@@ -219,7 +219,7 @@ def _flatten_consolidated(meta: Mapping[str, Any], prefix: str = "") -> dict[str
         if isinstance(doc, Mapping) and isinstance(doc.get("consolidated_metadata"), Mapping):
             inner = doc["consolidated_metadata"].get("metadata") or {}
             doc = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
-            out.update(_flatten_consolidated(inner, f"{path}/"))
+            out.update(flatten_consolidated(inner, f"{path}/"))
         out[path] = doc
     return out
 
