@@ -20,7 +20,7 @@ class ZarrdaskDatasetAccessor:
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
 
-    def to_zarr(self, store: Any, *args: Any, **kwargs: Any) -> Any:
+    def to_zarr(self, store: Any = None, *args: Any, **kwargs: Any) -> Any:
         """Write this Dataset with zarrdask; see ``zarrdask.xarray_backend.to_zarr``."""
         from zarrdask.xarray_backend.writer import to_zarr  # the writer (and Dask) load on first use
 

@@ -27,6 +27,7 @@ from xarray.core.variable import Variable
 
 from zarrdask.core.api import open_group
 from zarrdask.core.group import Group
+from zarrdask.errors import InvalidStoreError
 from zarrdask.xarray_backend.decode import decode_cf_variables
 from zarrdask.xarray_backend.store import ZarrdaskDataStore
 
@@ -42,23 +43,35 @@ def _open_store(
     filename_or_obj: Any,
     *,
     group: str | None,
+    mode: str = "r",
     consolidated: bool | None,
     storage_options: dict[str, Any] | None,
     zarr_format: int | None,
+    store: Any = None,
+    use_zarr_fill_value_as_mask: bool | None = None,
+    cache_members: bool = True,
 ) -> ZarrdaskDataStore:
-    if isinstance(filename_or_obj, ZarrdaskDataStore):
-        return filename_or_obj
-    if isinstance(filename_or_obj, Group):
-        return ZarrdaskDataStore(filename_or_obj)
+    """The data store to read: ``store`` when given (as xarray's zarr engine takes an
+    opened ``ZarrStore``: here a ``ZarrdaskDataStore`` or a zarrdask ``Group``), else the
+    group at ``group`` opened with ``mode``."""
+    source = filename_or_obj if store is None else store
+    if isinstance(source, ZarrdaskDataStore):
+        return source
+    options = {"fill_value_as_mask": use_zarr_fill_value_as_mask, "cache_members": cache_members}
+    if isinstance(source, Group):
+        return ZarrdaskDataStore(source, **options)
+    if store is not None:
+        raise InvalidStoreError(
+            f"store= must be a zarrdask Group or ZarrdaskDataStore, got {type(store).__name__}")
     root = open_group(
         _normalize_path(filename_or_obj),
-        mode="r",
+        mode=mode,
         path=group,
         storage_options=storage_options,
         use_consolidated=consolidated,
         zarr_format=zarr_format,
     )
-    return ZarrdaskDataStore(root)
+    return ZarrdaskDataStore(root, **options)
 
 
 def _store_dataset(store: ZarrdaskDataStore, *, set_indexes: bool = True, **decoders: Any) -> Dataset:
@@ -121,10 +134,16 @@ def _dataset(
 class ZarrdaskBackendEntrypoint(BackendEntrypoint):
     """Open Zarr v2/v3 stores (local, ``memory://``, zip, fsspec URLs) with zarrdask.
 
-    Backend keywords: ``group`` (path of the group to open), ``consolidated``
-    (None: use consolidated metadata when present; True: require it; False: ignore
-    it), ``storage_options`` (for fsspec URLs) and ``zarr_format`` (2 or 3; None
-    detects). v3 arrays without ``dimension_names`` open with ``dim_0, dim_1, ...``.
+    Backend keywords are those of xarray's ``engine="zarr"``, with its meanings:
+    ``group`` (path of the group to open), ``mode`` (how the store is opened, ``"r"``
+    by default), ``consolidated`` (None: use consolidated metadata when present; True:
+    require it; False: ignore it), ``storage_options`` (for fsspec URLs),
+    ``zarr_format`` (2 or 3; None detects), ``store`` (an already opened zarrdask
+    ``Group`` or ``ZarrdaskDataStore`` to read instead), ``engine`` (accepted and
+    unused, as by xarray's engine), ``use_zarr_fill_value_as_mask`` (the Zarr
+    ``fill_value`` masks data as ``_FillValue``; None: for v2 only) and
+    ``cache_members`` (list the group's members once at open; False: on every use).
+    v3 arrays without ``dimension_names`` open with ``dim_0, dim_1, ...``.
     """
 
     description = "Open Zarr v2/v3 stores with zarrdask (lazy, shard-chunked)"
@@ -134,8 +153,8 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
     # ``engine=`` it is needed for ``decode_cf=False`` (kept equal to open_dataset's by a test).
     open_dataset_parameters = (
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters", "decode_coords",
-        "drop_variables", "use_cftime", "decode_timedelta", "group", "consolidated", "storage_options",
-        "zarr_format",
+        "drop_variables", "use_cftime", "decode_timedelta", "group", "mode", "consolidated", "storage_options",
+        "zarr_format", "store", "engine", "use_zarr_fill_value_as_mask", "cache_members",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -160,17 +179,26 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         use_cftime: bool | None = None,
         decode_timedelta: bool | None = None,
         group: str | None = None,
+        mode: str = "r",
         consolidated: bool | None = None,
         storage_options: dict[str, Any] | None = None,
         zarr_format: Literal[2, 3] | None = None,
+        store: Any = None,
+        engine: Any = None,
+        use_zarr_fill_value_as_mask: bool | None = None,
+        cache_members: bool = True,
     ) -> Dataset:
         """Open one group as a lazy, CF-decoded Dataset."""
         store = _open_store(
             filename_or_obj,
             group=group,
+            mode=mode,
             consolidated=consolidated,
             storage_options=storage_options,
             zarr_format=zarr_format,
+            store=store,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+            cache_members=cache_members,
         )
         with close_on_error(store):
             return _store_dataset(
@@ -188,20 +216,24 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         self,
         filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,
         *,
+        mask_and_scale: bool = True,
+        decode_times: bool = True,
+        concat_characters: bool = True,
+        decode_coords: bool | Literal["coordinates", "all"] = True,
+        drop_variables: str | Iterable[str] | None = None,
+        use_cftime: bool | None = None,
+        decode_timedelta: bool | None = None,
         group: str | None = None,
+        mode: str = "r",
         consolidated: bool | None = None,
         storage_options: dict[str, Any] | None = None,
         zarr_format: Literal[2, 3] | None = None,
-        **decoders: Any,
     ) -> dict[str, Dataset]:
-        """Every group under ``group`` (or the root) as a Dataset, keyed by tree path.
-
-        ``decoders`` are the CF decoding keywords of ``open_dataset``
-        (``mask_and_scale``, ``decode_times``, ``drop_variables``, ...).
-        """
+        """Every group under ``group`` (or the root) as a Dataset, keyed by tree path."""
         root = _open_store(
             filename_or_obj,
             group=group,
+            mode=mode,
             consolidated=consolidated,
             storage_options=storage_options,
             zarr_format=zarr_format,
@@ -209,14 +241,50 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         datasets: dict[str, Dataset] = {}
         for path, store in root.walk():
             with close_on_error(store):
-                datasets[path] = _store_dataset(store, **decoders)
+                datasets[path] = _store_dataset(
+                    store,
+                    mask_and_scale=mask_and_scale,
+                    decode_times=decode_times,
+                    concat_characters=concat_characters,
+                    decode_coords=decode_coords,
+                    drop_variables=drop_variables,
+                    use_cftime=use_cftime,
+                    decode_timedelta=decode_timedelta,
+                )
         return datasets
 
     def open_datatree(
-        self, filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore, **kwargs: Any
+        self,
+        filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,
+        *,
+        mask_and_scale: bool = True,
+        decode_times: bool = True,
+        concat_characters: bool = True,
+        decode_coords: bool | Literal["coordinates", "all"] = True,
+        drop_variables: str | Iterable[str] | None = None,
+        use_cftime: bool | None = None,
+        decode_timedelta: bool | None = None,
+        group: str | None = None,
+        mode: str = "r",
+        consolidated: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
+        zarr_format: Literal[2, 3] | None = None,
     ) -> DataTree:
-        """The group hierarchy under ``group`` (or the root) as a DataTree; takes the
-        keywords of ``open_groups_as_dict``."""
+        """The group hierarchy under ``group`` (or the root) as a DataTree."""
         return datatree_from_dict_with_io_cleanup(
-            self.open_groups_as_dict(filename_or_obj, **kwargs)
+            self.open_groups_as_dict(
+                filename_or_obj,
+                mask_and_scale=mask_and_scale,
+                decode_times=decode_times,
+                concat_characters=concat_characters,
+                decode_coords=decode_coords,
+                drop_variables=drop_variables,
+                use_cftime=use_cftime,
+                decode_timedelta=decode_timedelta,
+                group=group,
+                mode=mode,
+                consolidated=consolidated,
+                storage_options=storage_options,
+                zarr_format=zarr_format,
+            )
         )

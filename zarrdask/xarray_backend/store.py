@@ -175,17 +175,22 @@ class ZarrdaskDataStore(AbstractDataStore):
     ``fill_value_as_mask`` follows xarray's zarr engine: by default True for v2
     (the Zarr ``fill_value`` becomes the CF ``_FillValue``) and False for v3 (the
     ``fill_value`` goes to ``encoding`` and a ``_FillValue`` attribute is decoded
-    from xarray's base64 form).
+    from xarray's base64 form). ``cache_members``: the group's members are listed once,
+    here (False: on every use, so members added meanwhile are seen).
     """
 
-    __slots__ = ("_fill_value_as_mask", "_members", "group")
+    __slots__ = ("_cached", "_fill_value_as_mask", "group")
 
-    def __init__(self, group: Group, *, fill_value_as_mask: bool | None = None) -> None:
+    def __init__(self, group: Group, *, fill_value_as_mask: bool | None = None, cache_members: bool = True) -> None:
         self.group = group
-        self._members: dict[str, Array | Group] = dict(group.members())
+        self._cached: dict[str, Array | Group] | None = dict(group.members()) if cache_members else None
         if fill_value_as_mask is None:
             fill_value_as_mask = group.zarr_format == 2
         self._fill_value_as_mask = fill_value_as_mask
+
+    @property
+    def _members(self) -> dict[str, Array | Group]:
+        return self._cached if self._cached is not None else dict(self.group.members())
 
     def arrays(self) -> dict[str, Array]:
         """The arrays directly in this group, by name."""
@@ -199,7 +204,8 @@ class ZarrdaskDataStore(AbstractDataStore):
         """This store and the stores of all subgroups, with their tree paths."""
         yield prefix, self
         for name, child in sorted(self.groups().items()):
-            store = type(self)(child, fill_value_as_mask=self._fill_value_as_mask)
+            store = type(self)(child, fill_value_as_mask=self._fill_value_as_mask,
+                               cache_members=self._cached is not None)
             yield from store.walk(posixpath.join(prefix, name))
 
     def open_store_variable(self, name: str) -> Variable:

@@ -196,7 +196,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
                 if k not in old_names or self._append_dim in v.dims
             }
         self.set_variables(encoded, check_encoding_set, writer)
-        self._members = dict(self.group.members())
+        self._cached = dict(self.group.members())
         if own_writer:
             writer.sync()
 

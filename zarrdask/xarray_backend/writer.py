@@ -19,6 +19,7 @@ from xarray.backends.zarr import _choose_default_mode
 
 from zarrdask.errors import DatasetError
 from zarrdask.core.group import Group, consolidate_metadata
+from zarrdask.storage import MemoryStore
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.region import RegionArg
 from zarrdask.xarray_backend.write_store import ZarrdaskWritableStore, open_group_for_write
@@ -31,13 +32,13 @@ __all__ = ["datatree_to_zarr", "to_zarr"]
 
 def to_zarr(
     ds: Dataset,
-    store: Any,
+    store: Any = None,
     mode: ZarrWriteModes | None = None,
     group: str | None = None,
     encoding: Mapping[Hashable, Mapping[str, Any]] | None = None,
     *,
     compute: bool = True,
-    consolidated: bool | None = True,
+    consolidated: bool | None = None,
     append_dim: Hashable | None = None,
     region: RegionArg = None,
     zarr_format: Literal[2, 3] | None = None,
@@ -49,7 +50,9 @@ def to_zarr(
 ) -> Group | Delayed:
     """Write a Dataset to a Zarr group, like ``Dataset.to_zarr``.
 
-    Parameters are those of ``Dataset.to_zarr``: ``mode`` is ``"w"`` (overwrite),
+    Parameters are those of ``Dataset.to_zarr``: ``store`` None writes to a new
+    in-memory store; ``consolidated`` None or True consolidates metadata after writing;
+    ``mode`` is ``"w"`` (overwrite),
     ``"w-"`` (create; the default), ``"a"`` (add or overwrite variables; default
     with ``append_dim``), ``"a-"`` (append, leave other variables alone) or
     ``"r+"`` (existing variables only; default with ``region``). ``region`` is a
@@ -63,6 +66,8 @@ def to_zarr(
     the data (metadata is written at once).
     """
     _validate_dataset_names(ds)
+    if store is None:
+        store = MemoryStore()
     for v in ds.variables.values():
         if v.size == 0:
             v.load()
@@ -90,8 +95,8 @@ def datatree_to_zarr(
     consolidated: bool = True,
     group: str | None = None,
     write_inherited_coords: bool = False,
-    *,
     compute: bool = True,
+    *,
     append_dim: Hashable | None = None,
     region: RegionArg = None,
     zarr_format: Literal[2, 3] | None = None,
