@@ -104,7 +104,8 @@ def _dataset(
     """``Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)``.
 
     For the common case (every dimension has one length, no data variable is named
-    like a dimension) the result is assembled directly: the constructor's merge would
+    like a dimension, a coordinate named like one is its 1-d coordinate) the result is
+    assembled directly: the constructor's merge would
     only make shallow copies of the variables (it has nothing to align, no index to
     build and no name to reconcile). Anything else goes through the constructor and
     its checks and errors. ``tests/test_xarray_fast_decode.py`` compares both.
@@ -118,7 +119,12 @@ def _dataset(
         else:
             continue
         break
-    simple = bool(dims) and not any(name in dims for name in data_vars)
+    simple = (
+        bool(dims)
+        and not any(name in dims for name in data_vars)
+        # a coordinate named like a dimension must be that dimension's 1-d coordinate
+        and all(var.dims == (name,) for name, var in coord_vars.items() if name in dims)
+    )
     construct = getattr(Dataset, "_construct_direct", None)  # private xarray API (2026.9)
     if not simple or construct is None:
         return Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)
