@@ -4,15 +4,19 @@ breaks one fails here loudly instead of silently taking the fallback."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+import pytest
+import xarray as xr
 
 import zarrdask
 from zarrdask.compat import dask as dask_compat
+from zarrdask.compat import xarray as xr_compat
 from zarrdask.storage import MemoryStore
 
 
@@ -51,3 +55,64 @@ def test_dask_fallback_reads_the_same(monkeypatch):
     x = dask_compat.named_from_array(BlockReader(a), ((4, 4),), "zarrdask-read-x", lock=False, asarray=False,
                                      fancy=False, inline_array=True, meta=np.empty((0,), "u1"))
     assert np.array_equal(x.compute(), np.arange(8))
+
+
+# -- xarray ----------------------------------------------------------------------------
+
+def test_xarray_private_names_serve_the_installed_xarray():
+    missing = [name for name, private in xr_compat.PRIVATE.items() if not private]
+    assert not missing, f"xarray {xr.__version__} moved {missing} (checked on {xr_compat.CHECKED_ON})"
+    ds = xr_compat.construct_dataset({"a": xr.Variable(("x",), np.arange(3))}, set(), {"x": 3}, None)
+    assert isinstance(ds, xr.Dataset) and xr_compat.PRIVATE["construct_dataset"], (
+        f"Dataset._construct_direct is gone in xarray {xr.__version__}")
+    opened = xr.open_dataset(_small_store(), engine="zarrdask")
+    from xarray.core import indexing
+
+    assert isinstance(xr_compat.lazy_data(opened["a"].variable), indexing.ExplicitlyIndexedNDArrayMixin), (
+        f"Variable._data no longer holds the lazy array in xarray {xr.__version__}")
+
+
+def _small_store():
+    group = zarrdask.create_group(MemoryStore())
+    group.create_array("a", shape=(3,), dtype="i2", chunks=(3,), dimension_names=["x"])
+    return group
+
+
+def _outcome(fn, *args, **kwargs):
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except Exception as exc:  # noqa: BLE001 - the type must match
+        return ("raised", type(exc))
+
+
+def _same_outcome(a, b):
+    if a[0] == "ok" and isinstance(a[1], xr.Variable):
+        return b[0] == "ok" and a[1].identical(b[1])
+    return a == b
+
+
+@pytest.mark.parametrize("name", sorted(xr_compat._TABLE))
+def test_xarray_fallbacks_agree_with_xarray(name):
+    module, attr, fallback = xr_compat._TABLE[name]
+    private = getattr(__import__(module, fromlist=[attr]), attr)
+    cases = []
+    if name == "normalize_path":
+        cases = [(("a/b",), {}), (("~/x",), {}), (("s3://bucket/k",), {}), ((os.path.join("rel", "p"),), {}), ((3,), {})]
+    elif name == "encode_variable_name":
+        cases = [((None,), {}), (("v",), {}), ((3,), {})]
+    elif name == "validate_dataset_names":
+        cases = [((xr.Dataset({n: ((), 0)}),), {}) for n in ["ok", "", 3, ("t",)]]
+    elif name == "choose_default_mode":
+        for mode, append, region in itertools.product([None, "w", "w-", "a", "a-", "r+", "x"], [None, "t"], [None, "auto"]):
+            cases.append(((), {"mode": mode, "append_dim": append, "region": region}))
+    elif name == "validate_and_transpose_existing_dims":
+        existing = xr.Variable(("t", "x"), np.zeros((2, 3)))
+        for new in [xr.Variable(("t", "x"), np.zeros((4, 3))), xr.Variable(("x", "t"), np.zeros((3, 2))),
+                    xr.Variable(("t", "y"), np.zeros((2, 3))), xr.Variable(("t", "x"), np.zeros((2, 5)))]:
+            for region, append in [(None, None), (None, "t"), ({"x": slice(0, 2)}, None)]:
+                cases.append((("v", new, existing, region, append), {}))
+    else:
+        for old, new in itertools.product(["f4", "U3", "S2", "O"], ["f8", "U3", "U5", "S2", "S3", "O"]):
+            cases.append((("v", xr.Variable(("x",), np.zeros(2, dtype=old)), xr.Variable(("x",), np.zeros(2, dtype=new))), {}))
+    for args, kwargs in cases:
+        assert _same_outcome(_outcome(fallback, *args, **kwargs), _outcome(private, *args, **kwargs)), (name, args, kwargs)

@@ -14,17 +14,13 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from xarray.backends.common import (
-    AbstractDataStore,
-    BackendEntrypoint,
-    _normalize_path,
-    datatree_from_dict_with_io_cleanup,
-)
+from xarray.backends.common import AbstractDataStore, BackendEntrypoint, datatree_from_dict_with_io_cleanup
 from xarray.core.coordinates import Coordinates
 from xarray.core.dataset import Dataset
 from xarray.core.utils import close_on_error
 from xarray.core.variable import Variable
 
+from zarrdask.compat.xarray import construct_dataset, normalize_path
 from zarrdask.core.api import open_group
 from zarrdask.core.group import Group
 from zarrdask.errors import InvalidStoreError
@@ -64,7 +60,7 @@ def _open_store(
         raise InvalidStoreError(
             f"store= must be a zarrdask Group or ZarrdaskDataStore, got {type(store).__name__}")
     root = open_group(
-        _normalize_path(filename_or_obj),
+        normalize_path(filename_or_obj),
         mode=mode,
         path=group,
         storage_options=storage_options,
@@ -125,16 +121,14 @@ def _dataset(
         # a coordinate named like a dimension must be that dimension's 1-d coordinate
         and all(var.dims == (name,) for name, var in coord_vars.items() if name in dims)
     )
-    construct = getattr(Dataset, "_construct_direct", None)  # private xarray API (2026.9)
-    if not simple or construct is None:
-        return Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)
-    # (the variables are this open's own objects: no shallow copies needed)
-    return construct(
-        {**data_vars, **coord_vars},
-        set(coord_vars),
-        dims,
-        attrs=dict(attrs) if attrs else None,  # as the constructor does
-    )
+    if simple:
+        # (the variables are this open's own objects: no shallow copies needed)
+        ds = construct_dataset(
+            {**data_vars, **coord_vars}, set(coord_vars), dims, dict(attrs) if attrs else None  # as the constructor
+        )
+        if ds is not None:
+            return ds
+    return Dataset(data_vars, coords=Coordinates(coord_vars, indexes={}), attrs=attrs)
 
 
 class ZarrdaskBackendEntrypoint(BackendEntrypoint):

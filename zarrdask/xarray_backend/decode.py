@@ -25,6 +25,8 @@ import numpy as np
 from xarray import Variable, conventions
 from xarray.core import indexing
 
+from zarrdask.compat.xarray import lazy_data
+
 __all__ = ["decode_cf_variables", "is_plain"]
 
 #: Attributes some CF coder or a cross-variable rule of ``decode_cf_variables`` reads.
@@ -69,7 +71,7 @@ def is_plain(variable: Variable, *, use_cftime: Any = None) -> bool:
     dtype = variable.dtype
     if dtype.kind not in _PLAIN_KINDS or not dtype.isnative:
         return False
-    if not isinstance(variable._data, indexing.ExplicitlyIndexedNDArrayMixin):
+    if not isinstance(lazy_data(variable), indexing.ExplicitlyIndexedNDArrayMixin):
         return False
     if "_FillValue" in variable.encoding:  # xarray would refuse to overwrite it
         return False
@@ -98,7 +100,7 @@ def _decode_plain(variable: Variable, *, mask_and_scale: bool, in_place: bool) -
     encoding.setdefault("dtype", variable.dtype)
     if in_place:
         return variable
-    return Variable(variable.dims, variable._data, attrs, encoding, fastpath=True)
+    return Variable(variable.dims, lazy_data(variable), attrs, encoding, fastpath=True)
 
 
 def _bounds_targets(variables: Mapping[Hashable, Variable]) -> set[Any]:

@@ -28,7 +28,7 @@ def _detect(
     for dim, value in region.items():
         if value != "auto":
             continue
-        if dim not in ds._variables:
+        if dim not in ds.variables:
             region[dim] = slice(0, ds.sizes[dim])
             continue
         stored = conventions.decode_cf_variable(dim, read_index(dim).compute())

@@ -15,21 +15,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xarray import Dataset, Variable, conventions
-from xarray.backends.common import AbstractWritableDataStore, _encode_variable_name
+from xarray.backends.common import AbstractWritableDataStore
 from xarray.backends.zarr import (
-    _validate_and_transpose_existing_dims,
-    _validate_datatypes_for_zarr_append,
     encode_zarr_attr_value,
     encode_zarr_variable,
 )
 from xarray.coding.strings import check_vlen_dtype
 
-from zarrdask.errors import DatasetError, DatasetTypeError
+from zarrdask.compat.xarray import (
+    encode_variable_name,
+    validate_and_transpose_existing_dims,
+    validate_datatypes_for_zarr_append,
+)
 from zarrdask.core.api import open_group
 from zarrdask.core.array import Array
 from zarrdask.core.create import create_group
 from zarrdask.core.group import Group
-from zarrdask.errors import MetadataError, NodeNotFoundError
+from zarrdask.errors import DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.encoding import encode_fill_value_attr, write_layout
 from zarrdask.xarray_backend.region import RegionArg, resolve_region
@@ -167,7 +169,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         own_writer = writer is None
         writer = ArrayWrites() if own_writer else writer
         existing = set() if self._mode == "w" else set(self.arrays())
-        old_names = {vn for vn in variables if _encode_variable_name(vn) in existing}
+        old_names = {vn for vn in variables if encode_variable_name(vn) in existing}
         if self._mode == "r+" and (new := [k for k in variables if k not in existing]):
             raise DatasetError(
                 f"dataset contains non-pre-existing variables {new!r}, which is not "
@@ -209,12 +211,12 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         )
         like_stored = {}
         for vn in names:
-            _validate_datatypes_for_zarr_append(vn, stored[vn], variables[vn])
+            validate_datatypes_for_zarr_append(vn, stored[vn], variables[vn])
             like_stored[vn] = variables[vn].copy(deep=False)
             like_stored[vn].encoding = stored[vn].encoding
         encoded, _ = self.encode(like_stored, {})
         return {
-            vn: _validate_and_transpose_existing_dims(
+            vn: validate_and_transpose_existing_dims(
                 vn, encoded[vn], stored[vn], self._region, self._append_dim
             )
             for vn in names
@@ -231,7 +233,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         existing = self.arrays()
         check = set(check_encoding_set)
         for vn, v in variables.items():
-            name = _encode_variable_name(vn)
+            name = encode_variable_name(vn)
             attrs, fill_value = self._split_fill_value(v)
             layout = write_layout(
                 v, name=vn, raise_on_invalid=vn in check, zarr_format=self.group.zarr_format

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dask.delayed import Delayed
 from xarray import Dataset, DataTree
-from xarray.backends.writers import _validate_dataset_names, dump_to_store
-from xarray.backends.zarr import _choose_default_mode
+from xarray.backends.writers import dump_to_store
 
+from zarrdask.compat.xarray import choose_default_mode, validate_dataset_names
 from zarrdask.errors import DatasetError
 from zarrdask.core.group import Group, consolidate_metadata
 from zarrdask.storage import MemoryStore
@@ -65,14 +65,14 @@ def to_zarr(
     Returns the written group, or with ``compute=False`` a ``Delayed`` that writes
     the data (metadata is written at once).
     """
-    _validate_dataset_names(ds)
+    validate_dataset_names(ds)
     if store is None:
         store = MemoryStore()
     for v in ds.variables.values():
         if v.size == 0:
             v.load()
     encoding = {} if encoding is None else encoding
-    mode = _choose_default_mode(mode=mode, append_dim=append_dim, region=region)
+    mode = choose_default_mode(mode=mode, append_dim=append_dim, region=region)
     root = open_group_for_write(
         store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options
     )
@@ -120,7 +120,7 @@ def datatree_to_zarr(
     encoding = {} if encoding is None else encoding
     if unknown := set(encoding) - set(dt.groups):
         raise DatasetError(f"unexpected encoding group name(s) provided: {unknown}")
-    mode = _choose_default_mode(mode=mode, append_dim=None, region=region)
+    mode = choose_default_mode(mode=mode, append_dim=None, region=region)
     root = open_group_for_write(
         store, mode=mode, path=None, zarr_format=zarr_format, storage_options=storage_options
     )
@@ -132,7 +132,7 @@ def datatree_to_zarr(
         at_root = node is dt
         node_store = root_store if at_root else root_store.get_child_store(rel_path)
         node_ds = node.to_dataset(inherit=write_inherited_coords or at_root)
-        _validate_dataset_names(node_ds)
+        validate_dataset_names(node_ds)
         node_encoding = encoding.get(node.path) or {}
         node_ds = node_store.prepare(node_ds, node_encoding)
         dump_to_store(node_ds, node_store, writes, encoding=node_encoding)

@@ -1,0 +1,159 @@
+"""Private xarray API, in one place (checked on xarray 2026.9.0).
+
+Each name is xarray's own when the installed release has it, so the writer's checks and
+messages stay xarray's; otherwise a fallback of zarrdask's with the same behaviour
+(``tests/test_compat.py`` checks that xarray's are the ones in use, and that each
+fallback agrees with xarray's on generated inputs, so a release that moves one fails
+there first).
+
+* ``normalize_path``, ``encode_variable_name``, ``validate_dataset_names``,
+  ``choose_default_mode``, ``validate_and_transpose_existing_dims``,
+  ``validate_datatypes_for_zarr_append``: what ``Dataset.to_zarr`` checks;
+* ``construct_dataset``: ``Dataset._construct_direct`` (a Dataset without the
+  constructor's merge), or None when it is gone (callers use the constructor);
+* ``lazy_data``: a Variable's wrapped data without loading it (``Variable._data``), or
+  None when unavailable (callers take xarray's general path).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+import numpy as np
+from xarray.backends.common import NONE_VAR_NAME
+
+__all__ = [
+    "CHECKED_ON",
+    "PRIVATE",
+    "choose_default_mode",
+    "construct_dataset",
+    "encode_variable_name",
+    "lazy_data",
+    "normalize_path",
+    "validate_and_transpose_existing_dims",
+    "validate_dataset_names",
+    "validate_datatypes_for_zarr_append",
+]
+
+CHECKED_ON = "2026.9.0"
+
+
+# -- fallbacks (used only when xarray no longer has its own) -----------------------------
+def _normalize_path(path: Any) -> Any:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if isinstance(path, str) and "://" not in path:
+        path = os.path.abspath(os.path.expanduser(path))
+    return path
+
+
+def _encode_variable_name(name: Any) -> Any:
+    return NONE_VAR_NAME if name is None else name
+
+
+def _validate_dataset_names(dataset: Any) -> None:
+    for name in dataset.variables:
+        if isinstance(name, str):
+            if not name:
+                raise ValueError(f"Invalid name {name!r} for DataArray or Dataset key: string must be length 1 "
+                                 "or greater for serialization to netCDF or zarr files")
+        elif name is not None:
+            raise TypeError(f"Invalid name {name!r} for DataArray or Dataset key: must be either a string or "
+                            "None for serialization to netCDF or zarr files")
+
+
+def _choose_default_mode(*, mode: Any, append_dim: Any, region: Any) -> Any:
+    if mode is None:
+        mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
+    if mode not in ("a", "a-") and append_dim is not None:
+        raise ValueError("cannot set append_dim unless mode='a' or mode=None")
+    if mode not in ("a", "a-", "r+") and region is not None:
+        raise ValueError("cannot set region unless mode='a', mode='a-', mode='r+' or mode=None")
+    if mode not in ("w", "w-", "a", "a-", "r+"):
+        raise ValueError(f"The only supported options for mode are 'w', 'w-', 'a', 'a-', and 'r+', but mode={mode!r}")
+    return mode
+
+
+def _validate_and_transpose_existing_dims(var_name: Any, new_var: Any, existing_var: Any, region: Any,
+                                          append_dim: Any) -> Any:
+    if new_var.dims != existing_var.dims:
+        if set(existing_var.dims) != set(new_var.dims):
+            raise ValueError(f"variable {var_name!r} already exists with different dimension names "
+                             f"{existing_var.dims} != {new_var.dims}, but changing variable dimensions is not "
+                             f"supported by to_zarr().")
+        new_var = new_var.transpose(*existing_var.dims)
+    existing_sizes = {}
+    for dim, size in existing_var.sizes.items():
+        if region is not None and dim in region:
+            start, stop, _ = region[dim].indices(size)
+            size = stop - start
+        if dim != append_dim:
+            existing_sizes[dim] = size
+    new_sizes = {dim: size for dim, size in new_var.sizes.items() if dim != append_dim}
+    if existing_sizes != new_sizes:
+        raise ValueError(f"variable {var_name!r} already exists with different dimension sizes: "
+                         f"{existing_sizes} != {new_sizes}. to_zarr() only supports changing dimension sizes "
+                         f"when explicitly appending, but append_dim={append_dim!r}.")
+    return new_var
+
+
+def _validate_datatypes_for_zarr_append(vname: Any, existing_var: Any, new_var: Any) -> None:
+    dtype = new_var.dtype
+    easy = (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.datetime64)
+            or np.issubdtype(dtype, np.bool_) or dtype == object
+            or (dtype.kind in ("S", "U") and existing_var.dtype == object))
+    if not easy and dtype != existing_var.dtype:
+        raise ValueError(f"Mismatched dtypes for variable {vname} between Zarr store on disk and dataset to "
+                         f"append. Store has dtype {existing_var.dtype} but dataset to append has dtype {dtype}.")
+
+
+# -- xarray's own, where present -------------------------------------------------------
+def _private(module: str, name: str, fallback: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+    try:
+        found = getattr(__import__(module, fromlist=[name]), name)
+    except (ImportError, AttributeError):
+        return fallback, False
+    return found, True
+
+
+_TABLE = {
+    "normalize_path": ("xarray.backends.common", "_normalize_path", _normalize_path),
+    "encode_variable_name": ("xarray.backends.common", "_encode_variable_name", _encode_variable_name),
+    "validate_dataset_names": ("xarray.backends.writers", "_validate_dataset_names", _validate_dataset_names),
+    "choose_default_mode": ("xarray.backends.zarr", "_choose_default_mode", _choose_default_mode),
+    "validate_and_transpose_existing_dims": ("xarray.backends.zarr", "_validate_and_transpose_existing_dims",
+                                             _validate_and_transpose_existing_dims),
+    "validate_datatypes_for_zarr_append": ("xarray.backends.zarr", "_validate_datatypes_for_zarr_append",
+                                           _validate_datatypes_for_zarr_append),
+}
+#: which of the names above are xarray's own in this installation
+PRIVATE: dict[str, bool] = {}
+_RESOLVED: dict[str, Callable[..., Any]] = {}
+for _name, (_module, _attr, _fallback) in _TABLE.items():
+    _RESOLVED[_name], PRIVATE[_name] = _private(_module, _attr, _fallback)
+
+normalize_path = _RESOLVED["normalize_path"]
+encode_variable_name = _RESOLVED["encode_variable_name"]
+validate_dataset_names = _RESOLVED["validate_dataset_names"]
+choose_default_mode = _RESOLVED["choose_default_mode"]
+validate_and_transpose_existing_dims = _RESOLVED["validate_and_transpose_existing_dims"]
+validate_datatypes_for_zarr_append = _RESOLVED["validate_datatypes_for_zarr_append"]
+
+
+def construct_dataset(variables: Mapping[Hashable, Any], coord_names: set[Hashable], dims: dict[Hashable, int],
+                      attrs: Any) -> Any:
+    """``Dataset._construct_direct(...)``, or None when this xarray has no such method."""
+    from xarray import Dataset
+
+    construct = getattr(Dataset, "_construct_direct", None)
+    PRIVATE["construct_dataset"] = construct is not None
+    if construct is None:
+        return None
+    return construct(variables, coord_names, dims, attrs=attrs)
+
+
+def lazy_data(variable: Any) -> Any:
+    """The array a Variable wraps, not loaded (``Variable._data``); None when unavailable."""
+    return getattr(variable, "_data", None)
