@@ -10,7 +10,7 @@ import fsspec
 
 from ..errors import ContainsNodeError, InvalidModeError, InvalidStoreError, StoreError
 from .base import ByteRange, ByteRequest, Store, SuffixRange, join_path, normalize_key
-from .coalesce import coalesce_ranges, get_coalesced, split_coalesced
+from .coalesce import coalesce_ranges, split_coalesced
 from .fsspec_store import FsspecStore, ZipStore
 from .local import LocalStore
 from .memory import MemoryStore
@@ -40,7 +40,6 @@ __all__ = [
     "get_storage_transformer",
     "coalesce_ranges",
     "split_coalesced",
-    "get_coalesced",
     "open_store",
     "StoreLike",
 ]

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .base import Buffer, ByteRange, Store
+from .base import Buffer
 
-__all__ = ["coalesce_ranges", "split_coalesced", "get_coalesced"]
+__all__ = ["coalesce_ranges", "split_coalesced"]
 
 Range = tuple[int, int]
 Merged = tuple[int, int, list[int]]
@@ -59,12 +59,3 @@ def split_coalesced(
             start, end = ranges[i]
             out[i] = view[start - m_start : end - m_start]
     return out
-
-
-def get_coalesced(
-    store: Store, key: str, ranges: Sequence[Range], *, max_gap: int, max_size: int | None = None
-) -> list[memoryview | None]:
-    """Read ``ranges`` of ``key`` with as few (batched) requests as ``coalesce_ranges`` allows."""
-    merged = coalesce_ranges(ranges, max_gap, max_size)
-    fetched = store.get_ranges([(key, ByteRange(s, e - s)) for s, e, _ in merged])
-    return split_coalesced(ranges, merged, fetched)
