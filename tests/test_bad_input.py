@@ -328,7 +328,7 @@ UNKNOWN = {
     "data-type": ({"data_type": "int3"}, "int3"),
     "data-type-object": ({"data_type": {"name": "my_float", "configuration": {"bits": 12}}}, "my_float"),
     "data-type-mu-false": ({"data_type": {"name": "my_float", "must_understand": False}}, "my_float"),
-    "chunk-grid": ({"chunk_grid": {"name": "rectilinear", "configuration": {"chunk_shapes": [[2, 2], [3, 3]]}}}, "rectilinear"),
+    "chunk-grid": ({"chunk_grid": {"name": "hexagonal", "configuration": {"chunk_shapes": [[2, 2], [3, 3]]}}}, "hexagonal"),
     "chunk-key-encoding": ({"chunk_key_encoding": {"name": "my_keys", "configuration": {}}}, "my_keys"),
     "storage-transformer": ({"storage_transformers": [{"name": "my_transformer", "configuration": {}}]}, "my_transformer"),
     "top-level-field": ({"my_field": {"name": "x"}}, "my_field"),

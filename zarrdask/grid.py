@@ -8,6 +8,7 @@ Both are v3 extension points with a registry a user can extend:
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,8 +23,10 @@ from .metadata.extension import NamedConfig
 
 __all__ = [
     "AxisGrid",
+    "RectilinearChunkGrid",
     "RegularAxis",
     "RegularChunkGrid",
+    "VariableAxis",
     "all_chunk_coords",
     "as_axes",
     "ceil_div",
@@ -122,6 +125,90 @@ class RegularChunkGrid:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
+
+
+@dataclass(frozen=True, slots=True)
+class VariableAxis:
+    """Chunks of the given lengths (``edges``: 0, then each chunk's end); chunks may run
+    past the array's edge, and those wholly past it are not part of the grid."""
+
+    size: int
+    edges: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return bisect.bisect_left(self.edges, self.size) if self.size else 0
+
+    def bounds(self, k: int) -> tuple[int, int]:
+        return self.edges[k], min(self.edges[k + 1], self.size)
+
+    def overlapping(self, start: int, stop: int) -> list[tuple[int, int, int]]:
+        first, last = self.index_of(start), self.index_of(stop - 1)
+        return [(k, *self.bounds(k)) for k in range(first, last + 1)]
+
+    def stored(self, k: int) -> int:
+        return self.edges[k + 1] - self.edges[k]
+
+    def index_of(self, i: int) -> int:
+        return bisect.bisect_right(self.edges, i) - 1
+
+    def index_of_array(self, indices: np.ndarray) -> np.ndarray:
+        return np.searchsorted(np.asarray(self.edges), indices, side="right") - 1
+
+    def extents(self) -> tuple[int, ...]:
+        if not self.size:
+            return (0,)
+        return tuple(hi - lo for lo, hi in map(self.bounds, range(self.count)))
+
+
+@dataclass(frozen=True, slots=True)
+class RectilinearChunkGrid:
+    """The ``rectilinear`` chunk grid (zarr-extensions): per dimension, a chunk length
+    repeated over the array, or explicit lengths (run-length pairs ``[length, count]``
+    allowed). ``chunk_shapes`` keeps the JSON form."""
+
+    chunk_shapes: tuple[Any, ...]
+
+    def axes(self, shape: Sequence[int]) -> tuple[VariableAxis, ...]:
+        return tuple(_variable_axis(spec, int(n), d) for d, (spec, n) in enumerate(zip(self.chunk_shapes, shape)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": list(self.chunk_shapes)}}
+
+    @classmethod
+    def from_extents(cls, chunks: Sequence[Sequence[int]]) -> RectilinearChunkGrid:
+        """The grid of dask-style chunks (run-length encoded where lengths repeat)."""
+        return cls(tuple(_run_length(axis) for axis in chunks))
+
+
+def _run_length(lengths: Sequence[int]) -> Any:
+    if len(set(lengths)) == 1 and len(lengths) > 0:
+        return [[int(lengths[0]), len(lengths)]] if len(lengths) > 1 else [int(lengths[0])]
+    out: list[Any] = []
+    for value, run in itertools.groupby(lengths):
+        n = len(list(run))
+        out.append([int(value), n] if n > 1 else int(value))
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _variable_axis_cached(spec: Any, size: int) -> tuple[int, ...]:
+    if isinstance(spec, int):
+        lengths = [spec] * max(1, ceil_div(size, spec))
+    else:
+        lengths = []
+        for item in spec:
+            lengths.extend([item[0]] * item[1] if isinstance(item, tuple) else [item])
+    return tuple(itertools.accumulate(lengths, initial=0))
+
+
+def _variable_axis(spec: Any, size: int, dim: int) -> VariableAxis:
+    frozen = spec if isinstance(spec, int) else tuple(tuple(i) if isinstance(i, list) else i for i in spec)
+    edges = _variable_axis_cached(frozen, size)
+    if edges[-1] < size:
+        raise MetadataError([Problem(("chunk_grid", "configuration", "chunk_shapes", dim),
+                                     f"chunk lengths sum to {edges[-1]}, less than the array's extent {size}")])
+    return VariableAxis(size, edges)
 
 
 def as_axes(grid: Sequence[int | AxisGrid], shape: Sequence[int]) -> tuple[AxisGrid, ...]:
@@ -254,7 +341,40 @@ def _key_encoding(cls: type, default: str) -> Callable[[Mapping[str, Any], Loc, 
     return make
 
 
-_GRIDS: dict[str, Callable[..., Any]] = {"regular": _regular}
+def _rectilinear(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Problem]) -> RectilinearChunkGrid | None:
+    where = (*loc, "configuration")
+    if config.get("kind") != "inline":
+        problems.append(Problem((*where, "kind"), f"expected 'inline', got {config.get('kind')!r}"))
+        return None
+    shapes = config.get("chunk_shapes")
+    if not isinstance(shapes, list) or len(shapes) != ndim:
+        problems.append(Problem((*where, "chunk_shapes"), f"expected a list of {ndim} entries (one per dimension), "
+                                                          f"got {shapes!r}"))
+        return None
+    ok = True
+    for d, spec in enumerate(shapes):
+        if _positive(spec):
+            continue
+        if isinstance(spec, list) and spec and all(
+            _positive(item) or (isinstance(item, list) and len(item) == 2 and all(map(_positive, item)))
+            for item in spec
+        ):
+            continue
+        problems.append(Problem((*where, "chunk_shapes", d), "expected a positive integer, or a non-empty list of "
+                                                             f"positive integers and [length, count] pairs, got {spec!r}"))
+        ok = False
+    extra = set(config) - {"kind", "chunk_shapes"}
+    if extra:
+        problems.append(Problem(where, f"unexpected fields {sorted(extra)}"))
+        ok = False
+    return RectilinearChunkGrid(tuple(shapes)) if ok else None
+
+
+def _positive(value: Any) -> bool:
+    return type(value) is int and value >= 1
+
+
+_GRIDS: dict[str, Callable[..., Any]] = {"regular": _regular, "rectilinear": _rectilinear}
 _KEY_ENCODINGS: dict[str, Callable[..., Any]] = {
     "default": _key_encoding(DefaultKeyEncoding, "/"),
     "v2": _key_encoding(V2KeyEncoding, "."),

@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..errors import (
     ShapeMismatchError,
     UnknownExtensionError,
 )
-from ..grid import AxisGrid, all_chunk_coords
+from ..grid import AxisGrid, all_chunk_coords, stored_shape
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
@@ -76,6 +76,24 @@ def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
     return pipeline
 
 
+def _shape_pipelines(metadata: Any, key: str) -> Callable[[tuple[int, ...]], CodecPipeline]:
+    """The pipeline of a unit stored with a given shape, validated for that shape (the
+    sharding codec checks its inner chunks divide it), cached per shape."""
+    built: dict[tuple[int, ...], CodecPipeline] = {}
+
+    def pipeline(shape: tuple[int, ...]) -> CodecPipeline:
+        found = built.get(shape)
+        if found is None:
+            try:
+                found = _v3_pipeline(metadata, ChunkSpec(shape, metadata.data_type, metadata.fill_value))
+            except MetadataError as exc:
+                raise type(exc)(exc.problems, key=exc.key or key) from None
+            built[shape] = found
+        return found
+
+    return pipeline
+
+
 def _fill_key(spec: ChunkSpec) -> Any:
     """The fill value as a hashable key by its bits (NaN payloads and -0.0 kept apart)."""
     dtype = spec.dtype.dtype
@@ -107,23 +125,28 @@ class Array(Node):
 
     def _setup(self) -> None:
         meta = self._metadata
-        spec = ChunkSpec(tuple(meta.chunk_grid.chunk_shape), meta.data_type, meta.fill_value)
+        key = join_path(self._path, "zarr.json" if meta.zarr_format == 3 else ".zarray")
         try:
+            grid = meta.chunk_grid.axes(meta.shape)
+            # (every unit of a regular grid is stored with one shape; a rectilinear grid's
+            # units each with their own, so each shape gets its pipeline, built on first use)
+            spec = ChunkSpec(stored_shape(grid, (0,) * len(grid)), meta.data_type, meta.fill_value)
             if meta.zarr_format == 3:
-                self._pipeline: Any = _v3_pipeline(meta, spec)
+                pipelines = _shape_pipelines(meta, key)
             else:
-                self._pipeline = V2Pipeline(meta)
+                v2 = V2Pipeline(meta)
+                pipelines = lambda shape: v2  # noqa: E731  (v2: a regular grid)
+            self._pipeline: Any = pipelines(spec.shape)
             chunk_store = _apply_storage_transformers(self._store, meta)
         except MetadataError as exc:
             if exc.key is not None:
                 raise
-            key = join_path(self._path, "zarr.json" if meta.zarr_format == 3 else ".zarray")
             raise type(exc)(exc.problems, key=key) from None
         sharded = isinstance(getattr(self._pipeline, "array_bytes", None), ShardingCodec)
         # only shard indexes are cached; an unsharded array shares a cache that keeps nothing
         self._cache = IndexCache(self._options.index_cache_size) if sharded else _NO_INDEX_CACHE
-        self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, self._pipeline, spec,
-                                         self._options, self._cache, meta.chunk_grid.axes(meta.shape))
+        self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, pipelines, spec,
+                                         self._options, self._cache, grid)
         self._chunks = self._source.read_shape
         self._shards = self._source.unit_shape if sharded else None
 

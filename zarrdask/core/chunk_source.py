@@ -21,7 +21,7 @@ import numpy as np
 
 from ..codecs.base import ChunkSpec
 from ..codecs.sharding import ShardIndex, ShardingCodec, is_empty_chunk
-from ..grid import AxisGrid, stored_shape
+from ..grid import AxisGrid, RegularAxis, stored_shape
 from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
 from ..indexing import Projection, Selection
 from ..plan.fetch_plan import ChunkPlacement, ReadPlan, StorageLayout, UnitRead, index_strides, is_view, plan_read
@@ -94,23 +94,33 @@ def _with_key(exc: CodecError, key: str, inner: tuple[int, ...] | None = None) -
 
 
 class ChunkSource:
-    """Common state: the store, how keys are named, the storage unit's pipeline and spec."""
+    """Common state: the store, how keys are named, the storage units' grid and codecs.
 
-    def __init__(self, store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
-                 options: ArrayOptions, cache: IndexCache, grid: tuple[AxisGrid, ...]) -> None:
+    ``pipelines(shape)`` gives the codec pipeline of a unit stored with ``shape``: one
+    shape for a regular grid, the shape of each chunk for a rectilinear one. ``spec`` is
+    the first unit's (the data type and fill value are every unit's)."""
+
+    def __init__(self, store: Store, path: str, key_encoding: Any, pipelines: Callable[[tuple[int, ...]], Any],
+                 spec: ChunkSpec, options: ArrayOptions, cache: IndexCache, grid: tuple[AxisGrid, ...]) -> None:
         self.store = store
         self.path = path
         self.key_encoding = key_encoding
-        self.pipeline = pipeline
+        self.pipelines = pipelines
+        self.pipeline = pipelines(spec.shape)
         self.spec = spec
         self.options = options
         self.cache = cache
         self.grid = grid  # the storage units (one key each) laid over the array
-        self.unit_shape = spec.shape
-        self.read_shape = spec.shape  # the unit a read decodes (inner chunks when sharded)
+        regular = all(isinstance(axis, RegularAxis) for axis in grid)
+        #: the units' shape (regular grids), else every unit's extent per dimension
+        self.unit_shape: Any = spec.shape if regular else tuple(axis.extents() for axis in grid)
+        self.read_shape: Any = self.unit_shape  # the unit a read decodes (inner chunks when sharded)
         fill = spec.fill_value
         self.fill = spec.dtype.default_fill() if fill is None else fill
-        self.layout = StorageLayout(grid, self.unit_shape, (0,) * len(grid), False, False, self.key)
+        self.layout = StorageLayout(grid, spec.shape, _no_strides, False, False, self.key)
+
+    def _pipeline_at(self, coords: tuple[int, ...]) -> Any:
+        return self.pipelines(stored_shape(self.grid, coords))
 
     def key(self, coords: tuple[int, ...]) -> str:
         return join_path(self.path, self.key_encoding.encode(coords))
@@ -182,6 +192,10 @@ class ChunkSource:
         raise NotImplementedError
 
 
+def _no_strides(coords: tuple[int, ...]) -> tuple[int, ...]:
+    return ()
+
+
 def _target(out: np.ndarray, unit: UnitRead) -> np.ndarray:
     """Where a unit's values go: ``out`` itself (placements index it directly), a view of
     it, or a buffer copied back after the read."""
@@ -201,7 +215,7 @@ class PlainChunkSource(ChunkSource):
             self._missing(f"chunk {unit.key}", target, placement.out_index)
             return
         try:
-            chunk = self.pipeline.decode(blob)
+            chunk = self._pipeline_at(unit.coords).decode(blob)
         except CodecError as exc:
             raise _with_key(exc, unit.key) from exc
         target[placement.out_index] = chunk[placement.chunk_index]
@@ -213,13 +227,14 @@ class PlainChunkSource(ChunkSource):
         existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
 
         def encode(i: int) -> bytes | None:
-            blob = existing.get(i)
+            blob, coords = existing.get(i), projections[i].coords
+            pipeline = self._pipeline_at(coords)
             try:
-                old = None if blob is None else (lambda: self.pipeline.decode(blob))
-                chunk = self._updated_chunk(stored_shape(self.grid, projections[i].coords), projections[i], values, old)
+                old = None if blob is None else (lambda: pipeline.decode(blob))
+                chunk = self._updated_chunk(stored_shape(self.grid, coords), projections[i], values, old)
             except CodecError as exc:
                 raise _with_key(exc, keys[i]) from exc
-            return self.pipeline.encode(chunk) if self._keep(chunk) else None
+            return pipeline.encode(chunk) if self._keep(chunk) else None
 
         encoded = run_all(encode, range(len(projections)), self.options.threads)
         self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
@@ -260,15 +275,27 @@ class ShardedChunkSource(ChunkSource):
         codec = self.pipeline.array_bytes
         perm = self.pipeline.axis_permutation
         assert isinstance(codec, ShardingCodec) and perm is not None
-        self.codec = codec
         self.inner = codec.inner
         self._perm = perm
         self._inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
         self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
         self.read_shape = self.inner_shape
+        self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
-        self.layout = StorageLayout(self.grid, self.inner_shape, index_strides(codec.grid_shape, perm),
-                                    True, not self.pipeline.bytes_bytes, self.key)
+        self.layout = StorageLayout(self.grid, self.inner_shape, self._strides_at, True,
+                                    not self.pipeline.bytes_bytes, self.key)
+
+    def _codec_at(self, coords: tuple[int, ...]) -> ShardingCodec:
+        """The sharding codec of the shard at ``coords`` (its inner grid and index size
+        follow the shard's stored shape)."""
+        return self._pipeline_at(coords).array_bytes
+
+    def _strides_at(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        shape = stored_shape(self.grid, coords)
+        strides = self._strides.get(shape)
+        if strides is None:
+            strides = self._strides[shape] = index_strides(self.pipelines(shape).array_bytes.grid_shape, self._perm)
+        return strides
 
     # -- reads -----------------------------------------------------------------------
     def _decode_inner(self, data: bytes | memoryview) -> np.ndarray:
@@ -292,7 +319,7 @@ class ShardedChunkSource(ChunkSource):
             return
         try:
             blob = self.pipeline.decode_bytes_stage(blob)
-            index = self.codec.index_of(blob, key)
+            index = self._codec_at(unit.coords).index_of(blob, key)
         except CodecError as exc:
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
@@ -312,19 +339,21 @@ class ShardedChunkSource(ChunkSource):
 
         run_all(place, unit.chunks, threads)
 
-    def _indexes(self, keys: list[str]) -> list[ShardIndex | None]:
+    def _indexes(self, units: list[UnitRead]) -> list[ShardIndex | None]:
         """Shard indexes from the cache, the rest with one batched ranged request."""
-        indexes: list[Any] = [self.cache.get(k) for k in keys]
+        indexes: list[Any] = [self.cache.get(u.key) for u in units]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
-        request = self.codec.index_request()
-        for i, raw in zip(todo, self.store.get_ranges([(keys[i], request) for i in todo])):
+        codecs = {i: self._codec_at(units[i].coords) for i in todo}
+        requests = [(units[i].key, codecs[i].index_request()) for i in todo]
+        for i, raw in zip(todo, self.store.get_ranges(requests)):
             if raw is None:
                 continue
+            key = units[i].key
             try:
-                indexes[i] = self.codec.read_index(raw, keys[i])
+                indexes[i] = codecs[i].read_index(raw, key)
             except CodecError as exc:
-                raise _with_key(exc, keys[i]) from exc
-            self.cache.put(keys[i], indexes[i])
+                raise _with_key(exc, key) from exc
+            self.cache.put(key, indexes[i])
         return indexes
 
     def _fetch_ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
@@ -333,7 +362,7 @@ class ShardedChunkSource(ChunkSource):
         jobs: list[_InnerJob] = []
         requests: list[tuple[str, ByteRange]] = []
         placements: list[tuple[list[tuple[int, int]], list, list[_InnerJob]]] = []
-        for unit, target, index in zip(units, targets, self._indexes([u.key for u in units])):
+        for unit, target, index in zip(units, targets, self._indexes(units)):
             key = unit.key
             inner = [_InnerJob(key, placement, target) for placement in unit.chunks]
             jobs.extend(inner)
@@ -382,7 +411,7 @@ class ShardedChunkSource(ChunkSource):
         for i, blob in zip(partial, self.store.get_many([keys[i] for i in partial])):
             if blob is not None:
                 try:
-                    existing[i] = self.codec.split(self.pipeline.decode_bytes_stage(blob), keys[i])
+                    existing[i] = self._codec_at(shards[i].coords).split(self.pipeline.decode_bytes_stage(blob), keys[i])
                 except CodecError as exc:
                     raise _with_key(exc, keys[i]) from exc
         tasks = []
@@ -410,8 +439,8 @@ class ShardedChunkSource(ChunkSource):
                 chunks[i][coords] = data
         puts: dict[str, Any] = {}
         deletes = []
-        for key, inner_chunks in zip(keys, chunks):
-            parts = self.codec.assemble_parts(inner_chunks)
+        for p, key, inner_chunks in zip(shards, keys, chunks):
+            parts = self._codec_at(p.coords).assemble_parts(inner_chunks)
             if parts is None:
                 deletes.append(key)
             elif self.pipeline.bytes_bytes:
@@ -426,11 +455,13 @@ class ShardedChunkSource(ChunkSource):
         self.store.delete_many(deletes)
 
 
-def make_chunk_source(store: Store, path: str, key_encoding: Any, pipeline: Any, spec: ChunkSpec,
-                      options: ArrayOptions, cache: IndexCache, grid: tuple[AxisGrid, ...]) -> ChunkSource:
-    """The chunk source for a pipeline: sharded when its array->bytes codec is sharding and
-    the codecs before it only permute axes; any other chain decodes whole stored values."""
+def make_chunk_source(store: Store, path: str, key_encoding: Any, pipelines: Callable[[tuple[int, ...]], Any],
+                      spec: ChunkSpec, options: ArrayOptions, cache: IndexCache,
+                      grid: tuple[AxisGrid, ...]) -> ChunkSource:
+    """The chunk source for a codec chain: sharded when its array->bytes codec is sharding
+    and the codecs before it only permute axes; any other chain decodes whole stored values."""
+    pipeline = pipelines(spec.shape)
     sharded = (isinstance(getattr(pipeline, "array_bytes", None), ShardingCodec)
                and pipeline.axis_permutation is not None)
     cls = ShardedChunkSource if sharded else PlainChunkSource
-    return cls(store, path, key_encoding, pipeline, spec, options, cache, grid)
+    return cls(store, path, key_encoding, pipelines, spec, options, cache, grid)

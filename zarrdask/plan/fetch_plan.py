@@ -11,8 +11,9 @@ fetched and then only the byte ranges of the chunks it needs. The byte ranges th
 depend on the index, which only the executor (``core/chunk_source.py``) reads.
 
 >>> from zarrdask.grid import RegularChunkGrid
->>> layout = StorageLayout(unit_grid=RegularChunkGrid((4,)).axes((10,)), chunk_shape=(2,), index_strides=(1,),
-...                        sharded=True, ranged_reads=True, key=lambda c: f"c/{c[0]}")
+>>> layout = StorageLayout(unit_grid=RegularChunkGrid((4,)).axes((10,)), chunk_shape=(2,),
+...                        index_strides=lambda coords: (1,), sharded=True, ranged_reads=True,
+...                        key=lambda c: f"c/{c[0]}")
 >>> from zarrdask.indexing import basic_selection
 >>> selection, _ = basic_selection((slice(3, 8),), (10,))
 >>> plan = plan_read(selection, layout)
@@ -84,13 +85,14 @@ class ReadPlan:
 class StorageLayout(NamedTuple):
     """How an array is stored. ``unit_grid``: the grid of stored values (one key per shard
     or chunk) laid over the array; ``chunk_shape``: the region one decode of a shard's
-    inner chunk yields, in the array's axis order (unused unsharded); ``index_strides``: a chunk's position in its shard index
-    is ``sum(coords * strides)``; ``ranged_reads``: a partly selected shard can be read
+    inner chunk yields, in the array's axis order (unused unsharded);
+    ``index_strides(unit coords)``: a chunk's position in that shard's index is
+    ``sum(coords * strides)`` (shards of a rectilinear grid differ); ``ranged_reads``: a partly selected shard can be read
     through its index; ``key``: the store key of a unit's coordinates."""
 
     unit_grid: tuple[AxisGrid, ...]
     chunk_shape: tuple[int, ...]
-    index_strides: tuple[int, ...]
+    index_strides: Callable[[tuple[int, ...]], tuple[int, ...]]
     sharded: bool
     ranged_reads: bool
     key: Callable[[tuple[int, ...]], str]
@@ -112,7 +114,7 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
 
 def _placements(p: Projection, layout: StorageLayout) -> Sequence[ChunkPlacement]:
     """The inner chunks a shard's projection needs (precomputed when it is read whole)."""
-    strides = layout.index_strides
+    strides = layout.index_strides(p.coords)
     if p.full and is_view(p.out_index):
         return _whole_shard(p.extent, layout.chunk_shape, strides)
     return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
