@@ -17,7 +17,7 @@ from ..codecs.blosc import SHUFFLES
 from ..codecs.pipeline import CodecPipeline
 from ..dtypes import DataType, data_type_from_numpy, parse_dtype_v2
 from ..errors import ContainsNodeError, MetadataError, Problem, ShapeMismatchError
-from ..grid import RegularChunkGrid, parse_chunk_key_encoding, raise_problems
+from ..grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
@@ -218,6 +218,9 @@ def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, f
                  chunk_key_encoding: Any) -> ArrayMetadataV3:
     dt = dtype if isinstance(dtype, DataType) else data_type_from_numpy(dtype)
     itemsize = dt.dtype.itemsize if dt.dtype.kind != "O" else 16
+    if _is_extents(shards) or (shards is None and _is_extents(chunks)):
+        return _rectilinear_v3(shape, dt, chunks, shards, fill_value, compressors, filters, serializer, codecs,
+                               dimension_names, attributes, chunk_key_encoding)
     shard_shape = None if shards is None else _chunks(shards, shape, itemsize, "shards")
     if shard_shape is not None and chunks in (None, "auto"):
         inner = _auto_chunks(shard_shape, itemsize, _AUTO_INNER_BYTES, divide=True)
@@ -229,6 +232,39 @@ def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, f
     _check_dimension_names(dimension_names, shape)
     return ArrayMetadataV3(
         shape=shape, data_type=dt, chunk_grid=RegularChunkGrid(shard_shape or inner),
+        chunk_key_encoding=_key_encoding(chunk_key_encoding, 3), fill_value=dt.cast_fill(fill_value),
+        codecs=_named(chain, "codecs"), attributes=dict(attributes or {}),
+        dimension_names=tuple(dimension_names) if dimension_names is not None else None,
+    )
+
+
+def _is_extents(value: Any) -> bool:
+    """Chunks given dask-style: per dimension, the extent of every chunk."""
+    return isinstance(value, (tuple, list)) and len(value) > 0 and all(isinstance(v, (tuple, list)) for v in value)
+
+
+def _rectilinear_v3(shape: tuple[int, ...], dt: DataType, chunks: Any, shards: Any, fill_value: Any,
+                    compressors: Any, filters: Any, serializer: Any, codecs: Any, dimension_names: Any,
+                    attributes: Any, chunk_key_encoding: Any) -> ArrayMetadataV3:
+    """A ``rectilinear`` grid of the given extents: the chunks themselves, or with ``shards``
+    given as extents, shards of regular inner ``chunks`` (which must divide every shard)."""
+    units = shards if shards is not None else chunks
+    extents = tuple(tuple(int(e) for e in axis) for axis in units)
+    name = "shards" if shards is not None else "chunks"
+    if len(extents) != len(shape) or any(sum(axis) < n or any(e < 1 for e in axis) for axis, n in zip(extents, shape)):
+        raise ShapeMismatchError(f"{name} must give {len(shape)} lists of positive extents covering shape {shape}, "
+                                 f"got {units!r}")
+    inner = None
+    if shards is not None:
+        inner = _chunks(chunks, shape, 1) if chunks not in (None, "auto") else tuple(min(axis) for axis in extents)
+        bad = [(d, e) for d, (axis, c) in enumerate(zip(extents, inner)) for e in axis if e % c]
+        if bad:
+            raise ShapeMismatchError(f"inner chunks {inner} must divide every shard extent; dimension {bad[0][0]} "
+                                     f"has a shard of {bad[0][1]}")
+    chain = _v3_codecs(dt, inner or (1,) * len(shape), inner and extents, codecs, compressors, filters, serializer)
+    _check_dimension_names(dimension_names, shape)
+    return ArrayMetadataV3(
+        shape=shape, data_type=dt, chunk_grid=RectilinearChunkGrid.from_extents(extents),
         chunk_key_encoding=_key_encoding(chunk_key_encoding, 3), fill_value=dt.cast_fill(fill_value),
         codecs=_named(chain, "codecs"), attributes=dict(attributes or {}),
         dimension_names=tuple(dimension_names) if dimension_names is not None else None,

@@ -40,8 +40,8 @@ def to_zarr(
     store: StoreLike | Array,
     *,
     path: str | None = None,
-    chunks: Sequence[int] | None = None,
-    shards: Sequence[int] | None = None,
+    chunks: Any = None,
+    shards: Any = None,
     compressors: Any = "auto",
     dimension_names: Sequence[str | None] | None = None,
     attributes: dict[str, Any] | None = None,
@@ -62,6 +62,9 @@ def to_zarr(
     when absent). ``chunks``, ``shards``, ``compressors``, ``dimension_names``,
     ``attributes``, ``fill_value`` and ``zarr_format`` apply when an array is created;
     without ``chunks`` the chunks are the first dask block's shape (when it divides ``shards``).
+    ``chunks="dask"`` (or chunks given dask-style, a tuple of extents per dimension) stores
+    irregular chunks as they are, as a ``rectilinear`` grid: one task per chunk, no rechunk.
+    ``shards`` given dask-style makes rectilinear shards of regular inner ``chunks``.
 
     Returns the target ``Array`` once written, or with ``compute=False`` a ``Delayed``
     that writes when computed (the metadata is already written). The graph::
@@ -182,6 +185,10 @@ def _prepare_target(
         raise InvalidModeError(f"mode={mode!r} creates an array: pass a store, path or URL, not an Array")
     if create_kwargs["chunks"] is None:
         create_kwargs["chunks"] = _default_chunks(x, create_kwargs["shards"])
+    elif isinstance(create_kwargs["chunks"], str) and create_kwargs["chunks"] == "dask":
+        if not isinstance(x, da.Array):
+            raise InvalidModeError('chunks="dask" needs a dask array')
+        create_kwargs["chunks"] = x.chunks  # stored as they are: a rectilinear grid, no rechunk
     target = create_array(
         store,
         path=path,
