@@ -1,6 +1,6 @@
 """Codecs: one module per codec, registered by name; the pipeline that chains them."""
 
-from . import blosc, bytes, crc32c, gzip, numcodecs_adapter, sharding, transpose, vlen, zstd  # noqa: F401  (registration)
+from . import blosc, bytes, crc32c, gzip, numcodecs_adapter, scale_offset, sharding, transpose, vlen, zstd  # noqa: F401
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
 from .pipeline import CodecPipeline, build_codecs
 from .registry import get_codec_class, register_codec, registered_codecs
