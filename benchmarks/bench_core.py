@@ -14,8 +14,10 @@ from harness import LIBS, Geometry, Row, Scenario, Task, compare, dir_size, make
 from libs import LIB_OBJECTS, Layout
 
 
-def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, base: str, cross: bool, what: str):
-    """Rows shared by 'core' and 'sharding': write own copy, read own copy, read each copy."""
+def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, base: str, cross: bool, what: str,
+                    label: str = ""):
+    """Rows shared by 'core' and 'sharding': write own copy, read own copy, read each copy
+    (``label`` tells the rows of a second layout in one scenario apart)."""
     data = make_data(geom.shape)
     paths = {lib: os.path.join(base, lib) for lib in LIBS}
 
@@ -31,12 +33,12 @@ def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, b
         return Task(fn=lambda: L.read_all(L.open(path)), check=check_read)
 
     w = measure_many(f"{sc.name} write", {lib: writer(lib) for lib in LIBS}, repeat)
-    sc.rows.append(Row("write (own copy)", w, nbytes=geom.nbytes))
+    sc.rows.append(Row(f"write{label} (own copy)", w, nbytes=geom.nbytes))
     ok = [lib for lib in LIBS if not w[lib].error]
     sizes = {lib: dir_size(paths[lib]) for lib in ok}
 
     r = measure_many(f"{sc.name} {what} own copy", {lib: reader(lib, paths[lib]) for lib in ok}, repeat)
-    sc.rows.append(Row(f"{what} (own copy)", r, nbytes=geom.nbytes))
+    sc.rows.append(Row(f"{what}{label} (own copy)", r, nbytes=geom.nbytes))
     if cross:
         for src in ok:
             cells = measure_many(
@@ -44,7 +46,7 @@ def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, b
             )
             sc.rows.append(Row(f"{what} copy by {src}", cells, nbytes=geom.nbytes))
     ratios = ", ".join(f"{lib} {geom.nbytes / s:.2f}x ({s / 2**20:.0f} MiB)" for lib, s in sizes.items())
-    sc.notes.append(f"compression ratio of each copy: {ratios}")
+    sc.notes.append(f"compression ratio of each copy{label}: {ratios}")
     return paths, w
 
 

@@ -27,7 +27,7 @@ import uuid
 
 import numpy as np
 
-from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK, Geometry, Row, Scenario, Task, compare, make_data
+from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Geometry, Row, Scenario, Task, compare, make_data
 from harness import measure_many, rmtree
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec
 import reference
@@ -56,6 +56,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
         columns={
             ZARRDASK: "zarrdask.from_zarr / zarrdask.to_zarr",
             ZARR_PYTHON: "dask.array.from_zarr / dask.array.to_zarr (zarr-python)",
+            ZARRS: "dask.array.from_zarr(chunks=shard), zarr-python with the zarrs pipeline (read only)",
             TENSORSTORE: "da.from_array(TensorStore, chunks=shard) / da.store(.., TensorStore)",
         },
     )
@@ -73,6 +74,11 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
         def zp_read(chunks=None):
             return da.from_zarr(ref_path, chunks=chunks).sum().compute()
 
+        def zs_read():
+            with zarr.config.set(LIB_OBJECTS[ZARRS].PIPELINE):  # the pipeline is bound at open
+                x = da.from_zarr(ref_path, chunks=geom.shard)
+            return x.sum().compute()
+
         def ts_read():
             arr = ts.open(ts_spec(ref_path), read=True).result()
             x = da.from_array(TSDaskAdapter(arr), chunks=geom.shard, name="ts-read-" + uuid.uuid4().hex)
@@ -83,6 +89,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
             {
                 ZARRDASK: Task(zd_read, check=check_sum),
                 ZARR_PYTHON: Task(zp_read, check=check_sum),
+                ZARRS: Task(zs_read, check=check_sum),
                 TENSORSTORE: Task(ts_read, check=check_sum),
             },
             repeat,

@@ -96,6 +96,9 @@ def run(geom: Geometry, repeat: int, data_dir: str, n_windows: int = 200, cross:
             f"window reads: {n_windows} random windows at unaligned offsets (seeded), on the copy "
             f"written by {common}; each repetition reports its median latency per read"
         )
+    large = Layout(chunks=geom.inner_large, shards=geom.shard)
+    write_read_rows(sc, geom, repeat, large, os.path.join(data_dir, "sharded_large"), False, "full read",
+                    label=f", inner {'x'.join(map(str, geom.inner_large))}")
     sc.notes.append(
         "zarr-python keeps no shard-index cache; TensorStore's default context has a 0-byte cache "
         "pool (no index kept between reads); zarrdask keeps an LRU of shard indexes per open array"

@@ -23,7 +23,8 @@ import numpy as np
 ZARRDASK = "zarrdask"
 ZARR_PYTHON = "zarr-python"
 TENSORSTORE = "tensorstore"
-LIBS = (ZARRDASK, ZARR_PYTHON, TENSORSTORE)
+ZARRS = "zarr-python+zarrs"  # zarr-python with the zarrs Rust codec pipeline
+LIBS = (ZARRDASK, ZARR_PYTHON, ZARRS, TENSORSTORE)
 
 MiB = 1 << 20
 
@@ -45,6 +46,7 @@ class Geometry:
     chunks: tuple[int, int, int]  # core scenario: unsharded chunk shape
     shard: tuple[int, int, int]  # sharding scenarios: shard (write chunk) shape
     inner: tuple[int, int, int]  # sharding scenarios: inner (read chunk) shape
+    inner_large: tuple[int, int, int]  # sharding scenario's second layout: large inner chunks
     misaligned: tuple[int, int, int]  # dask chunks that cut through shards
     window: tuple[int, int, int] = (1, 64, 64)
 
@@ -64,6 +66,7 @@ class Geometry:
             chunks=(min(4, t), sp, sp),
             shard=(min(16, t), sp, sp),
             inner=(min(4, t), 64, 64),
+            inner_large=(min(4, t), sp // 2, sp // 2),
             misaligned=(min(12, t), mis_sp, mis_sp),
         )
 
@@ -474,7 +477,7 @@ def render_scenario(sc: Scenario) -> str:
 
 
 def _short(lib: str) -> str:
-    return {ZARRDASK: "zd", ZARR_PYTHON: "zp", TENSORSTORE: "ts"}.get(lib, lib)
+    return {ZARRDASK: "zd", ZARR_PYTHON: "zp", ZARRS: "zs", TENSORSTORE: "ts"}.get(lib, lib)
 
 
 # --------------------------------------------------------------------------- environment

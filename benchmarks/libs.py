@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK
+from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS
 
 ZSTD1 = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
 BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -138,6 +138,26 @@ class ZarrPythonLib(Lib):
         return handle[sel]
 
 
+class ZarrsLib(ZarrPythonLib):
+    """zarr-python with the zarrs codec pipeline (Rust; ``pip install zarrs``). The pipeline
+    is chosen when an array is created or opened, so only those steps need the setting."""
+
+    name = ZARRS
+    PIPELINE = {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}
+
+    def write(self, path, data, layout):
+        import zarr
+
+        with zarr.config.set(self.PIPELINE):
+            super().write(path, data, layout)
+
+    def open(self, path):
+        import zarr
+
+        with zarr.config.set(self.PIPELINE):
+            return super().open(path)
+
+
 # --------------------------------------------------------------------------- TensorStore
 
 
@@ -199,6 +219,7 @@ class TSDaskAdapter:
 LIB_OBJECTS: dict[str, Lib] = {
     ZARRDASK: ZarrdaskLib(),
     ZARR_PYTHON: ZarrPythonLib(),
+    ZARRS: ZarrsLib(),
     TENSORSTORE: TensorStoreLib(),
 }
 
