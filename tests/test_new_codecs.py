@@ -1,6 +1,7 @@
-"""Codecs registered in zarr-extensions since the core spec: ``scale_offset`` and
-``bitround`` (with its ``numcodecs.bitround`` alias), by the spec's examples and
-against numcodecs and zarr-python."""
+"""Codecs registered in zarr-extensions since the core spec: ``scale_offset``, ``bitround``
+(with its ``numcodecs.bitround`` alias), ``cast_value``, ``packbits`` and ``reshape``, by
+the specs' examples, properties, and against numcodecs and zarr-python. (Interop with
+zarr-python 3.4 and cast-value-rs: tests/test_zarr34_interop.py.)"""
 
 from __future__ import annotations
 
@@ -82,9 +83,45 @@ def test_bitround_matches_numcodecs(name, dtype):
     np.testing.assert_array_equal(a[...], expected)
 
 
-def test_bitround_of_integers_is_refused_clearly():
-    with pytest.raises(MetadataError, match="bitround of int32 data is not supported"):
-        _array("int32", [{"name": "bitround", "configuration": {"keepbits": 3}}, BYTES])
+def test_bitround_spec_sample_data():
+    """The spec's sample arrays (keepbits 3), as its tables give them: float32 and uint8."""
+    cases = {
+        "float32": ([0.0, 0.1, 1.2, 12.3, 123.4, 1234.5, np.nan, np.inf, -np.inf],
+                    [0.0, 0.1015625, 1.25, 12.0, 120.0, 1280.0, np.nan, np.inf, -np.inf]),
+        "uint8": ([0, 1, 10, 11, 100, 123, 200, 208, 209, 255], [0, 1, 10, 12, 96, 128, 192, 192, 224, 224]),
+    }
+    for dtype, (values, rounded) in cases.items():
+        a = _array(dtype, [{"name": "bitround", "configuration": {"keepbits": 3}}, BYTES], shape=(len(values),),
+                   chunks=(len(values),))
+        a[...] = np.array(values, dtype=dtype)
+        np.testing.assert_array_equal(a[...], np.array(rounded, dtype=dtype))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(st.sampled_from(["uint8", "int16", "uint32", "int64", "uint64"]), st.integers(0, 70), st.data())
+def test_bitround_integers_keep_bits_from_the_top_set_bit(dtype, keepbits, data):
+    """Integers keep ``keepbits`` bits from their most significant set bit, rounded half to even
+    and saturating, which this checks in Python integers on the bit pattern."""
+    info = np.iinfo(dtype)
+    values = np.array(data.draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=6, max_size=6)),
+                      dtype=dtype)
+    a = _array(dtype, [{"name": "bitround", "configuration": {"keepbits": keepbits}}, BYTES], shape=(6,))
+    a[...] = values
+    width = 8 * values.dtype.itemsize
+    expected = []
+    for v in values.view(f"u{values.dtype.itemsize}").tolist():
+        drop = v.bit_length() - keepbits
+        if drop > 0:
+            v = min(v + ((v >> drop) & 1) + (1 << (drop - 1)) - 1, 2**width - 1) >> drop << drop
+        expected.append(v)
+    np.testing.assert_array_equal(a[...].view(f"u{values.dtype.itemsize}"), expected)
+
+
+def test_bitround_refuses_types_it_cannot_round():
+    with pytest.raises(MetadataError, match="bitround of bool data is not supported"):
+        _array("bool", [{"name": "bitround", "configuration": {"keepbits": 3}}, BYTES], fill_value=False)
+    with pytest.raises(MetadataError, match="keepbits"):
+        _array("float32", [{"name": "bitround", "configuration": {"keepbits": -1}}, BYTES])
 
 
 def test_numcodecs_bitround_written_by_zarr_python_reads_exact(tmp_path):

@@ -1,9 +1,9 @@
 """Other numcodecs codecs under their v3 names ``numcodecs.<id>`` (as zarr-python writes them).
 
-Array -> array: ``numcodecs.delta``, ``fixedscaleoffset``, ``quantize``, ``bitround``,
-``astype``, ``packbits``. Bytes -> bytes: ``numcodecs.zlib``, ``lz4``, ``bz2``, ``lzma``,
-``shuffle``, ``adler32``, ``crc32``, ``fletcher32``, ``jenkins_lookup3``, ``gzip``, ``zstd``,
-``blosc``. The configuration is the numcodecs codec's own (without ``id``).
+Array -> array: ``numcodecs.delta``, ``fixedscaleoffset``, ``quantize``, ``astype``,
+``packbits`` (``numcodecs.bitround`` is ``bitround``'s alias: bitround.py). Bytes -> bytes:
+``numcodecs.zlib``, ``lz4``, ``bz2``, ``lzma``, ``shuffle``, ``adler32``, ``crc32``,
+``fletcher32``, ``jenkins_lookup3``, ``gzip``, ``zstd``, ``blosc``. The configuration is the numcodecs codec's own (without ``id``).
 Example: ``{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}}``.
 """
 
@@ -21,7 +21,7 @@ from ..errors import CodecError, CorruptChunkError
 from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
 
-ARRAY_TO_ARRAY = ("delta", "fixedscaleoffset", "quantize", "bitround", "astype", "packbits")
+ARRAY_TO_ARRAY = ("delta", "fixedscaleoffset", "quantize", "astype", "packbits")
 BYTES_TO_BYTES = ("zlib", "lz4", "bz2", "lzma", "shuffle", "adler32", "crc32", "fletcher32",
                   "jenkins_lookup3", "gzip", "zstd", "blosc")
 
@@ -66,25 +66,14 @@ class NumcodecsArrayArray(_NumcodecsMixin, ArrayArrayCodec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         out = np.asarray(self.impl.encode(np.ascontiguousarray(array)))
         target = self.resolve(spec)
-        return _as(out, target.dtype.dtype).reshape(target.shape)
+        return out.astype(target.dtype.dtype, copy=False).reshape(target.shape)
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         try:
             out = np.asarray(self.impl.decode(np.ascontiguousarray(array)))
         except (ValueError, RuntimeError) as exc:
             raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
-        return _as(out, spec.dtype.dtype).reshape(spec.shape)
-
-
-def _as(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A filter's output as ``dtype``: a reinterpretation when it returned the same bytes
-    under another type of the same size (bitround hands back an integer view of floats;
-    converting the numbers instead would change every value), else a conversion."""
-    if out.dtype == dtype:
-        return out
-    if out.dtype.itemsize == dtype.itemsize and out.dtype.kind != dtype.kind:
-        return np.ascontiguousarray(out).view(dtype)
-    return out.astype(dtype, copy=False)
+        return out.astype(spec.dtype.dtype, copy=False).reshape(spec.shape)
 
 
 class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
@@ -104,21 +93,3 @@ for _id in ARRAY_TO_ARRAY:
     register_codec(type(f"Numcodecs_{_id}", (NumcodecsArrayArray,), {"codec_id": _id, "name": f"numcodecs.{_id}"}))
 for _id in BYTES_TO_BYTES:
     register_codec(type(f"Numcodecs_{_id}", (NumcodecsBytesBytes,), {"codec_id": _id, "name": f"numcodecs.{_id}"}))
-
-
-@register_codec
-class BitRoundCodec(NumcodecsArrayArray):
-    """``bitround`` under its registered v3 name (zarr-extensions; ``numcodecs.bitround`` is
-    its deprecated alias, registered above with numcodecs' own configuration). Floating-point
-    data keeps ``keepbits`` mantissa bits, by numcodecs' algorithm, which the spec names as
-    compatible; integer data is not supported here yet and is refused when the array opens."""
-
-    codec_id = "bitround"
-    name = "bitround"
-
-    def validate(self, spec: ChunkSpec, loc: Loc) -> BitRoundCodec:
-        if spec.dtype.dtype.kind != "f":
-            raise CodecError(f"{'/'.join(map(str, loc))}: bitround of {spec.dtype.name} data is not supported "
-                             "(floating-point data only)")
-        return self
-
