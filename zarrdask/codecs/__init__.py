@@ -1,6 +1,9 @@
 """Codecs: one module per codec, registered by name; the pipeline that chains them."""
 
-from . import blosc, bytes, crc32c, gzip, numcodecs_adapter, scale_offset, sharding, transpose, vlen, zstd  # noqa: F401
+from . import (  # noqa: F401
+    bitround, blosc, bytes, cast_value, crc32c, gzip, numcodecs_adapter, packbits, reshape, scale_offset, sharding,
+    transpose, vlen, zstd,
+)
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
 from .pipeline import CodecPipeline, build_codecs
 from .registry import get_codec_class, register_codec, registered_codecs
