@@ -71,3 +71,16 @@ def test_settings_of_another_json_type_are_not_shared():
         assert "level" in str(exc)
     else:
         raise AssertionError("a boolean gzip level was accepted")
+
+
+def test_types_sharing_a_name_get_their_own_pipelines():
+    """Configured data types share a name (``numpy.datetime64`` of any unit, ``struct`` of any
+    fields): a pipeline cached for one is never reused for another (it was keyed by the name:
+    a struct array was given another struct's pipeline)."""
+    dates = np.array(["2001-01-01", "2002-02-02"], dtype="M8[s]")
+    for dtype, values in (("M8[ns]", dates.astype("M8[ns]")), ("M8[s]", dates),
+                          ([("a", "i1")], np.array([(1,), (2,)], [("a", "i1")])),
+                          ([("a", "i2")], np.array([(3,), (4,)], [("a", "i2")]))):
+        a = zarrdask.create_array(MemoryStore(), shape=(2,), dtype=dtype, chunks=(2,), codecs=[BYTES], fill_value=0)
+        a[...] = values
+        np.testing.assert_array_equal(a[...], values)

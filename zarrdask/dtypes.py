@@ -72,11 +72,19 @@ _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 
 
 @dataclass(frozen=True)
+class StructField:
+    """One named field of a ``struct`` data type."""
+
+    name: str
+    data_type: DataType
+
+
+@dataclass(frozen=True)
 class DataType:
     """An in-memory data type: numpy dtype (native order) plus the JSON that names it.
 
     ``family`` selects the fill-value rules: ``bool int uint float complex raw
-    string bytes utf32 ntbytes rawbytes datetime timedelta object``.
+    string bytes utf32 ntbytes rawbytes datetime timedelta object struct``.
     """
 
     name: str
@@ -84,6 +92,8 @@ class DataType:
     family: str
     configuration: Mapping[str, Any] | None = None
     json: JSON = field(default=None, compare=False)
+    #: the fields of a ``struct``, in storage order (empty for every other type)
+    fields: tuple[StructField, ...] = ()
 
     def to_json(self) -> JSON:
         if self.json is not None:
@@ -104,7 +114,11 @@ class DataType:
     def fill_from_json(self, value: JSON, loc: Loc = ("fill_value",)) -> Any:
         """Parse a v3 ``fill_value`` for this type; raise MetadataError naming ``loc``."""
         try:
+            if self.family == "struct":  # (its fields' problems name the field)
+                return _fill_struct(self, value, loc)
             return _FILL_PARSERS[self.family](self, value)
+        except MetadataError:
+            raise
         except (ValueError, TypeError, OverflowError, KeyError) as exc:
             raise MetadataError(
                 [Problem(loc, f"invalid fill value {value!r} for data type {self.name}: {exc}")]
@@ -120,6 +134,17 @@ class DataType:
             return self.default_fill()
         if self.family in ("string", "bytes"):
             return value
+        if self.family == "struct" and isinstance(value, Mapping):
+            missing = [f.name for f in self.fields if f.name not in value]
+            if missing:
+                raise MetadataError([Problem(("fill_value",), f"no value for struct fields {missing}")])
+            value = tuple(value[f.name] for f in self.fields)
+        if self.family == "struct":
+            try:
+                return np.array(value, dtype=self.dtype)[()]
+            except (ValueError, TypeError) as exc:
+                raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
+                    from None
         if isinstance(value, str) and self.family in ("float", "complex"):
             return self.fill_from_json(value)
         try:
@@ -240,6 +265,23 @@ def _fill_ml(t: DataType, v: JSON) -> Any:
     return _parse_float(t.dtype, v)
 
 
+def _fill_struct(t: DataType, v: JSON, loc: Loc) -> Any:
+    if isinstance(v, str):  # the legacy ``structured`` form: base64 of the packed little-endian bytes
+        raw = base64.b64decode(v, validate=True)
+        if len(raw) != t.dtype.itemsize:
+            raise ValueError(f"expected {t.dtype.itemsize} bytes, got {len(raw)}")
+        return np.frombuffer(raw, dtype=t.dtype.newbyteorder("<"))[0].astype(t.dtype)
+    if not isinstance(v, Mapping):
+        raise TypeError("expected an object with a value for each field")
+    names = [f.name for f in t.fields]
+    missing, extra = [n for n in names if n not in v], sorted(set(v) - set(names))
+    if missing or extra:
+        raise ValueError(f"expected a value for each of the fields {names}" + (f"; missing {missing}" if missing else "")
+                         + (f"; unknown {extra}" if extra else ""))
+    values = tuple(f.data_type.fill_from_json(v[f.name], (*loc, f.name)) for f in t.fields)
+    return np.array(values, dtype=t.dtype)[()]
+
+
 _FILL_PARSERS: dict[str, Callable[[DataType, JSON], Any]] = {
     "bool": _fill_bool,
     "int": _fill_int,
@@ -315,6 +357,11 @@ def _w_ml(t: DataType, v: Any) -> JSON:
     return float_to_json(v, t.dtype)
 
 
+def _w_struct(t: DataType, v: Any) -> JSON:
+    scalar = np.asarray(v, dtype=t.dtype)
+    return {f.name: f.data_type.fill_to_json(scalar[f.name][()]) for f in t.fields}
+
+
 _FILL_WRITERS: dict[str, Callable[[DataType, Any], JSON]] = {
     "bool": _w_bool,
     "int": _w_int,
@@ -330,6 +377,7 @@ _FILL_WRITERS: dict[str, Callable[[DataType, Any], JSON]] = {
     "datetime": _w_time,
     "timedelta": _w_time,
     "ml": _w_ml,
+    "struct": _w_struct,
 }
 
 # -- v3 data type parsing -------------------------------------------------------------
@@ -429,6 +477,42 @@ def _ml(name: str) -> _V3Factory:
     return make
 
 
+def _struct(name: str) -> _V3Factory:
+    """``struct``, and its legacy name ``structured`` (which also allows ``[name, type]`` fields)."""
+
+    def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+        where = (*loc, "configuration", "fields")
+        items = (config or {}).get("fields")
+        if not isinstance(items, list) or not items:
+            raise MetadataError([Problem(where, f"expected a non-empty list of fields, got {items!r}")])
+        extra = set(config or {}) - {"fields"}
+        if extra:
+            raise MetadataError([Problem((*loc, "configuration"), f"unknown settings {sorted(extra)} (allowed: "
+                                                                  "['fields'])")])
+        fields: list[StructField] = []
+        for i, item in enumerate(items):
+            if isinstance(item, Mapping) and set(item) == {"name", "data_type"}:
+                field_name, field_type, type_loc = item["name"], item["data_type"], (*where, i, "data_type")
+            elif name == "structured" and isinstance(item, list) and len(item) == 2:
+                field_name, field_type, type_loc = item[0], item[1], (*where, i, 1)
+            else:
+                raise MetadataError([Problem((*where, i), f'expected {{"name": ..., "data_type": ...}}, got {item!r}')])
+            if not isinstance(field_name, str) or not field_name:
+                raise MetadataError([Problem((*where, i, "name"), f"expected a non-empty string, got {field_name!r}")])
+            if any(f.name == field_name for f in fields):
+                raise MetadataError([Problem((*where, i, "name"), f"duplicate field name {field_name!r}")])
+            field_dtype = parse_data_type_v3(field_type, type_loc)
+            if field_dtype.dtype.kind == "O":
+                raise MetadataError([Problem(type_loc, f"a struct field needs a fixed-size data type, not "
+                                                       f"{field_dtype.name!r}")])
+            fields.append(StructField(field_name, field_dtype))
+        dtype = np.dtype([(f.name, f.data_type.dtype) for f in fields])
+        return DataType(name, dtype, "struct", {"fields": [{"name": f.name, "data_type": f.data_type.to_json()}
+                                                           for f in fields]}, fields=tuple(fields))
+
+    return make
+
+
 for _name in _V3_NUMERIC:
     register_data_type(_name, _numeric(_name))
 for _name in _ML_DTYPES:
@@ -440,6 +524,8 @@ register_data_type("numpy.datetime64", _time("datetime"))
 register_data_type("numpy.timedelta64", _time("timedelta"))
 register_data_type("string", _variable("string", "string"))
 register_data_type("variable_length_bytes", _variable("variable_length_bytes", "bytes"))
+register_data_type("struct", _struct("struct"))
+register_data_type("structured", _struct("structured"))
 _RAW = re.compile(r"^r(\d+)$")
 
 
@@ -499,7 +585,7 @@ def _parse_data_type_v3(value: JSON, loc: Loc) -> DataType:
                      f"{', '.join(sorted(_V3_REGISTRY))}, r<bits>)")]
         )
     dtype = factory(config, loc)
-    return DataType(dtype.name, dtype.dtype, dtype.family, dtype.configuration, json=value)
+    return DataType(dtype.name, dtype.dtype, dtype.family, dtype.configuration, json=value, fields=dtype.fields)
 
 
 def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
@@ -526,6 +612,11 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
         return parse_data_type_v3({"name": "null_terminated_bytes", "configuration": {"length_bytes": dt.itemsize}})
     if dt.kind == "V" and dt.fields is None:
         return parse_data_type_v3({"name": "raw_bytes", "configuration": {"length_bytes": dt.itemsize}})
+    if dt.fields is not None:  # packed whatever numpy's layout (numpy's alignment padding is not stored)
+        if any(dt[n].shape for n in dt.names):
+            raise UnsupportedDataTypeError([Problem(("data_type",), f"struct fields cannot be subarrays: {dt!r}")])
+        return parse_data_type_v3({"name": "struct", "configuration": {"fields": [
+            {"name": n, "data_type": data_type_from_numpy(dt[n]).to_json()} for n in dt.names]}})
     if dt.kind in "Mm":
         unit, scale = np.datetime_data(dt)
         name = "numpy.datetime64" if dt.kind == "M" else "numpy.timedelta64"

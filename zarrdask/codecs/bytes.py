@@ -41,9 +41,16 @@ class BytesCodec(ArrayBytesCodec):
         if dt.kind == "O":
             raise config_error(loc, f"the bytes codec cannot store variable-length data type {spec.dtype.name!r}; "
                                     "use vlen-utf8 or vlen-bytes")
-        if self.endian is None and dt.itemsize > 1 and not (dt.kind in "SV" and dt.type in (np.bytes_, np.void)):
-            return BytesCodec("little")  # the configuration is optional in practice; zarr-python defaults to little
+        raw = dt.kind in "SV" and dt.type in (np.bytes_, np.void) and spec.dtype.family != "struct"
+        if self.endian is None and dt.itemsize > 1 and not raw:
+            # the configuration is optional in practice; zarr-python defaults to little, and so
+            # does the legacy ``structured`` data type
+            return BytesCodec("little")
         return self
+
+    def _stored(self, dt: np.dtype) -> np.dtype:
+        """A struct's dtype with every field in the stored byte order (a struct swaps field by field)."""
+        return dt.newbyteorder("<" if self.endian == "little" else ">")
 
     def _swap(self, dt: np.dtype) -> bool:
         """True when the stored byte order differs from this machine's."""
@@ -59,6 +66,8 @@ class BytesCodec(ArrayBytesCodec):
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         arr = np.ascontiguousarray(array, dtype=spec.dtype.dtype)
+        if spec.dtype.family == "struct":
+            return arr.astype(self._stored(arr.dtype), copy=False).tobytes()
         if self._swap(arr.dtype):
             arr = self._byteswap(arr)
         return arr.tobytes()
@@ -70,6 +79,8 @@ class BytesCodec(ArrayBytesCodec):
                 f"bytes codec: chunk of shape {spec.shape} and data type {spec.dtype.name} needs "
                 f"{spec.nbytes} bytes, found {len(data)} (truncated or corrupt chunk)"
             )
+        if spec.dtype.family == "struct":
+            return np.frombuffer(data, dtype=self._stored(dt)).astype(dt, copy=False).reshape(spec.shape)
         arr = np.frombuffer(data, dtype=dt).reshape(spec.shape)
         return self._byteswap(arr) if self._swap(dt) else arr
 

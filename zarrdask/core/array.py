@@ -65,7 +65,7 @@ def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
     of its objects: equal-comparing settings of another JSON type (``1`` / ``true``)
     never match."""
     codecs = tuple(metadata.codecs)
-    key = (tuple(map(id, codecs)), spec.shape, spec.dtype.name, _fill_key(spec))
+    key = (tuple(map(id, codecs)), spec.shape, spec.dtype.name, spec.dtype.dtype, _fill_key(spec))
     hit = _PIPELINES.get(key)
     if hit is not None:
         return hit[1]
