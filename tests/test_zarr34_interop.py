@@ -1,4 +1,6 @@
-"""Interop with zarr-python >= 3.4 for the 2026 extensions (the rectilinear chunk grid).
+"""Interop with zarr-python >= 3.4 for the 2026 extensions: the rectilinear chunk grid, the
+codecs cast_value (zarr-python's uses the cast-value-rs package), scale_offset and
+numcodecs.bitround, and the struct data type, both ways and bit-exact.
 
 zarr-python 3.2+ needs Python 3.12, so the suite builds a small Python 3.12 environment
 with it once (``.venv-py312`` in the repository, ignored by git) and runs the peer in a
@@ -24,7 +26,7 @@ import zarrdask
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = ROOT / ".venv-py312"
-ZARR_PEER = "zarr==3.4.2"
+PEER_PACKAGES = ("zarr==3.4.2", "cast-value-rs==0.5.1")  # cast_value needs cast-value-rs
 
 
 def _python312() -> str | None:
@@ -45,17 +47,17 @@ def _python312() -> str | None:
 def peer() -> str:
     """The Python of an environment with zarr-python 3.4 (built on first use)."""
     python = ENV / "bin" / "python"
-    check = [str(python), "-c", "import zarr, sys; sys.exit(zarr.__version__ < '3.4')"]
+    check = [str(python), "-c", "import zarr, cast_value_rs, sys; sys.exit(zarr.__version__ < '3.4')"]
     if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
         return str(python)
     base = _python312()
     if base is None:
         pytest.skip("no Python 3.12 interpreter on this machine: zarr-python >= 3.4 needs one")
     subprocess.run([base, "-m", "venv", "--clear", str(ENV)], check=True, timeout=300)
-    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", ZARR_PEER],
-                             capture_output=True, text=True, timeout=900)
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              *PEER_PACKAGES], capture_output=True, text=True, timeout=900)
     if install.returncode != 0:  # the package registry is out of reach: nothing to test against
-        pytest.skip(f"could not install {ZARR_PEER} for Python 3.12: {install.stderr.strip()[-300:]}")
+        pytest.skip(f"could not install {' '.join(PEER_PACKAGES)} for Python 3.12: {install.stderr.strip()[-300:]}")
     return str(python)
 
 
@@ -128,3 +130,180 @@ def test_zarr_python_reads_rectilinear_shards_zarrdask_wrote(peer, tmp_path):
     expected[3:5, 2:4] = 0
     got = json.loads(_run(peer, READ, path))
     np.testing.assert_array_equal(np.array(got["values"]), expected)
+
+
+# -- codecs and data types ----------------------------------------------------------------
+
+PEER_WRITE = """
+    import sys, json, numpy as np, zarr
+    path, spec = sys.argv[1], json.loads(sys.argv[2])
+    field = lambda f: (f[0], [field(g) for g in f[1]] if isinstance(f[1], list) else f[1])
+    dtype = np.dtype([field(f) for f in spec["dtype"]] if isinstance(spec["dtype"], list) else spec["dtype"])
+    plain = lambda v: tuple(map(plain, v.values())) if isinstance(v, dict) else float(v) if v == "NaN" else v
+    fill = np.array(plain(spec["fill"]), dtype)[()] if dtype.fields else spec["fill"]
+    z = zarr.create_array(path, shape=spec["shape"], dtype=dtype, chunks=spec["chunks"], filters=spec["filters"],
+                          serializer=spec["serializer"], compressors=None, fill_value=fill)
+    z[...] = np.frombuffer(bytes.fromhex(spec["values"]), dtype=dtype).reshape(spec["shape"])
+"""
+
+PEER_READ = """
+    import sys, numpy as np, zarr
+    z = zarr.open_array(sys.argv[1], mode="r")
+    print(np.ascontiguousarray(z[...]).tobytes().hex())
+"""
+
+BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
+_RNG = np.random.default_rng(7)
+_POINT = [("x", "<f4"), ("y", "<f4")]
+_RECORD = np.dtype([("id", "<i4"), ("flags", "u1"), ("value", "<f8"), ("point", _POINT)])
+_RECORDS = np.zeros(7, _RECORD)
+_RECORDS["id"], _RECORDS["flags"] = np.arange(7), np.arange(7) * 30
+_RECORDS["value"], _RECORDS["point"]["y"] = _RNG.normal(size=7), _RNG.normal(size=7).astype("f4")
+
+FEATURES = {
+    "scale_offset+cast_value uint8, NaN mapped": dict(
+        dtype="<f8", values=np.r_[_RNG.uniform(0, 2540, 9), np.nan], fill="NaN",
+        filters=[{"name": "scale_offset", "configuration": {"offset": -10, "scale": 0.1}},
+                 {"name": "cast_value", "configuration": {"data_type": "uint8", "scalar_map": {
+                     "encode": [["NaN", 0]], "decode": [[0, "NaN"]]}}}]),
+    "cast_value float32 to int16 towards-zero, clamped": dict(
+        dtype="<f4", values=_RNG.normal(scale=30000, size=10).astype("f4"), fill=0.0,
+        filters=[{"name": "cast_value", "configuration": {"data_type": "int16", "rounding": "towards-zero",
+                                                          "out_of_range": "clamp"}}]),
+    "cast_value int64 to float16 nearest-away": dict(
+        dtype="<i8", values=_RNG.integers(-60000, 60000, 10), fill=0,
+        filters=[{"name": "cast_value", "configuration": {"data_type": "float16", "rounding": "nearest-away"}}]),
+    "numcodecs.bitround": dict(
+        dtype="<f4", values=_RNG.normal(size=10).astype("f4"), fill=0.0,
+        filters=[{"name": "numcodecs.bitround", "configuration": {"keepbits": 5}}]),
+    "struct, nested, big endian": dict(
+        dtype=_RECORD, values=_RECORDS, fill={"id": -1, "flags": 0, "value": "NaN", "point": {"x": 0.0, "y": 1.5}},
+        filters=[], serializer={"name": "bytes", "configuration": {"endian": "big"}}),
+}
+
+
+def _spec(feature: str) -> dict:
+    f = FEATURES[feature]
+    values = np.asarray(f["values"], dtype=f["dtype"])
+    dtype = np.dtype(f["dtype"])
+    return {"shape": list(values.shape), "chunks": [4], "filters": f["filters"],
+            "serializer": f.get("serializer", BYTES_LE), "fill": f["fill"], "values": values.tobytes().hex(),
+            "dtype": json.loads(json.dumps(dtype.descr)) if dtype.fields else dtype.str}
+
+
+def _field(f: list) -> tuple:
+    return (f[0], [_field(g) for g in f[1]] if isinstance(f[1], list) else f[1])
+
+
+def _zarrdask_write(path: str, spec: dict) -> np.ndarray:
+    dtype = np.dtype([_field(f) for f in spec["dtype"]] if isinstance(spec["dtype"], list) else spec["dtype"])
+    values = np.frombuffer(bytes.fromhex(spec["values"]), dtype=dtype)
+    a = zarrdask.create_array(path, shape=tuple(spec["shape"]), dtype=dtype, chunks=tuple(spec["chunks"]),
+                              codecs=[*spec["filters"], spec["serializer"]], fill_value=_fill(dtype, spec["fill"]))
+    a[...] = values
+    return values
+
+
+def _fill(dtype: np.dtype, fill: object) -> object:
+    """The JSON fill value as create_array takes it (numbers; a mapping per struct field)."""
+    if isinstance(fill, dict):
+        return {k: _fill(dtype[k], v) for k, v in fill.items()}
+    return float(fill) if fill == "NaN" else fill
+
+
+def _chunks(path: str) -> dict[str, bytes]:
+    root = Path(path)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+            and p.name != "zarr.json"}
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+def test_codecs_and_struct_round_trip_both_ways_bit_exact(peer, tmp_path, feature):
+    """The same values written by zarr-python and by zarrdask give identical chunk files;
+    each reads the other's array exact (bit for bit, NaNs included)."""
+    spec = _spec(feature)
+    theirs, ours = str(tmp_path / "theirs.zarr"), str(tmp_path / "ours.zarr")
+    _run(peer, PEER_WRITE, theirs, json.dumps(spec))
+    values = _zarrdask_write(ours, spec)
+    assert _chunks(ours) == _chunks(theirs)
+    read_by_us = np.ascontiguousarray(zarrdask.open_array(theirs)[...])
+    their_view = zarrdask.open_array(ours)[...]
+    read_by_them = bytes.fromhex(_run(peer, PEER_READ, ours).strip())
+    assert read_by_them == np.ascontiguousarray(their_view).tobytes()
+    assert read_by_us.tobytes() == np.ascontiguousarray(their_view).tobytes()
+    if not FEATURES[feature]["filters"]:  # lossless: exactly the values written
+        assert read_by_us.tobytes() == values.tobytes()
+    meta = json.loads((Path(ours) / "zarr.json").read_text())
+    theirs_meta = json.loads((Path(theirs) / "zarr.json").read_text())
+    assert meta["data_type"] == theirs_meta["data_type"] and meta["fill_value"] == theirs_meta["fill_value"]
+
+
+CAST_RS = """
+    import sys, json, numpy as np
+    from cast_value_rs import cast_array
+    out = []
+    for case in json.loads(sys.stdin.read()):
+        values = np.frombuffer(bytes.fromhex(case["values"]), dtype=case["source"])
+        row = []
+        for v in values:
+            try:
+                r = cast_array(np.array([v]), target_dtype=np.dtype(case["target"]), rounding_mode=case["rounding"],
+                               out_of_range_mode=case["out_of_range"], scalar_map_entries=None)
+                row.append(r.tobytes().hex())
+            except Exception:
+                row.append("error")
+        out.append(row)
+    print(json.dumps(out))
+"""
+
+_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "int64", "uint64", "float16", "float32", "float64"]
+
+
+def _values(source: str, rng: np.random.Generator) -> np.ndarray:
+    if source.startswith(("int", "uint")):
+        info = np.iinfo(source)
+        edges = [info.min, info.max, 0, 1, -1 if info.min < 0 else 2, 2**24 + 1, 2**53 + 1, 65520, 300, 128]
+        picked = [e for e in edges if info.min <= e <= info.max]
+        random = rng.integers(info.min, info.max, 12, dtype=source, endpoint=True)
+        return np.concatenate([np.array(picked, dtype=source), random])
+    finfo = np.finfo(source)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.5, 1.5, 2.5, -2.5, 127.5, 128.0, -128.6, 65519.0, 65520.0,
+                float(finfo.max), float(finfo.tiny), 2.0**-25, 3 * 2.0**-26, 1e-30, 2**31 + 0.5, 2**63]
+    random = np.concatenate([rng.normal(scale=s, size=4) for s in (1, 300, 1e5, 1e10)])
+    with np.errstate(over="ignore"):
+        return np.concatenate([np.array(specials), random]).astype(source)
+
+
+def test_cast_value_agrees_with_cast_value_rs(peer):
+    """Every pair of core integer/float types, every rounding mode, each out_of_range setting:
+    each value casts to the same bits as zarr-python's cast-value-rs, or both refuse it."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for source in _TYPES:
+        for target in _TYPES:
+            if source == target:
+                continue
+            modes = [None, "clamp"] + (["wrap"] if not target.startswith("float") else [])
+            for rounding in ("nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away"):
+                for out_of_range in modes:
+                    cases.append({"source": source, "target": target, "rounding": rounding,
+                                  "out_of_range": out_of_range, "values": _values(source, rng).tobytes().hex()})
+    out = subprocess.run([peer, "-c", textwrap.dedent(CAST_RS)], input=json.dumps(cases), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    from zarrdask.codecs._casting import cast, numeric
+    from zarrdask.dtypes import data_type_from_numpy
+    from zarrdask.errors import CodecError
+
+    mismatches = []
+    for case, expected in zip(cases, json.loads(out.stdout)):
+        src, dst = numeric(data_type_from_numpy(case["source"])), numeric(data_type_from_numpy(case["target"]))
+        for v, want in zip(np.frombuffer(bytes.fromhex(case["values"]), dtype=case["source"]), expected):
+            try:
+                got = cast(np.array([v]), src, dst, case["rounding"], case["out_of_range"]).tobytes().hex()
+            except CodecError:
+                got = "error"
+            if got != want:
+                mismatches.append((case["source"], case["target"], case["rounding"], case["out_of_range"], v.item(),
+                                   want, got))
+    assert not mismatches, f"{len(mismatches)} differences, e.g. {mismatches[:10]}"

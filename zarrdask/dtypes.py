@@ -138,7 +138,7 @@ class DataType:
             missing = [f.name for f in self.fields if f.name not in value]
             if missing:
                 raise MetadataError([Problem(("fill_value",), f"no value for struct fields {missing}")])
-            value = tuple(value[f.name] for f in self.fields)
+            value = tuple(f.data_type.cast_fill(value[f.name]) for f in self.fields)
         if self.family == "struct":
             try:
                 return np.array(value, dtype=self.dtype)[()]
