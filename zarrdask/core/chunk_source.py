@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -28,6 +28,7 @@ from ..plan.fetch_plan import ChunkPlacement, ReadPlan, StorageLayout, UnitRead,
 from ..storage.base import ByteRange, Store, join_path
 from ..storage.coalesce import coalesce_ranges, split_coalesced
 from .executor import run_all
+from .progress import ProgressBar, counted
 
 __all__ = ["ArrayOptions", "IndexCache", "PlainChunkSource", "ShardedChunkSource", "make_chunk_source"]
 
@@ -41,6 +42,7 @@ class ArrayOptions:
     ``index_cache_size``: shard indexes kept per array (LRU).
     ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
     ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
+    ``progress``: writes draw a progress bar on stderr (chunks encoded).
     """
 
     write_empty_chunks: bool = False
@@ -49,6 +51,7 @@ class ArrayOptions:
     threads: int | None = None
     coalesce_gap: int = 1 << 16
     coalesce_max: int = 1 << 26
+    progress: bool = False
 
     def __post_init__(self) -> None:
         if self.missing_chunks not in ("fill", "raise"):
@@ -191,6 +194,13 @@ class ChunkSource:
     def write(self, selection: Selection, values: np.ndarray) -> None:
         raise NotImplementedError
 
+    def _encode_all(self, encode: Callable[[Any], bytes | None], items: Sequence[Any]) -> list[bytes | None]:
+        """``encode`` every chunk of a write (the one executor), counted on a bar when asked."""
+        if not self.options.progress:
+            return run_all(encode, items, self.options.threads)
+        with ProgressBar(len(items), f"write {self.path or '/'}") as bar:
+            return run_all(counted(encode, bar), items, self.options.threads)
+
 
 def _no_strides(coords: tuple[int, ...]) -> tuple[int, ...]:
     return ()
@@ -236,7 +246,7 @@ class PlainChunkSource(ChunkSource):
                 raise _with_key(exc, keys[i]) from exc
             return pipeline.encode(chunk) if self._keep(chunk) else None
 
-        encoded = run_all(encode, range(len(projections)), self.options.threads)
+        encoded = self._encode_all(encode, range(len(projections)))
         self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
         self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
 
@@ -429,7 +439,7 @@ class ShardedChunkSource(ChunkSource):
                 raise _with_key(exc, keys[task.shard], q.coords) from exc
             return self._encode_inner(chunk) if self._keep(chunk) else None
 
-        encoded = run_all(encode, tasks, self.options.threads)
+        encoded = self._encode_all(encode, tasks)
         chunks: list[dict[tuple[int, ...], Any]] = [dict(existing.get(i, {})) for i in range(len(shards))]
         for task, data in zip(tasks, encoded):
             i, coords = task.shard, self._encoded_coords(task.projection.coords)

@@ -1,0 +1,250 @@
+"""``verify``: an fsck of a Zarr hierarchy (v2 or v3), reading every stored chunk.
+
+Checks that every metadata document parses and describes an array zarrdask can open;
+that every stored chunk or shard reads through zarrdask's own read path (codecs decode,
+crc32c checksums match, shard indexes lie inside their shard and do not overlap); that
+every key belongs to a node (keys that belong to no chunk are orphans, leftover
+temporary files of interrupted atomic writes are reported apart); and that consolidated
+metadata agrees with the documents it copies. ``fix=True`` removes the temporary files
+and rewrites stale consolidated metadata; other findings need a person.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.array import Array
+from ..core.executor import run_all
+from ..core.group import consolidate_metadata
+from ..core.node_io import NodeMetadata, parse_node_documents, read_node
+from ..core.progress import ProgressBar, counted
+from ..errors import MetadataError, NodeNotFoundError, ZarrdaskError
+from ..grid import chunk_slices
+from ..metadata.consolidated import v2_documents_for
+from ..storage import open_store
+from ..storage.base import Store, join_path
+from ..storage.temporary import temporary_files
+from .stats import unit_keys
+
+__all__ = ["Finding", "VerifyReport", "verify"]
+
+_DOCS = {3: {"array": {"zarr.json"}, "group": {"zarr.json"}},
+         2: {"array": {".zarray", ".zattrs"}, "group": {".zgroup", ".zattrs", ".zmetadata"}}}
+_MARKERS = ("zarr.json", ".zarray", ".zgroup")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: the store key it is about, its kind (``metadata``, ``chunk``,
+    ``orphan``, ``temporary``, ``consolidated``) and what is wrong."""
+
+    key: str
+    kind: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.key or '<root>'}: {self.kind}: {self.problem}"
+
+
+@dataclass
+class VerifyReport:
+    """What ``verify`` found. ``ok`` when nothing is left to report; ``fixed`` lists the
+    findings that ``fix=True`` repaired (they are not in ``findings``)."""
+
+    store: str
+    nodes: int = 0
+    arrays: int = 0
+    units_stored: int = 0
+    units_checked: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {"store": self.store, "ok": self.ok, "nodes": self.nodes, "arrays": self.arrays,
+                "units_stored": self.units_stored, "units_checked": self.units_checked,
+                "findings": [vars(f) for f in self.findings], "fixed": [vars(f) for f in self.fixed]}
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One stored chunk (or shard) to read: its array, key and grid coordinates."""
+
+    array: Array
+    key: str
+    coords: tuple[int, ...]
+
+
+def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool = False, progress: bool = False,
+           storage_options: dict[str, Any] | None = None) -> VerifyReport:
+    """Check the hierarchy at ``path`` (see the module docstring). ``sample``: read at most
+    this many stored chunks per array, chosen at random (metadata, key and consolidated
+    checks stay complete); ``progress``: a bar on stderr while chunks are read."""
+    s = open_store(store, mode="a" if fix else "r", storage_options=storage_options)
+    path = path.strip("/")
+    report = VerifyReport(s.url)
+    nodes = _walk(s, path, report)
+    units = []
+    for node_path, meta in nodes.items():
+        if meta.node_type == "array":
+            units.extend(_array_units(s, node_path, meta, report, sample))
+    report.units_checked = len(units)
+    if progress:
+        with ProgressBar(len(units), "verify") as bar:
+            results = run_all(counted(_check_unit, bar), units, None)
+    else:
+        results = run_all(_check_unit, units, None)
+    report.findings.extend(f for f in results if f is not None)
+    for group_path, meta in nodes.items():
+        if meta.node_type == "group":
+            report.findings.extend(_check_consolidated(s, group_path, nodes))
+    report.findings.extend(Finding(k, "temporary", "leftover temporary file of an interrupted write")
+                           for k in temporary_files(s, path))
+    if fix:
+        _fix(s, report)
+    report.findings.sort(key=lambda f: (f.key, f.kind))
+    return report
+
+
+def _walk(store: Store, root: str, report: VerifyReport) -> dict[str, NodeMetadata]:
+    """Every node below ``root`` by listing (not through consolidated metadata); keys that
+    are no node's documents or chunks go to the report as orphans."""
+    nodes: dict[str, NodeMetadata] = {}
+    pending: list[tuple[str, int | None]] = [(root, None)]
+    while pending:
+        path, zarr_format = pending.pop()
+        values, dirs = store.list_dir(path)
+        meta = None
+        if any(m in values for m in _MARKERS):
+            try:
+                meta = read_node(store, path, zarr_format, consolidated=False)
+            except MetadataError as exc:
+                report.findings.append(Finding(exc.key or join_path(path, _MARKERS[0]), "metadata", _problems(exc)))
+                continue
+            except NodeNotFoundError:
+                meta = None  # a node of the other format: its keys belong to nothing here
+        elif path == root:
+            report.findings.append(Finding(join_path(root, "zarr.json"), "metadata",
+                                           "no Zarr array or group here (no zarr.json, .zarray or .zgroup)"))
+        if meta is not None and meta.node_type == "array":
+            nodes[path] = meta
+            continue  # its keys are checked with its chunks
+        known = _DOCS[meta.zarr_format]["group"] if meta is not None else set()
+        report.findings.extend(Finding(join_path(path, v), "orphan", "belongs to no node (not a metadata document "
+                                                                       "of a group, nor under an array)")
+                               for v in values if v not in known)
+        if meta is not None:
+            nodes[path] = meta
+            zarr_format = meta.zarr_format
+        pending.extend((join_path(path, d), zarr_format) for d in reversed(dirs))
+    report.nodes = len(nodes)
+    return nodes
+
+
+def _problems(exc: MetadataError) -> str:
+    return "; ".join(str(p) for p in exc.problems)
+
+
+def _array_units(store: Store, path: str, meta: NodeMetadata, report: VerifyReport,
+                 sample: int | None) -> list[_Unit]:
+    """The stored units of the array at ``path`` to read; its other keys are orphans."""
+    try:
+        array = Array(store, path, meta).with_options(threads=1)
+    except MetadataError as exc:
+        report.findings.append(Finding(exc.key or join_path(path, "zarr.json"), "metadata", _problems(exc)))
+        return []
+    report.arrays += 1
+    expected = unit_keys(array)
+    docs = {join_path(path, d) for d in _DOCS[meta.zarr_format]["array"]}
+    stored = []
+    for key in array._source.store.list_prefix(path):
+        if key in expected:
+            stored.append(key)
+        elif key not in docs:
+            report.findings.append(Finding(key, "orphan", f"belongs to no chunk of array {path or '/'!r} "
+                                                          f"(grid {tuple(a.count for a in array.unit_grid)})"))
+    report.units_stored += len(stored)
+    stored.sort()
+    if sample is not None and sample < len(stored):
+        stored = sorted(random.sample(stored, sample))
+    return [_Unit(array, key, expected[key]) for key in stored]
+
+
+def _check_unit(unit: _Unit) -> Finding | None:
+    """Read one stored unit whole through the array's read path."""
+    try:
+        unit.array[chunk_slices(unit.array.unit_grid, unit.coords)]
+    except ZarrdaskError as exc:
+        return Finding(unit.key, "chunk", str(exc))
+    except Exception as exc:  # a codec library's own error on corrupt bytes: still a finding
+        return Finding(unit.key, "chunk", f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _check_consolidated(store: Store, path: str, nodes: dict[str, NodeMetadata]) -> Iterator[Finding]:
+    """Compare the group's consolidated metadata, if any, with the documents in the store."""
+    fmt = nodes[path].zarr_format
+    key = join_path(path, "zarr.json" if fmt == 3 else ".zmetadata")
+    try:
+        meta = read_node(store, path, fmt)
+    except MetadataError as exc:
+        yield Finding(exc.key or key, "consolidated", _problems(exc))
+        return
+    if getattr(meta, "consolidated", None) is None:
+        return
+    below = {p[len(path) + 1:] if path else p: m for p, m in nodes.items() if p != path and p.startswith(path)
+             and (not path or p.startswith(path + "/"))}
+    if fmt == 3:
+        copy = {rel: _canonical(m.to_json()) for rel, m in meta.consolidated.items()}
+        actual = {rel: _canonical(m.evolve(consolidated=None).to_json() if m.node_type == "group" else m.to_json())
+                  for rel, m in below.items()}
+    else:
+        raw = meta.consolidated
+        rels = {k.rsplit("/", 1)[0] if "/" in k else "" for k in raw}
+        copy = {}
+        for rel in rels:
+            try:
+                parsed = parse_node_documents(v2_documents_for(raw, rel), rel, 2, consolidated=False)
+            except MetadataError as exc:
+                yield Finding(key, "consolidated", f"entry {rel or '<root>'!r}: {_problems(exc)}")
+                continue
+            if parsed is not None:
+                copy[rel] = _canonical(_v2_json(parsed))
+        if "" not in copy:
+            copy[""] = _canonical(_v2_json(nodes[path].evolve(consolidated=None)))  # (optional in .zmetadata)
+        actual = {rel: _canonical(_v2_json(m.evolve(consolidated=None) if m.node_type == "group" else m))
+                  for rel, m in {"": nodes[path], **below}.items()}
+    for entry in sorted(set(copy) | set(actual)):
+        if entry not in copy:
+            yield Finding(key, "consolidated", f"stale: lacks {entry!r}, which the store has")
+        elif entry not in actual:
+            yield Finding(key, "consolidated", f"stale: has {entry!r}, which the store does not")
+        elif copy[entry] != actual[entry]:
+            yield Finding(key, "consolidated", f"stale: {entry!r} differs from the store's document")
+
+
+def _v2_json(meta: NodeMetadata) -> dict[str, Any]:
+    return {name: json.loads(data) for name, data in meta.to_documents().items()}
+
+
+def _canonical(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, default=repr, allow_nan=True)
+
+
+def _fix(store: Store, report: VerifyReport) -> None:
+    """Remove leftover temporary files; rewrite stale consolidated metadata (deepest first)."""
+    temporary = [f for f in report.findings if f.kind == "temporary"]
+    store.delete_many([f.key for f in temporary])
+    stale = [f for f in report.findings if f.kind == "consolidated" and f.problem.startswith("stale")]
+    groups = sorted({f.key.rsplit("/", 1)[0] if "/" in f.key else "" for f in stale}, key=len, reverse=True)
+    for group in groups:
+        consolidate_metadata(store, group)
+    report.fixed = temporary + stale
+    report.findings = [f for f in report.findings if f not in report.fixed]
