@@ -33,7 +33,8 @@ class NamedConfig:
         if self.shorthand and not self.configuration and self.must_understand:
             return self.name
         out: dict[str, Any] = {"name": self.name}
-        if self.configuration:
+        # (zarr-python refuses a numcodecs.* codec without a configuration member, even an empty one)
+        if self.configuration or self.name.startswith("numcodecs."):
             out["configuration"] = dict(self.configuration)
         if not self.must_understand:
             out["must_understand"] = False
