@@ -32,6 +32,9 @@ from ..storage.transformers import get_storage_transformer
 from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
 from .node import Node
 from .output import output_array
+from ..tools.describe import NodeInfo, array_info
+from ..tools.html import array_html
+from ..tools.stats import StorageStatistics, storage_statistics, stored_unit_keys
 
 __all__ = ["Array", "ArrayOptions"]
 
@@ -205,22 +208,30 @@ class Array(Node):
         return self._pipeline.to_json() if self.zarr_format == 3 else [self._pipeline.to_json()]
 
     @property
-    def info(self) -> str:
-        """A human-readable summary."""
-        lines = [
-            f"Type               : zarrdask.Array (Zarr v{self.zarr_format})",
-            f"Path               : {self.name}",
-            f"Shape              : {self.shape}",
-            f"Chunk shape        : {self.chunks}",
-            f"Shard shape        : {self.shards}",
-            f"Data type          : {self._metadata.data_type.to_json()} ({self.dtype})",
-            f"Fill value         : {self.fill_value!r}",
-            f"Dimension names    : {self.dimension_names}",
-            f"Codecs             : {json.dumps(self.codecs)}",
-            f"Store              : {self._store!r}",
-            f"No. bytes          : {self.nbytes} ({self.nbytes / 2**20:.1f} MiB)",
-        ]
-        return "\n".join(lines)
+    def info(self) -> NodeInfo:
+        """The metadata as a table (``print(a.info)``); :meth:`info_complete` adds what is stored."""
+        return array_info(self)
+
+    def info_complete(self) -> NodeInfo:
+        """:attr:`info` plus chunks and shards stored and the compression ratio (lists the keys)."""
+        return array_info(self, storage=True)
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Chunks stored (inner chunks when sharded: the shard indexes are read)."""
+        return storage_statistics(self).chunks_stored
+
+    @property
+    def nshards_initialized(self) -> int | None:
+        """Shards stored, or None when unsharded."""
+        return len(stored_unit_keys(self)) if self._shards is not None else None
+
+    def storage_statistics(self, region: Any = Ellipsis) -> StorageStatistics:
+        """Is ``region`` fully stored, or not stored at all? Reads no chunk data."""
+        return storage_statistics(self, region)
+
+    def _repr_html_(self) -> str:
+        return array_html(self)
 
     def nbytes_stored(self) -> int:
         """Bytes the array occupies in the store (metadata and chunks)."""
@@ -228,7 +239,9 @@ class Array(Node):
         return sum(self._store.size(k) or 0 for k in self._store.list_prefix(prefix))
 
     def __repr__(self) -> str:
-        return f"<zarrdask.Array {self.name!r} shape={self.shape} dtype={self.dtype} v{self.zarr_format}>"
+        shards = f" shards={self.shards}" if self.shards is not None else ""
+        return (f"<zarrdask.Array {self.name!r} shape={self.shape} dtype={self.dtype} chunks={self.chunks}{shards} "
+                f"v{self.zarr_format}>")
 
     def __len__(self) -> int:
         if not self.shape:

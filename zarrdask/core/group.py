@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterator, Mapping
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import (
     ContainsNodeError,
@@ -20,6 +20,9 @@ from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
 from .node import Node
 from .node_io import NodeMetadata, dumps, parse_node_documents, read_node, read_nodes, write_node
+
+if TYPE_CHECKING:
+    from ..tools.describe import NodeInfo
 
 __all__ = ["Group", "node_from_metadata", "walk", "consolidate_metadata"]
 
@@ -68,6 +71,18 @@ class Group(Node):
 
     def __repr__(self) -> str:
         return f"<zarrdask.Group {self.name!r} v{self.zarr_format}>"
+
+    @property
+    def info(self) -> NodeInfo:
+        """The group as a table: members, attributes, consolidated metadata."""
+        from ..tools.describe import group_info
+
+        return group_info(self)
+
+    def _repr_html_(self) -> str:
+        from ..tools.html import group_html
+
+        return group_html(self)
 
     # -- members -------------------------------------------------------------------------
     def _child_consolidated(self, name: str, meta: NodeMetadata) -> dict[str, NodeMetadata] | None:

@@ -36,7 +36,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3
 from ..storage import open_store
 from ..storage.base import Store, join_path
 
-__all__ = ["MigratedNode", "migrate"]
+__all__ = ["MigratedNode", "migrate", "xarray_fill_attribute"]
 
 _V2_DOCS = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _OBJECT_CODECS = {"vlen-utf8": ("string", ""), "vlen-bytes": ("variable_length_bytes", b"")}
@@ -162,7 +162,7 @@ def _array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(meta.chunk_shape)}},
         "chunk_key_encoding": {"name": "v2", "configuration": {"separator": meta.dimension_separator}},
         "fill_value": data_type.fill_to_json(fill), "codecs": chain,
-        "attributes": _xarray_fill_attribute(attrs, meta) if dims is not None else attrs,
+        "attributes": xarray_fill_attribute(attrs, meta) if dims is not None else attrs,
     }
     if dims is not None:
         doc["dimension_names"] = list(dims)
@@ -186,7 +186,7 @@ def _native_order(config: Mapping[str, Any], serializer: Mapping[str, Any], key:
     return out
 
 
-def _xarray_fill_attribute(attrs: dict[str, Any], meta: ArrayMetadataV2) -> dict[str, Any]:
+def xarray_fill_attribute(attrs: dict[str, Any], meta: ArrayMetadataV2) -> dict[str, Any]:
     """``_FillValue`` as xarray keeps it in v3 attributes. Reading v2, xarray takes the
     array's ``fill_value`` as ``_FillValue`` (or the attribute when the fill value is null);
     v3 readers take the attribute, in xarray's v3 encoding (base64 for floats)."""

@@ -1,0 +1,34 @@
+"""What the commands share: the store arguments and JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_store_arguments(p: argparse.ArgumentParser, json_output: bool = True) -> None:
+    p.add_argument("store", metavar="PATH", help="a local path or URL of the store (s3://, memory://, .zip, ...)")
+    p.add_argument("--path", default="", help="the node inside the store (default: its root)")
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an fsspec storage option (JSON values), repeatable")
+    if json_output:
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--storage-option key=value`` pairs; values are JSON when they parse, else strings."""
+    options = {}
+    for item in args.storage_option:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options or None
+
+
+def print_json(doc: Any) -> None:
+    json.dump(doc, sys.stdout, indent=2, default=str, allow_nan=True)
+    sys.stdout.write("\n")
