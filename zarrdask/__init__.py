@@ -2,7 +2,9 @@
 
 Core API (no Dask needed): :func:`open`, :func:`open_array`, :func:`open_group`,
 :func:`create_array`, :func:`create_group`, :func:`consolidate_metadata`,
-:func:`plan_read` (what a read will fetch, as data).
+:func:`plan_read` (what a read will fetch, as data). Tools: :func:`verify` (an fsck),
+:func:`migrate` (v2 metadata to v3 in place), :func:`copy` (rechunk, re-shard, convert),
+:func:`remove_temporary_files`.
 Dask: :func:`from_zarr`, :func:`to_zarr`, :func:`plan_write`. xarray:
 ``xr.open_dataset(path, engine="zarrdask")`` and ``ds.zarrdask.to_zarr(...)``.
 """
@@ -25,11 +27,15 @@ from .core.group import Group
 from .core.group import consolidate_metadata as _consolidate
 from .errors import ZarrdaskError
 from .storage import open_store
+from .storage.temporary import remove_temporary_files
+from .tools.migrate import migrate
+from .tools.verify import verify
 from .xarray_backend import accessor as _accessor  # noqa: F401  (registers ds.zarrdask / dt.zarrdask)
 
 __all__ = [
     "Array", "ArrayOptions", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
     "open", "open_array", "open_group", "open_store", "plan_read", "from_zarr", "to_zarr", "plan_write",
+    "verify", "migrate", "copy", "remove_temporary_files",
 ]
 __version__ = "0.1.0"
 
@@ -45,4 +51,8 @@ def __getattr__(name: str) -> Any:
         from . import dask_io
 
         return getattr(dask_io, name)
+    if name == "copy":
+        from .tools.copy import copy
+
+        return copy
     raise AttributeError(f"module 'zarrdask' has no attribute {name!r}")

@@ -6,7 +6,6 @@ import argparse
 import json
 from typing import Any
 
-from ..tools.copy import ShapeSpec, copy
 from ._common import storage_options
 
 
@@ -32,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run, storage_option=[])
 
 
-def _shape(text: str) -> ShapeSpec:
+def _shape(text: str) -> Any:
     if "=" in text:
         return {name.strip(): int(size) for name, size in (item.split("=", 1) for item in text.split(","))}
     return tuple(int(s) for s in text.split(","))
@@ -47,6 +46,8 @@ def _codecs(text: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..tools.copy import copy  # (imports Dask)
+
     kwargs = dict(path=args.path, chunks=args.chunks, shards=args.shards, compressors=args.codecs,
                   zarr_format=args.zarr_format, overwrite=args.overwrite, progress=not args.no_progress,
                   storage_options=storage_options(args))

@@ -25,6 +25,7 @@ from ..core.array import Array
 from ..errors import InvalidModeError, NodeNotFoundError, ShapeMismatchError
 from ..grid import cut_at_lines
 from ..plan import WritePlan, WritePlanSummary, make_write_plan, normalize_region
+from .progress import compute as run_graphs
 from .read import open_source
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def to_zarr(
     storage_options: dict[str, Any] | None = None,
     write_empty_chunks: bool = False,
     append_axis: int = 0,
+    progress: bool = False,
 ) -> Array | Delayed:
     """Write ``x`` to a Zarr array, one task per owned group of shards; never two writers per key.
 
@@ -66,7 +68,8 @@ def to_zarr(
     irregular chunks as they are, as a ``rectilinear`` grid: one task per chunk, no rechunk.
     ``shards`` given dask-style makes rectilinear shards of regular inner ``chunks``.
 
-    Returns the target ``Array`` once written, or with ``compute=False`` a ``Delayed``
+    ``progress=True`` shows a progress bar while the graph runs (distributed's when a
+    client is active, else dask's). Returns the target ``Array`` once written, or with ``compute=False`` a ``Delayed``
     that writes when computed (the metadata is already written). The graph::
 
         ("zarrdask-write-<id>", i, j) -> write_region(array, region, layout, [(x, k, l), ...])
@@ -90,7 +93,7 @@ def to_zarr(
     delayed = write_graph(source, writer, plan)
     if not compute:
         return delayed
-    delayed.compute()
+    run_graphs([delayed], progress)
     return target
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from ..core.api import open as open_node
+from ..dask_io.progress import compute
 from ..core.array import Array
 from ..core.create import create_group
 from ..core.group import Group, consolidate_metadata, walk
@@ -71,7 +72,7 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = None, 
                 writes.append(_copy_array(node, dst, rel, fmt, chunks, shards, compressors, overwrite))
             else:
                 create_group(dst, path=rel, attributes=dict(node.attrs), zarr_format=fmt, overwrite=overwrite)
-    _compute(writes, progress, client)
+    compute(writes, progress, client)
     if isinstance(root, Group) and root.consolidated:
         consolidate_metadata(dst)
     return open_node(dst)
@@ -124,22 +125,3 @@ def _xarray_fill(array: Array, attrs: dict[str, Any], fmt: int) -> tuple[dict[st
         return xarray_fill_attribute(attrs, array.metadata), array.fill_value
     fill = attrs.pop("_FillValue", None)
     return attrs, None if fill is None else decode_fill_value_attr(fill, array)
-
-
-def _compute(writes: list[Any], progress: bool, client: Any) -> None:
-    import dask
-
-    if client is not None:
-        futures = client.compute(writes)
-        if progress:
-            from distributed import progress as show
-
-            show(futures, notebook=False)
-        client.gather(futures)
-    elif progress:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
-            dask.compute(*writes)
-    else:
-        dask.compute(*writes)

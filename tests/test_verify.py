@@ -1,0 +1,202 @@
+"""``verify`` (the fsck): every valid corpus case is clean, every error case and every
+corruption of a good store is reported with its key; ``--fix`` repairs what it may.
+The corpus sweep calls the library function; corruptions go through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zarrdask
+from zarrdask.tools.verify import verify
+
+from _util import corpus_dir, load_manifest
+
+MANIFEST = load_manifest()
+CASES = MANIFEST["cases"] if MANIFEST else []
+ERROR_KEY = {  # where each must-fail case's problem lies
+    "v3-err-crc32c-mismatch-zp": "c/1/0",
+}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zarrdask", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_corpus_case(case: dict) -> None:
+    report = verify(corpus_dir() / case["path"])
+    if "error" in case["expect"]:
+        assert not report.ok
+        keys = {f.key for f in report.findings}
+        assert keys == {ERROR_KEY.get(case["id"], "zarr.json")}, report.findings
+        assert all(f.problem for f in report.findings)
+    else:
+        assert report.ok, [str(f) for f in report.findings]
+        assert report.units_checked == report.units_stored and report.arrays >= 1
+
+
+def test_corpus_counts() -> None:
+    assert len(CASES) == 183 and sum("error" in c["expect"] for c in CASES) == 9
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A consolidated v3 group: a sharded array with crc32c-checked inner chunks, a plain one."""
+    path = tmp_path / "good.zarr"
+    root = zarrdask.create_group(path)
+    a = root.create_array("sharded", shape=(40, 30), dtype="float32", chunks=(10, 10), shards=(20, 30),
+                          compressors=[{"name": "zstd"}, {"name": "crc32c"}])
+    a[...] = np.arange(1200, dtype="float32").reshape(40, 30)
+    b = root.create_array("plain", shape=(10,), dtype="int16", chunks=(5,), compressors=[{"name": "crc32c"}])
+    b[...] = np.arange(10)
+    zarrdask.consolidate_metadata(path)
+    return path
+
+
+def _report(result: subprocess.CompletedProcess) -> dict:
+    return json.loads(result.stdout)
+
+
+def test_clean_store_exits_zero(store: Path) -> None:
+    result = cli("verify", str(store))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("OK") and "verify [" in result.stderr  # the progress bar
+    doc = _report(cli("verify", str(store), "--json"))
+    assert doc["ok"] and doc["arrays"] == 2 and doc["units_checked"] == doc["units_stored"] == 4
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["inner chunk", "index"])
+def test_flipped_byte(store: Path, where: str) -> None:
+    shard = store / "sharded" / "c" / "1" / "0"
+    _flip(shard, 3 if where == "inner chunk" else os.path.getsize(shard) - 5)
+    result = cli("verify", str(store))
+    assert result.returncode == 1
+    assert "sharded/c/1/0: chunk:" in result.stdout and "crc32c" in result.stdout
+
+
+def test_flipped_byte_plain_chunk(store: Path) -> None:
+    _flip(store / "plain" / "c" / "1", 0)
+    result = cli("verify", str(store), "--json")
+    assert result.returncode == 1
+    (finding,) = _report(result)["findings"]
+    assert finding["key"] == "plain/c/1" and "checksum" in finding["problem"]
+
+
+def test_truncated_shard(store: Path) -> None:
+    shard = store / "sharded" / "c" / "0" / "0"
+    shard.write_bytes(shard.read_bytes()[:-30])
+    result = cli("verify", str(store))
+    assert result.returncode == 1 and "sharded/c/0/0: chunk:" in result.stdout
+
+
+def test_deleted_index(store: Path) -> None:
+    shard = store / "sharded" / "c" / "0" / "0"
+    index_size = 2 * 16 * 3 + 4  # (2 x 3 inner chunks) x (offset, nbytes) uint64 + crc32c
+    shard.write_bytes(shard.read_bytes()[:-index_size])
+    (finding,) = _report(cli("verify", str(store), "--json"))["findings"]
+    assert finding["key"] == "sharded/c/0/0" and finding["kind"] == "chunk"
+
+
+def test_index_out_of_bounds_and_overlapping(tmp_path: Path) -> None:
+    """Indexes with a valid checksum that point outside the shard, or make two chunks overlap."""
+    a = zarrdask.create_array(tmp_path / "a.zarr", shape=(4,), dtype="uint8", chunks=(2,), shards=(4,),
+                              compressors=None)
+    a[...] = [1, 2, 3, 4]
+    codec = a._source._codec_at((0,))
+    blob = (tmp_path / "a.zarr" / "c" / "0").read_bytes()
+    table = np.array(codec.index_of(blob, "c/0").table())
+    for name, change in [("outside", (1, 0, 99)), ("overlap", (1, 0, 1))]:
+        bad = table.copy()
+        bad[change[:2]] = change[2]
+        (tmp_path / "a.zarr" / "c" / "0").write_bytes(blob[:4] + codec.index_pipeline.encode(bad))
+        (finding,) = verify(tmp_path / "a.zarr").findings
+        assert finding.key == "c/0"
+        assert ("outside" in finding.problem) if name == "outside" else ("overlap" in finding.problem)
+
+
+def test_orphans(store: Path) -> None:
+    (store / "sharded" / "c" / "9").mkdir()
+    (store / "sharded" / "c" / "9" / "9").write_bytes(b"x")
+    (store / "notes.txt").write_text("hello")
+    (store / "empty-dir-with-file").mkdir()
+    (store / "empty-dir-with-file" / "x").write_bytes(b"")
+    result = cli("verify", str(store), "--json")
+    assert result.returncode == 1
+    found = {f["key"]: f["kind"] for f in _report(result)["findings"]}
+    assert found == {"sharded/c/9/9": "orphan", "notes.txt": "orphan", "empty-dir-with-file/x": "orphan"}
+
+
+def test_temporary_file_and_fix(store: Path) -> None:
+    tmp = store / "plain" / "c" / f".1.{'ab' * 16}.tmp"
+    tmp.write_bytes(b"partial")
+    result = cli("verify", str(store))
+    assert result.returncode == 1 and f"plain/c/{tmp.name}: temporary:" in result.stdout
+    fixed = cli("verify", str(store), "--fix")
+    assert fixed.returncode == 0 and f"fixed: plain/c/{tmp.name}" in fixed.stdout
+    assert not tmp.exists() and cli("verify", str(store)).returncode == 0
+
+
+def test_remove_temporary_files(store: Path) -> None:
+    names = [store / f".zarr.json.{'0' * 32}.tmp", store / "sharded" / "c" / "0" / f".0.{'f' * 32}.tmp"]
+    for name in names:
+        name.write_bytes(b"")
+    (store / ".not-ours.tmp").write_bytes(b"")  # not the pattern atomic writes use: left alone
+    assert zarrdask.remove_temporary_files(store) == sorted(
+        str(n.relative_to(store)).replace(os.sep, "/") for n in names)
+    assert not any(n.exists() for n in names) and (store / ".not-ours.tmp").exists()
+    assert zarrdask.remove_temporary_files(zarrdask.open_store(store, mode="a")) == []
+
+
+@pytest.mark.parametrize("change", ["array removed", "array added", "attribute changed"])
+def test_stale_consolidated_metadata(store: Path, tmp_path: Path, change: str) -> None:
+    if change == "array removed":
+        shutil.rmtree(store / "plain")
+    elif change == "array added":
+        zarrdask.create_array(tmp_path / "other.zarr", shape=(3,), dtype="i1", chunks=(3,))
+        shutil.copytree(tmp_path / "other.zarr", store / "extra")
+    else:
+        doc = json.loads((store / "plain" / "zarr.json").read_text())
+        doc["attributes"]["units"] = "m"
+        (store / "plain" / "zarr.json").write_text(json.dumps(doc))
+    result = cli("verify", str(store), "--json")
+    assert result.returncode == 1
+    (finding,) = _report(result)["findings"]
+    assert finding["key"] == "zarr.json" and finding["kind"] == "consolidated" and "stale" in finding["problem"]
+    assert cli("verify", str(store), "--fix").returncode == 0
+    assert cli("verify", str(store)).returncode == 0
+
+
+def test_stale_v2_consolidated_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "v2.zarr"
+    shutil.copytree(corpus_dir() / "cases" / "v2-group-consolidated-zp" / "data.zarr", path)
+    assert verify(path).ok
+    (path / "c" / ".zattrs").write_text(json.dumps({"_ARRAY_DIMENSIONS": ["c_0", "c_1"], "new": 1}))
+    (finding,) = verify(path).findings
+    assert finding.key == ".zmetadata" and "'c'" in finding.problem
+    report = verify(path, fix=True)
+    assert report.ok and report.fixed == [finding] and verify(path).ok
+
+
+def test_sample(store: Path) -> None:
+    _flip(store / "plain" / "c" / "1", 0)
+    doc = _report(cli("verify", str(store), "--sample", "1", "--json"))
+    assert doc["units_stored"] == 4 and doc["units_checked"] == 2  # one per array
+
+
+def test_not_a_store(tmp_path: Path) -> None:
+    result = cli("verify", str(tmp_path))
+    assert result.returncode == 1 and "no Zarr array or group" in result.stdout
