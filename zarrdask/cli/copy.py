@@ -18,8 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("target", metavar="DST", help="the target store (path or URL)")
     p.add_argument("--path", default="", help="the node of SRC to copy (default: its root)")
     p.add_argument("--chunks", type=_shape, metavar="SPEC",
-                   help="new chunks: '10,20,30' (arrays with that many dimensions) or 'time=10,lat=90' "
-                        "(by dimension name); -1 is a whole dimension")
+                   help="new chunks: '10,20,30' (arrays with that many dimensions), '64' (every dimension) or "
+                        "'time=10,lat=90' (by dimension name); -1 is a whole dimension (write --chunks=-1)")
     p.add_argument("--shards", type=_shape, metavar="SPEC", help="new shards, as --chunks (v3 only)")
     p.add_argument("--codecs", type=_codecs, metavar="CODECS",
                    help="compressors: names ('zstd', 'gzip,crc32c'), JSON ('[{\"name\": \"blosc\", ...}]') "

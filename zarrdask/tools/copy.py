@@ -30,8 +30,9 @@ ShapeSpec = Union[Sequence[int], Mapping[str, int], None]
 
 
 def resolve_shape(spec: ShapeSpec, array: Array, default: tuple[int, ...] | None) -> tuple[int, ...] | None:
-    """``spec`` for ``array``: a sequence of its length, or ``{dimension name: size}`` (others
-    keep ``default``); -1 is the whole dimension. Anything else keeps ``default``."""
+    """``spec`` for ``array``: a sequence of its length, one size for every dimension, or
+    ``{dimension name: size}`` (others keep ``default``); -1 is the whole dimension.
+    Anything else keeps ``default``."""
     if spec is None:
         return default
     if isinstance(spec, Mapping):
@@ -41,6 +42,8 @@ def resolve_shape(spec: ShapeSpec, array: Array, default: tuple[int, ...] | None
         base = default if default is not None else array.shape
         sizes = [spec.get(n, b) if n is not None else b for n, b in zip(names, base)]
     else:
+        if len(spec) == 1 and array.ndim:
+            spec = tuple(spec) * array.ndim
         if len(spec) != array.ndim:
             return default
         sizes = list(spec)

@@ -1,0 +1,129 @@
+"""The ``zarrdask`` command line, run as a real subprocess: help everywhere, info and tree
+(text and JSON), copy (v2 -> v3 sharded of the xarray corpus cases round-trips under
+xarray; on a distributed cluster with --scheduler); the console script is installed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import distributed
+import numpy as np
+import pytest
+import xarray as xr
+
+import zarrdask
+
+from _util import corpus_dir
+
+COMMANDS = ["info", "tree", "verify", "migrate", "copy"]
+XARRAY_V2 = ["xarray-climate-v2", "v2-netcdf-c-zp-float32", "v2-group-hierarchy-zp", "v2-group-consolidated-zp"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zarrdask", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help(command: str | None) -> None:
+    result = cli(*([command] if command else []), "--help")
+    assert result.returncode == 0 and "usage: zarrdask" in result.stdout
+    if command is None:
+        assert all(c in result.stdout for c in COMMANDS)
+
+
+def test_console_script() -> None:
+    script = Path(sys.executable).with_name("zarrdask")
+    result = subprocess.run([str(script), "tree", str(corpus_dir() / "cases/v2-group-hierarchy-zp/data.zarr")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == ["/", "├── c (3, 3) uint8", "└── sub", "    ├── b (7,) float64",
+                                          "    └── inner", "        └── a (5, 6) int32"]
+
+
+@pytest.fixture
+def sharded(tmp_path: Path) -> Path:
+    path = tmp_path / "s.zarr"
+    a = zarrdask.create_array(path, shape=(40, 30), dtype="float32", chunks=(10, 10), shards=(20, 30),
+                              dimension_names=["y", "x"], fill_value=float("nan"))
+    a[:20] = 1.5
+    return path
+
+
+def test_info(sharded: Path) -> None:
+    result = cli("info", str(sharded))
+    assert result.returncode == 0
+    text = result.stdout
+    for line in ("Shape             : [40, 30]", "Chunk shape       : [10, 10]", "Shard shape       : [20, 30]",
+                 "Chunks stored     : 6 of 12", "Shards stored     : 1 of 2", "Dimension names   : [\"y\", \"x\"]",
+                 "Fill value        : np.float32(nan)"):
+        assert line in text, text
+    assert "sharding_indexed[bytes > zstd; index: bytes > crc32c]" in text
+    doc = json.loads(cli("info", str(sharded), "--json").stdout)["/"]
+    assert doc["Data type"] == "float32 (float32)" and doc["Shard grid"] == [2, 1]
+    assert float(doc["Compression ratio"]) > 1
+
+
+def test_info_group_and_errors(tmp_path: Path) -> None:
+    doc = json.loads(cli("info", str(corpus_dir() / "cases/v2-group-hierarchy-zp/data.zarr"), "--json").stdout)
+    assert list(doc) == ["/", "/c", "/sub/b", "/sub/inner/a"]
+    assert doc["/"]["Arrays"] == 1 and doc["/sub/inner/a"]["Chunks stored"].endswith("of 6")
+    missing = cli("info", str(tmp_path / "nothing"))
+    assert missing.returncode == 2 and "error: no array or group" in missing.stderr
+
+
+def test_tree_json() -> None:
+    doc = json.loads(cli("tree", str(corpus_dir() / "cases/v2-group-hierarchy-zp/data.zarr"), "--json").stdout)
+    assert doc["members"][0] == {"name": "c", "node_type": "array", "shape": [3, 3], "dtype": "uint8"}
+    assert doc["members"][1]["members"][1]["members"][0]["name"] == "a"
+
+
+def _open(path: Path, engine: str) -> xr.Dataset:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (unconsolidated sources)
+        return xr.open_dataset(path, engine=engine).load()
+
+
+@pytest.mark.parametrize("case", XARRAY_V2)
+def test_copy_v2_to_v3_sharded_round_trips_under_xarray(case: str, tmp_path: Path) -> None:
+    source = corpus_dir() / "cases" / case / "data.zarr"
+    target = tmp_path / "out.zarr"
+    result = cli("copy", str(source), str(target), "--zarr-format", "3", "--shards=-1", "--chunks=2",
+                 "--codecs", "zstd,crc32c")
+    assert result.returncode == 0, result.stderr
+    original = _open(source, "zarr")
+    for engine in ("zarrdask", "zarr"):
+        xr.testing.assert_identical(_open(target, engine), original)
+    arrays = {name: a for name, a in zarrdask.open_group(target).arrays()}
+    assert all(a.zarr_format == 3 for a in arrays.values())
+    assert arrays and all(a.shards == a.shape and set(a.chunks) <= {1, 2} for a in arrays.values() if a.ndim)
+    assert zarrdask.verify(target).ok
+
+
+def test_copy_rechunk_by_name_on_a_cluster(tmp_path: Path) -> None:
+    source = corpus_dir() / "cases/xarray-climate-v2/data.zarr"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        result = cli("copy", str(source), str(tmp_path / "out.zarr"), "--shards", "time=10,lat=6,lon=8",
+                     "--chunks", "time=5", "--zarr-format", "3", "--scheduler", cluster.scheduler_address)
+    assert result.returncode == 0, result.stderr
+    temperature = zarrdask.open_array(tmp_path / "out.zarr", path="temperature")
+    assert temperature.shards == (10, 6, 8)
+    assert temperature.chunks == (5, 3, 8)
+    np.testing.assert_array_equal(temperature[...], zarrdask.open_array(source, path="temperature")[...])
+
+
+def test_copy_refuses_shards_in_v2(tmp_path: Path) -> None:
+    source = corpus_dir() / "cases/xarray-climate-v2/data.zarr"
+    result = cli("copy", str(source), str(tmp_path / "o.zarr"), "--shards", "10,6,8", "--no-progress")
+    assert result.returncode == 2 and "no shards" in result.stderr
+
+
+def test_copy_v3_to_v2_round_trips(tmp_path: Path) -> None:
+    source = corpus_dir() / "cases/xarray-climate-v3/data.zarr"
+    assert cli("copy", str(source), str(tmp_path / "v2.zarr"), "--zarr-format", "2").returncode == 0
+    xr.testing.assert_identical(_open(tmp_path / "v2.zarr", "zarr"), _open(source, "zarr"))
