@@ -87,7 +87,7 @@ def array_info(array: Array, storage: bool = False) -> NodeInfo:
         ("Shard grid" if array.shards is not None else "Chunk grid", tuple(axis.count for axis in array.unit_grid)),
         ("Codecs", codec_summary(array.codecs)),
         ("Dimension names", array.dimension_names),
-        ("Fill value", repr(array.fill_value)),
+        ("Fill value", _text(array.metadata.to_json().get("fill_value"))),  # its JSON form
         ("Attributes", len(array.attrs)),
         ("Store", repr(array.store)),
         ("Bytes", _bytes(array.nbytes)),
