@@ -5,8 +5,10 @@ native byte order (byte order on disk is a codec concern), the JSON it came from
 and the rules for its fill value JSON. Fill values keep their bit patterns: a
 ``"0x7fc00001"`` NaN payload survives a read and a write unchanged.
 
-v3 core types and zarr-python's extension types are built in; TensorStore's
-``bfloat16``/``float8_*``/``int4`` need the optional ``ml_dtypes`` package.
+v3 core types, zarr-python's extension types, ``bytes`` and ``complex_float16/32/64`` are
+built in; TensorStore's ``bfloat16``/``float4_*``/``float6_*``/``float8_*``/``int2``/``int4``
+and the ``complex_*`` types made of them need the optional ``ml_dtypes`` package.
+``complex_*`` types with no numpy complex dtype are structured ``(real, imag)`` pairs.
 ``register_data_type`` adds a v3 data type (also through the entry-point group
 ``zarrdask.data_types``).
 """
@@ -66,7 +68,34 @@ _ML_DTYPES = (
     "uint4",
     "int2",
     "uint2",
+    "float8_e4m3",
+    "float8_e3m4",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
 )
+#: zarr-extensions' aliases of the core complex types
+_COMPLEX_ALIASES = {"complex_float32": "c8", "complex_float64": "c16"}
+#: the parts of the ``complex_<part>`` types stored as ``(real, imag)`` structured pairs
+_COMPLEX_PARTS = (
+    "float16",
+    "bfloat16",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+)
+#: value bits of the types narrower than a byte: packbits packs that many, the bytes codec
+#: stores one value per byte and ignores the byte's upper bits (zarr-extensions)
+SUB_BYTE_BITS = {"bool": 1, "int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4,
+                 "float6_e2m3fn": 6, "float6_e3m2fn": 6}
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 
@@ -84,7 +113,8 @@ class DataType:
     """An in-memory data type: numpy dtype (native order) plus the JSON that names it.
 
     ``family`` selects the fill-value rules: ``bool int uint float complex raw
-    string bytes utf32 ntbytes rawbytes datetime timedelta object struct``.
+    string bytes utf32 ntbytes rawbytes datetime timedelta object struct ml``. A ``complex``
+    type with ``fields`` is a structured ``(real, imag)`` pair (``complex_bfloat16``, ...).
     """
 
     name: str
@@ -92,7 +122,7 @@ class DataType:
     family: str
     configuration: Mapping[str, Any] | None = None
     json: JSON = field(default=None, compare=False)
-    #: the fields of a ``struct``, in storage order (empty for every other type)
+    #: the fields of a ``struct`` in storage order, or ``real``/``imag`` of a complex pair (else empty)
     fields: tuple[StructField, ...] = ()
 
     def to_json(self) -> JSON:
@@ -132,21 +162,31 @@ class DataType:
         """Coerce a user-given Python/numpy fill value to this type's scalar."""
         if value is None:
             return self.default_fill()
+        if self.family == "bytes" and isinstance(value, list):  # the JSON list of byte values
+            return self.fill_from_json(value)
         if self.family in ("string", "bytes"):
             return value
+        if isinstance(value, str) and self.family in ("float", "complex"):
+            return self.fill_from_json(value)
+        if isinstance(value, (list, tuple)) and self.family == "complex":  # [real, imag], JSON forms allowed
+            return self.fill_from_json(list(value))
+        if self.family == "complex" and self.fields and not isinstance(value, np.void):
+            try:
+                value = (complex(value).real, complex(value).imag)
+            except (ValueError, TypeError) as exc:
+                raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
+                    from None
         if self.family == "struct" and isinstance(value, Mapping):
             missing = [f.name for f in self.fields if f.name not in value]
             if missing:
                 raise MetadataError([Problem(("fill_value",), f"no value for struct fields {missing}")])
             value = tuple(f.data_type.cast_fill(value[f.name]) for f in self.fields)
-        if self.family == "struct":
+        if self.fields:
             try:
                 return np.array(value, dtype=self.dtype)[()]
             except (ValueError, TypeError) as exc:
                 raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
                     from None
-        if isinstance(value, str) and self.family in ("float", "complex"):
-            return self.fill_from_json(value)
         try:
             if self.family in ("raw", "rawbytes"):
                 return np.void(bytes(value).ljust(self.dtype.itemsize, b"\0"))
@@ -161,18 +201,27 @@ class DataType:
 def _parse_float(dt: np.dtype, value: JSON) -> Any:
     if isinstance(value, str):
         if value in _FLOAT_WORDS:
-            return dt.type(_FLOAT_WORDS[value])
+            x = dt.type(_FLOAT_WORDS[value])
+            if not (np.isnan(x) if value == "NaN" else np.isinf(x)):
+                raise ValueError(f"{dt.name} has no {value}")
+            return x
         if _HEX.match(value):
             bits = int(value, 16)
             nbytes = dt.itemsize
             if len(value) - 2 != 2 * nbytes:
                 raise ValueError(f"hex fill value must have {2 * nbytes} hex digits")
+            width = SUB_BYTE_BITS.get(dt.name)
+            if width is not None and bits >> width:
+                raise ValueError(f"{dt.name} has {width} bits: expected 0x00 to 0x{(1 << width) - 1:02x}")
             raw = bits.to_bytes(nbytes, "big")
             return np.frombuffer(raw, dtype=dt.newbyteorder(">"))[0].astype(dt)
         raise ValueError('expected a number, "NaN", "Infinity", "-Infinity" or "0x..." hex')
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError("expected a JSON number or string")
-    return dt.type(value)
+    x = dt.type(value)
+    if np.isnan(x) and not math.isnan(value):
+        raise ValueError(f"{value} is not a {dt.name} value (it has no such number)")
+    return x
 
 
 def _parse_int(dt: np.dtype, value: JSON) -> Any:
@@ -204,13 +253,20 @@ def _fill_float(t: DataType, v: JSON) -> Any:
     return _parse_float(t.dtype, v)
 
 
+def _complex_part(t: DataType) -> np.dtype:
+    """The dtype of the real and imaginary parts of a complex type."""
+    return t.fields[0].data_type.dtype if t.fields else np.dtype(f"f{t.dtype.itemsize // 2}")
+
+
 def _fill_complex(t: DataType, v: JSON) -> Any:
     if not isinstance(v, (list, tuple)) or len(v) != 2:
         raise TypeError("expected [real, imaginary]")
-    part = np.dtype(f"f{t.dtype.itemsize // 2}")
+    part = _complex_part(t)
+    real, imag = _parse_float(part, v[0]), _parse_float(part, v[1])
+    if t.fields:
+        return np.array((real, imag), dtype=t.dtype)[()]
     out = np.zeros((), t.dtype)
-    out.real = _parse_float(part, v[0])
-    out.imag = _parse_float(part, v[1])
+    out.real, out.imag = real, imag
     return out[()]
 
 
@@ -327,9 +383,10 @@ def _w_float(t: DataType, v: Any) -> JSON:
 
 
 def _w_complex(t: DataType, v: Any) -> JSON:
-    part = np.dtype(f"f{t.dtype.itemsize // 2}")
-    c = np.asarray(v, dtype=t.dtype)[()]
-    return [float_to_json(c.real, part), float_to_json(c.imag, part)]
+    part = _complex_part(t)
+    c = np.asarray(v, dtype=t.dtype)
+    real, imag = (c["real"], c["imag"]) if t.fields else (c.real, c.imag)
+    return [float_to_json(real, part), float_to_json(imag, part)]
 
 
 def _w_raw(t: DataType, v: Any) -> JSON:
@@ -401,8 +458,8 @@ def _family_of(dt: np.dtype) -> str:
     return {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}[dt.kind]
 
 
-def _numeric(name: str) -> _V3Factory:
-    dt = np.dtype(_V3_NUMERIC[name])
+def _numeric(name: str, code: str) -> _V3Factory:
+    dt = np.dtype(code)
     data_type = DataType(name, dt, _family_of(dt))  # immutable: one instance serves every array
 
     def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
@@ -464,15 +521,40 @@ def _variable(name: str, family: str) -> _V3Factory:
     return make
 
 
+def _ml_dtype(part: str, name: str, loc: Loc) -> np.dtype:
+    """ml_dtypes' type ``part``, needed by data type ``name``."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise UnsupportedDataTypeError(
+            [Problem(loc, f"data type {name!r} needs the optional ml_dtypes package: pip install 'zarrdask[ml]'")]
+        ) from None
+    found = getattr(ml_dtypes, part, None)
+    if found is None:
+        raise UnsupportedDataTypeError([Problem(loc, f"data type {name!r} needs ml_dtypes >= 0.5 (installed: "
+                                                     f"{ml_dtypes.__version__}): pip install -U 'zarrdask[ml]'")])
+    return np.dtype(found)
+
+
 def _ml(name: str) -> _V3Factory:
     def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise UnsupportedDataTypeError(
-                [Problem(loc, f"unsupported data type {name!r}: install the optional 'ml_dtypes' package")]
-            ) from None
-        return DataType(name, np.dtype(getattr(ml_dtypes, name)), "ml")
+        return DataType(name, _ml_dtype(name, name, loc), "ml")
+
+    return make
+
+
+def _complex_pair(part: str) -> _V3Factory:
+    """``complex_<part>``: a structured ``(real, imag)`` pair of ``part`` values."""
+    name = f"complex_{part}"
+
+    def make(config: Mapping[str, Any] | None, loc: Loc) -> DataType:
+        if part in _V3_NUMERIC:
+            part_type = DataType(part, np.dtype(_V3_NUMERIC[part]), "float")
+        else:
+            part_type = DataType(part, _ml_dtype(part, name, loc), "ml")
+        pair = (StructField("real", part_type), StructField("imag", part_type))
+        return DataType(name, np.dtype([("real", part_type.dtype), ("imag", part_type.dtype)]), "complex",
+                        fields=pair)
 
     return make
 
@@ -513,10 +595,12 @@ def _struct(name: str) -> _V3Factory:
     return make
 
 
-for _name in _V3_NUMERIC:
-    register_data_type(_name, _numeric(_name))
+for _name, _code in {**_V3_NUMERIC, **_COMPLEX_ALIASES}.items():
+    register_data_type(_name, _numeric(_name, _code))
 for _name in _ML_DTYPES:
     register_data_type(_name, _ml(_name))
+for _name in _COMPLEX_PARTS:
+    register_data_type(f"complex_{_name}", _complex_pair(_name))
 register_data_type("fixed_length_utf32", _fixed_utf32)
 register_data_type("null_terminated_bytes", _null_terminated)
 register_data_type("raw_bytes", _raw_bytes)
@@ -524,6 +608,7 @@ register_data_type("numpy.datetime64", _time("datetime"))
 register_data_type("numpy.timedelta64", _time("timedelta"))
 register_data_type("string", _variable("string", "string"))
 register_data_type("variable_length_bytes", _variable("variable_length_bytes", "bytes"))
+register_data_type("bytes", _variable("bytes", "bytes"))
 register_data_type("struct", _struct("struct"))
 register_data_type("structured", _struct("structured"))
 _RAW = re.compile(r"^r(\d+)$")
@@ -604,6 +689,8 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
         raise UnsupportedDataTypeError([Problem(("data_type",), f"{dtype!r} is not a data type: {exc}")]) from None
     if dt.name in _ML_DTYPES:
         return parse_data_type_v3(dt.name)
+    if _is_complex_pair(dt):
+        return parse_data_type_v3(f"complex_{dt['real'].name}")
     if dt.kind in "biufc":
         return parse_data_type_v3(_NUMPY_TO_V3[dt.str[1:]])
     if dt.kind == "U":
@@ -626,6 +713,12 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
     if dt.kind == "T":  # numpy StringDType
         return parse_data_type_v3("string")
     raise UnsupportedDataTypeError(f"numpy dtype {dt!r} has no Zarr v3 data type")
+
+
+def _is_complex_pair(dt: np.dtype) -> bool:
+    """A packed ``(real, imag)`` structured dtype of a part numpy has no complex type of."""
+    return (dt.names == ("real", "imag") and dt["real"] == dt["imag"] and dt["real"].name in _COMPLEX_PARTS
+            and dt.itemsize == 2 * dt["real"].itemsize)
 
 
 # -- v2 ------------------------------------------------------------------------------

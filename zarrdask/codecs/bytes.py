@@ -2,6 +2,10 @@
 
 Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/bytes/index.html
 Names: ``bytes`` (alias ``endian``, its old name). Example: ``{"name": "bytes", "configuration": {"endian": "little"}}``.
+
+Structured types (``struct``, complex pairs such as ``complex_bfloat16``) swap field by field.
+Types narrower than a byte (``int4``, ``float4_e2m1fn``, ...) are one value per byte, the
+byte's upper bits ignored on reading (zarr-extensions).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import SUB_BYTE_BITS, DataType
 from ..errors import CorruptChunkError
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Loc
@@ -41,7 +46,7 @@ class BytesCodec(ArrayBytesCodec):
         if dt.kind == "O":
             raise config_error(loc, f"the bytes codec cannot store variable-length data type {spec.dtype.name!r}; "
                                     "use vlen-utf8 or vlen-bytes")
-        raw = dt.kind in "SV" and dt.type in (np.bytes_, np.void) and spec.dtype.family != "struct"
+        raw = dt.kind in "SV" and dt.type in (np.bytes_, np.void) and not spec.dtype.fields
         if self.endian is None and dt.itemsize > 1 and not raw:
             # the configuration is optional in practice; zarr-python defaults to little, and so
             # does the legacy ``structured`` data type
@@ -66,7 +71,7 @@ class BytesCodec(ArrayBytesCodec):
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         arr = np.ascontiguousarray(array, dtype=spec.dtype.dtype)
-        if spec.dtype.family == "struct":
+        if spec.dtype.fields:
             return arr.astype(self._stored(arr.dtype), copy=False).tobytes()
         if self._swap(arr.dtype):
             arr = self._byteswap(arr)
@@ -79,10 +84,20 @@ class BytesCodec(ArrayBytesCodec):
                 f"bytes codec: chunk of shape {spec.shape} and data type {spec.dtype.name} needs "
                 f"{spec.nbytes} bytes, found {len(data)} (truncated or corrupt chunk)"
             )
-        if spec.dtype.family == "struct":
+        mask = _value_mask(spec.dtype)
+        if mask is not None:  # one-byte values or pairs of them: no byte order
+            return (np.frombuffer(data, dtype=np.uint8) & np.uint8(mask)).view(dt).reshape(spec.shape)
+        if spec.dtype.fields:
             return np.frombuffer(data, dtype=self._stored(dt)).astype(dt, copy=False).reshape(spec.shape)
         arr = np.frombuffer(data, dtype=dt).reshape(spec.shape)
         return self._byteswap(arr) if self._swap(dt) else arr
 
     def encoded_size(self, spec: ChunkSpec) -> int | None:
         return spec.nbytes
+
+
+def _value_mask(dtype: DataType) -> int | None:
+    """The bits a sub-byte type (or a complex pair of them) reads from each byte, else None."""
+    name = dtype.fields[0].data_type.name if dtype.family == "complex" and dtype.fields else dtype.name
+    bits = SUB_BYTE_BITS.get(name) if name != "bool" else None
+    return None if bits is None else (1 << bits) - 1

@@ -9,7 +9,8 @@ Each component (the value; real and imaginary parts of complex numbers) contribu
 element ``i`` is bits ``[i*k, (i+1)*k)`` of the stream, and stream bit ``j`` is bit ``j % 8``
 of byte ``j // 8``. Decoding shifts the bits back to ``first_bit`` and sign-extends signed
 integers. Component sizes: ``bool`` 1 bit, ``int2``/``uint2`` 2, ``int4``/``uint4``/
-``float4_e2m1fn`` 4, ``float6_*`` 6, every other fixed-size number its size in bytes * 8.
+``float4_e2m1fn`` 4, ``float6_*`` 6, every other fixed-size number its size in bytes * 8;
+``complex_<part>`` two components of its part's size.
 The schema's spellings (``start_bit``/``end_bit``, ``start_byte``/``end_byte``) are read
 as the README's; the README's are written, as zarrs writes them.
 """
@@ -23,14 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType
+from ..dtypes import SUB_BYTE_BITS, DataType
 from ..errors import CorruptChunkError
 from ._config import check_keys, config_error
 from .base import ArrayBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
 
-_SUB_BYTE = {"bool": 1, "int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4,
-             "float6_e2m3fn": 6, "float6_e3m2fn": 6}
 _PADDING = {"none": "none", "first_byte": "first_byte", "last_byte": "last_byte",
             "start_byte": "first_byte", "end_byte": "last_byte"}
 _KEYS = {"padding_encoding", "first_bit", "last_bit", "start_bit", "end_bit"}
@@ -49,8 +48,11 @@ class Components:
 def components(dtype: DataType) -> Components | None:
     """The packing layout of ``dtype``, or None when packbits cannot store it."""
     dt = dtype.dtype
-    if dtype.name in _SUB_BYTE:
-        return Components(_SUB_BYTE[dtype.name], 1, dtype.name.startswith("int"), np.dtype("u1"))
+    if dtype.name in SUB_BYTE_BITS:
+        return Components(SUB_BYTE_BITS[dtype.name], 1, dtype.name.startswith("int"), np.dtype("u1"))
+    if dtype.family == "complex" and dtype.fields:  # complex_bfloat16, complex_float4_e2m1fn, ...
+        part = components(dtype.fields[0].data_type)
+        return None if part is None else Components(part.bits, 2, False, part.unsigned)
     if dtype.family in ("int", "uint", "float", "ml") and dt.itemsize in (1, 2, 4, 8):
         return Components(8 * dt.itemsize, 1, dtype.family == "int", np.dtype(f"u{dt.itemsize}"))
     if dtype.family == "complex":
