@@ -166,7 +166,7 @@ class DataType:
             return self.fill_from_json(value)
         if self.family in ("string", "bytes"):
             return value
-        if isinstance(value, str) and self.family in ("float", "complex"):
+        if isinstance(value, str) and self.family in ("float", "complex", "ml"):
             return self.fill_from_json(value)
         if isinstance(value, (list, tuple)) and self.family == "complex":  # [real, imag], JSON forms allowed
             return self.fill_from_json(list(value))
@@ -361,7 +361,9 @@ _FILL_PARSERS: dict[str, Callable[[DataType, JSON], Any]] = {
 def float_to_json(value: Any, dt: np.dtype) -> JSON:
     """A float as JSON: number, NaN/Infinity words, or hex when the NaN has a payload."""
     x = np.asarray(value, dtype=dt)[()]
-    if np.isnan(x):
+    with np.errstate(invalid="ignore"):  # (a signalling NaN of an ml_dtypes type warns)
+        nan = np.isnan(x)
+    if nan:
         canonical = np.asarray(np.nan, dtype=dt).astype(dt.newbyteorder(">")).tobytes()
         raw = np.asarray(x).astype(dt.newbyteorder(">")).tobytes()
         return "NaN" if raw == canonical else "0x" + raw.hex()
