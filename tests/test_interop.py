@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::RuntimeWarning")
 
 ZD, ZP, TS = "zarrdask", "zarr-python", "tensorstore"
-ML_NAMES = ("bfloat16", "int4", "float8_e4m3fn", "float8_e5m2")
+ML_NAMES = ("bfloat16", "int4", "float8_e4m3fn", "float8_e5m2", "float8_e3m4", "float8_e8m0fnu", "float4_e2m1fn")
 DIRECTIONS = [(ZD, ZP), (ZD, TS), (ZP, ZD), (TS, ZD)]
 
 
@@ -54,7 +54,10 @@ def make_data(dtype: Any, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     if dtype == "variable_length_bytes":
         return np.array([bytes(rng.integers(0, 256, i % 9, dtype=np.uint8)) for i in range(n)], dtype=object).reshape(shape)
     dt = np.dtype(dtype)
-    if ml_dtypes is not None and dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if ml_dtypes is not None and dt.name == "float8_e8m0fnu":  # powers of two only
+        return (2.0 ** rng.integers(-127, 128, n)).astype(dt).reshape(shape)
+    if ml_dtypes is not None and dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e3m4",
+                                             "float4_e2m1fn"):
         return (rng.standard_normal(n) * 4).astype(dt).reshape(shape)
     if ml_dtypes is not None and dt.name == "int4":
         return rng.integers(-8, 8, n).astype(dt).reshape(shape)
@@ -520,6 +523,9 @@ if ml_dtypes is not None:
         "int4": Spec("int4", (21,), (8,), [{"name": "bytes"}], fill=0),
         "float8_e4m3fn": Spec("float8_e4m3fn", (5, 9), (2, 4), [{"name": "bytes"}, _zstd(1)], fill=0.0),
         "float8_e5m2": Spec("float8_e5m2", (33,), (10,), [{"name": "bytes"}], fill=0.0),
+        "float8_e3m4": Spec("float8_e3m4", (7, 5), (3, 4), [_bytes("big")], fill=-1.5),
+        "float8_e8m0fnu": Spec("float8_e8m0fnu", (19,), (6,), [{"name": "bytes"}, _zstd(1)], fill=1.0),
+        "float4_e2m1fn": Spec("float4_e2m1fn", (4, 11), (3, 3), [{"name": "bytes"}], fill=-6.0),
     }
 
 
