@@ -170,12 +170,13 @@ class DataType:
             return self.fill_from_json(value)
         if isinstance(value, (list, tuple)) and self.family == "complex":  # [real, imag], JSON forms allowed
             return self.fill_from_json(list(value))
-        if self.family == "complex" and self.fields and not isinstance(value, np.void):
+        if self.family == "complex" and self.fields and not isinstance(value, (np.void, np.ndarray)):
             try:
-                value = (complex(value).real, complex(value).imag)
+                c = complex(value)
             except (ValueError, TypeError) as exc:
                 raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
                     from None
+            value = (c.real, c.imag)
         if self.family == "struct" and isinstance(value, Mapping):
             missing = [f.name for f in self.fields if f.name not in value]
             if missing:
