@@ -219,9 +219,12 @@ def _parse_float(dt: np.dtype, value: JSON) -> Any:
         raise ValueError('expected a number, "NaN", "Infinity", "-Infinity" or "0x..." hex')
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError("expected a JSON number or string")
-    x = dt.type(value)
+    with np.errstate(over="ignore"):
+        x = dt.type(value)
     if np.isnan(x) and not math.isnan(value):
         raise ValueError(f"{value} is not a {dt.name} value (it has no such number)")
+    if math.isfinite(value) and not math.isfinite(float(x)):
+        raise OverflowError(f"{value} is outside the range of {dt}")
     return x
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "CodecError",
     "CorruptChunkError",
     "ChecksumError",
+    "TooLargeError",
     "InvalidKeyError",
     "StoreError",
     "ReadOnlyError",
@@ -135,6 +136,11 @@ class CorruptChunkError(CodecError):
 
 class ChecksumError(CorruptChunkError):
     """A stored checksum (crc32c) does not match its payload."""
+
+
+class TooLargeError(ZarrdaskError, MemoryError):
+    """A read result or a chunk (as the metadata sizes it) that cannot be allocated in memory;
+    the message names the size. Also a ``MemoryError``."""
 
 
 class InvalidKeyError(ZarrdaskError, ValueError):

@@ -117,7 +117,11 @@ class BytesBytesCodec(Codec):
     def encode(self, data: bytes | memoryview) -> bytes: ...
 
     @abstractmethod
-    def decode(self, data: bytes | memoryview) -> bytes | memoryview: ...
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+        """Undo the codec. ``expected`` is the exact decoded size when the metadata fixes it
+        (None after a variable-size serializer): a codec whose format claims a decoded size
+        (a header) or can inflate (a compressor) must not allocate beyond it; the pipeline
+        checks the decoded size against it."""
 
     def encoded_size(self, size: int) -> int | None:
         """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from numcodecs import blosc as _blosc
 
-from ..errors import CorruptChunkError
+from . import decompress
 from ._config import check_keys, config_error, get_choice, get_int
 from .base import BytesBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
@@ -61,8 +61,5 @@ class BloscCodec(BytesBytesCodec):
         return _blosc.compress(data, self.cname.encode(), self.clevel, SHUFFLES[self.shuffle], self.blocksize,
                                typesize=self.typesize or 1)
 
-    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
-        try:
-            return _blosc.decompress(data)
-        except (RuntimeError, ValueError) as exc:
-            raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+        return decompress.blosc(data, expected)

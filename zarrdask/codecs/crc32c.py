@@ -32,7 +32,7 @@ class Crc32cCodec(BytesBytesCodec):
     def encode(self, data: bytes | memoryview) -> bytes:
         return bytes(data) + crc32c(data).to_bytes(4, "little")
 
-    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
         if len(data) < 4:
             raise CorruptChunkError(f"crc32c: {len(data)} bytes is too short to hold a checksum (truncated)")
         view = memoryview(data)

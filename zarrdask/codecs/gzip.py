@@ -1,4 +1,5 @@
-"""``gzip`` (bytes -> bytes): gzip-format compression (numcodecs, C zlib).
+"""``gzip`` (bytes -> bytes): gzip-format compression (numcodecs, C zlib; decoded by
+``decompress.gzip``, held to the chunk's size).
 
 Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/gzip/index.html
 Example: ``{"name": "gzip", "configuration": {"level": 5}}`` (level 0..9).
@@ -11,7 +12,7 @@ from typing import Any
 
 from numcodecs import GZip
 
-from ..errors import CorruptChunkError
+from . import decompress
 from ._config import check_keys, get_int
 from .base import BytesBytesCodec, Loc
 from .registry import register_codec
@@ -36,8 +37,5 @@ class GzipCodec(BytesBytesCodec):
     def encode(self, data: bytes | memoryview) -> bytes:
         return bytes(self._impl.encode(data))
 
-    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
-        try:
-            return self._impl.decode(data)
-        except Exception as exc:  # zlib.error / OSError / EOFError from a corrupt stream
-            raise CorruptChunkError(f"gzip: cannot decompress ({exc})") from exc
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+        return decompress.gzip(data, expected)

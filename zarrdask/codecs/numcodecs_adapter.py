@@ -18,6 +18,7 @@ import numpy as np
 
 from ..dtypes import data_type_from_numpy
 from ..errors import CodecError, CorruptChunkError
+from . import decompress
 from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
 
@@ -82,7 +83,13 @@ class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
     def encode(self, data: bytes | memoryview) -> bytes:
         return bytes(self.impl.encode(data))
 
-    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
+    def __init__(self, configuration: Mapping[str, Any], impl: Any) -> None:
+        super().__init__(configuration, impl)
+        self._bounded = decompress.for_numcodecs(impl)
+
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+        if self._bounded is not None:
+            return self._bounded(data, expected)
         try:
             return self.impl.decode(data)
         except Exception as exc:  # each numcodecs backend raises its own type

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
+from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.extension import NamedConfig
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc
 from .registry import get_codec_class, registered_codecs
@@ -82,6 +82,11 @@ class CodecPipeline:
         self.bytes_bytes = tuple(bytes_bytes)
         self._aa_specs = tuple(specs[: len(array_array)])
         self.bytes_spec = current
+        # the exact size each bytes->bytes codec decodes to, where the chain fixes it
+        sizes = [array_bytes.encoded_size(current)]
+        for codec in bytes_bytes[:-1]:
+            sizes.append(None if sizes[-1] is None else codec.encoded_size(sizes[-1]))
+        self._decoded_sizes = tuple(sizes[: len(bytes_bytes)])
 
     @property
     def axis_permutation(self) -> tuple[int, ...] | None:
@@ -109,17 +114,19 @@ class CodecPipeline:
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
         """Decode one stored chunk to an array of ``spec.shape`` (may be read-only)."""
-        for codec in reversed(self.bytes_bytes):
-            data = codec.decode(data)
-        array = self.array_bytes.decode(data, self.bytes_spec)
+        array = self.array_bytes.decode(self.decode_bytes_stage(data), self.bytes_spec)
         for codec, spec in zip(reversed(self.array_array), reversed(self._aa_specs)):
             array = codec.decode(array, spec)
         return array
 
     def decode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
-        """Undo only the bytes->bytes codecs (used by sharding to reach the shard layout)."""
-        for codec in reversed(self.bytes_bytes):
-            data = codec.decode(data)
+        """Undo the bytes->bytes codecs, each held to the size the chain fixes (the one
+        size check every bytes->bytes codec goes through; see ``decompress.py``)."""
+        for codec, size in zip(reversed(self.bytes_bytes), reversed(self._decoded_sizes)):
+            data = codec.decode(data, size)
+            if size is not None and memoryview(data).nbytes != size:
+                raise CorruptChunkError(f"{codec.name}: decoded to {memoryview(data).nbytes} bytes, "
+                                        f"expected {size} (corrupt chunk)")
         return data
 
     def encode(self, array: np.ndarray) -> bytes:

@@ -18,9 +18,12 @@ import numpy as np
 from ..dtypes import stored_dtype_v2
 from ..errors import CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
+from . import decompress
+from .vlen import check_item_count
 
 __all__ = ["V2Pipeline"]
 
+_VLEN_IDS = ("vlen-utf8", "vlen-bytes", "vlen-array")
 _REFUSED = {"pickle": "the pickle object codec would execute code from the store; it is refused"}
 
 
@@ -49,16 +52,26 @@ class V2Pipeline:
         self.is_object = self.dtype.kind == "O"
         if self.is_object and not self.filters:
             raise MetadataError([Problem(("filters",), "an object (|O) array needs an object codec filter, e.g. vlen-utf8")])
+        self._decompress = decompress.for_numcodecs(self.compressor) if self.compressor is not None else None
+        # what the compressor decodes to, when fixed: the chunk's bytes (filters may change the size)
+        n = math.prod(self.shape)
+        self._compressed_size = None if self.filters or self.is_object else n * self.stored.itemsize
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
+        n = math.prod(self.shape)
         try:
-            if self.compressor is not None:
+            if self._decompress is not None:
+                data = self._decompress(data, self._compressed_size)
+            elif self.compressor is not None:
                 data = self.compressor.decode(data)
             for f in reversed(self.filters):
+                if f.codec_id in _VLEN_IDS:
+                    check_item_count(f.codec_id, data, n)
                 data = f.decode(data)
+        except CorruptChunkError as exc:
+            raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
         except Exception as exc:  # numcodecs backends raise assorted types on corrupt input
             raise CorruptChunkError(f"v2 chunk cannot be decoded: {exc}") from exc
-        n = math.prod(self.shape)
         if self.is_object:
             flat = np.asarray(data, dtype=object).reshape(-1)
         else:

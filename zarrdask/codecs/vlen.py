@@ -7,6 +7,7 @@ Examples: ``{"name": "vlen-utf8"}``, ``{"name": "vlen-bytes"}``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,14 +42,24 @@ class _VLenCodec(ArrayBytesCodec):
         return bytes(self._impl.encode(flat))
 
     def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+        n = math.prod(spec.shape)
+        check_item_count(self.name, data, n)
         try:
             flat = self._impl.decode(data)
         except (ValueError, RuntimeError) as exc:
             raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
-        n = int(np.prod(spec.shape, dtype=np.int64))
-        if flat.size != n:
-            raise CorruptChunkError(f"{self.name}: chunk holds {flat.size} items, expected {n}")
         return flat.reshape(spec.shape)
+
+
+def check_item_count(name: str, data: bytes | memoryview, n: int) -> None:
+    """The numcodecs vlen layout starts with its item count (little-endian uint32), which
+    numcodecs allocates before reading the items: it must be the chunk's ``n`` items."""
+    view = memoryview(data).cast("B")
+    if view.nbytes < 4:
+        raise CorruptChunkError(f"{name}: {view.nbytes} bytes cannot hold the 4-byte item count (truncated)")
+    count = int.from_bytes(view[:4], "little")
+    if count != n:
+        raise CorruptChunkError(f"{name}: chunk holds {count} items, expected {n}")
 
 
 @register_codec

@@ -6,7 +6,8 @@ Example: ``{"name": "zstd", "configuration": {"level": 1, "checksum": false}}``
 
 ``zstandard`` rather than numcodecs' Zstd: it releases the GIL and decodes small chunks
 faster (figures in benchmarks/README.md), and a sharded read is thousands of such calls.
-(De)compressor objects are not thread-safe, so each thread keeps its own.
+(De)compressor objects are not thread-safe, so each thread keeps its own; decoding is
+``decompress.zstd``, held to the chunk's size.
 """
 
 from __future__ import annotations
@@ -17,19 +18,12 @@ from typing import Any
 
 import zstandard
 
-from ..errors import CorruptChunkError
+from . import decompress
 from ._config import check_keys, config_error, get_int
 from .base import BytesBytesCodec, Loc
 from .registry import register_codec
 
 _local = threading.local()
-
-
-def _decompressor() -> zstandard.ZstdDecompressor:
-    d = getattr(_local, "decompressor", None)
-    if d is None:
-        d = _local.decompressor = zstandard.ZstdDecompressor()
-    return d
 
 
 @register_codec
@@ -65,13 +59,5 @@ class ZstdCodec(BytesBytesCodec):
     def encode(self, data: bytes | memoryview) -> bytes:
         return self._compressor().compress(data)
 
-    def decode(self, data: bytes | memoryview) -> bytes | memoryview:
-        try:
-            return _decompressor().decompress(data)
-        except zstandard.ZstdError as exc:
-            if "content size" not in str(exc):
-                raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
-        try:  # a frame written without its content size: stream it
-            return _decompressor().decompressobj().decompress(data)
-        except zstandard.ZstdError as exc:
-            raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+        return decompress.zstd(data, expected)

@@ -18,13 +18,16 @@ import ctypes
 import errno
 import math
 import mmap
+import os
 import sys
 import threading
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["FRESH_PAGES_BYTES", "output_array"]
+from ..errors import TooLargeError
+
+__all__ = ["FRESH_PAGES_BYTES", "MEMORY_BYTES", "format_bytes", "output_array"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
 FRESH_PAGES_BYTES = 32 << 20
@@ -47,12 +50,32 @@ def _madvise() -> Callable[[int, int, int], int] | None:
 _MADVISE = _madvise()
 
 
+def _physical_memory() -> int:
+    """This machine's physical memory in bytes (``sys.maxsize`` where it cannot be asked)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return sys.maxsize
+
+
+#: a result larger than physical memory is refused before anything is allocated
+MEMORY_BYTES = _physical_memory()
+
+
 def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An uninitialised array for a read's result (see the module docstring)."""
+    """An uninitialised array for a read's result (see the module docstring); a
+    TooLargeError naming the size when it cannot fit in memory."""
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < FRESH_PAGES_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
-        return np.empty(shape, dtype=dtype)
-    buffer = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if nbytes > MEMORY_BYTES:
+        raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, more than this "
+                            f"machine's memory ({format_bytes(MEMORY_BYTES)}); read a smaller selection")
+    try:
+        if nbytes < FRESH_PAGES_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
+            return np.empty(shape, dtype=dtype)
+        buffer = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (MemoryError, OverflowError, OSError) as exc:
+        raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, "
+                            f"which cannot be allocated: {exc}") from None
     array = np.frombuffer(buffer, dtype=dtype).reshape(shape)
     if _MADVISE is not None:
         threading.Thread(target=prefault, args=(array,), name="zarrdask-prefault", daemon=True).start()
@@ -71,3 +94,11 @@ def prefault(array: np.ndarray) -> None:
             if ctypes.get_errno() == errno.EINVAL:  # a kernel without MADV_POPULATE_WRITE
                 _MADVISE = None
             return
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes for a message: exact, with a binary-unit figure when large."""
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n} bytes ({n / (1 << shift):.1f} {unit})"
+    return f"{n} bytes"

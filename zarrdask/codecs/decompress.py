@@ -1,0 +1,152 @@
+"""Decompression held to the size the metadata implies: the one place that knows each
+format's size claims.
+
+A compressed chunk is untrusted input. Formats that carry the decoded size in a header
+(zstd frames, blosc and lz4 headers, the vlen item count) would otherwise allocate
+whatever the header claims before finding out the data is not there, and streaming
+formats (gzip, zlib, bz2, lzma) would inflate a "bomb" to any size. Every function here
+takes ``expected``, the exact decoded size when the metadata fixes it (a chunk of a
+fixed-size data type), and rejects a larger claim before allocating, or stops inflating
+one byte past it. ``expected=None`` (after a variable-length serializer) only avoids
+trusting header claims where the format allows: zstd then streams, so memory follows
+the real data.
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import threading
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import zstandard
+from numcodecs import blosc as _blosc
+
+from ..errors import CorruptChunkError
+
+__all__ = ["blosc", "for_numcodecs", "gzip", "zstd"]
+
+Data = bytes | bytearray | memoryview
+
+_local = threading.local()
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    d = getattr(_local, "zstd", None)
+    if d is None:
+        d = _local.zstd = zstandard.ZstdDecompressor()
+    return d
+
+
+def _claim(name: str, claimed: int, expected: int | None) -> None:
+    if expected is not None and claimed != expected:
+        raise CorruptChunkError(f"{name}: the data claims to decode to {claimed} bytes, the chunk has {expected}")
+
+
+def zstd(data: Data, expected: int | None) -> Data:
+    """One zstd frame; its content size (when written) must be ``expected``."""
+    try:
+        claimed = zstandard.frame_content_size(data)
+        if claimed >= 0:
+            _claim("zstd", claimed, expected)
+        if expected is not None:  # allocates the claimed (= expected) size, or at most expected
+            return _zstd_decompressor().decompress(data, max_output_size=expected)
+        return _zstd_decompressor().decompressobj().decompress(data)  # grows with the real output
+    except zstandard.ZstdError as exc:
+        raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
+
+
+def _inflate(name: str, make: Callable[[], Any], data: Data, expected: int | None, *, multi: bool,
+             unlimited: int) -> bytes:
+    """Run a streaming decompressor (zlib / bz2 / lzma objects) over ``data``, asking for at
+    most one byte past ``expected``; ``multi``: concatenated streams (gzip members) are
+    joined; ``unlimited``: the object's "no limit" value for ``max_length``."""
+    parts: list[bytes] = []
+    total = 0
+    rest = memoryview(data)
+    while True:
+        d = make()
+        try:
+            out = d.decompress(rest, unlimited if expected is None else max(expected + 1 - total, 1))
+        except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+            raise CorruptChunkError(f"{name}: cannot decompress ({exc})") from exc
+        parts.append(out)
+        total += len(out)
+        if expected is not None and total > expected:
+            raise CorruptChunkError(f"{name}: the data decodes to more than the chunk's {expected} bytes")
+        if not d.eof:
+            raise CorruptChunkError(f"{name}: cannot decompress (truncated or corrupt stream)")
+        if not d.unused_data:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        if not multi:
+            raise CorruptChunkError(f"{name}: {len(d.unused_data)} bytes of trailing data after the stream")
+        rest = memoryview(d.unused_data)
+
+
+def gzip(data: Data, expected: int | None) -> bytes:
+    """gzip members (as numcodecs' GZip writes them), inflated to at most ``expected``."""
+    return _inflate("gzip", lambda: zlib.decompressobj(31), data, expected, multi=True, unlimited=0)
+
+
+def zlib_(data: Data, expected: int | None) -> bytes:
+    """A zlib stream, inflated to at most ``expected``."""
+    return _inflate("zlib", zlib.decompressobj, data, expected, multi=False, unlimited=0)
+
+
+def bz2_(data: Data, expected: int | None) -> bytes:
+    return _inflate("bz2", bz2.BZ2Decompressor, data, expected, multi=True, unlimited=-1)
+
+
+def _lzma(format: int, filters: Any) -> Callable[[Data, int | None], bytes]:
+    def decompress(data: Data, expected: int | None) -> bytes:
+        return _inflate("lzma", lambda: lzma.LZMADecompressor(format=format, filters=filters), data, expected,
+                        multi=False, unlimited=-1)
+
+    return decompress
+
+
+def blosc(data: Data, expected: int | None) -> Data:
+    """A blosc buffer: its header's sizes must match the buffer and ``expected`` first."""
+    if len(data) < 16:
+        raise CorruptChunkError(f"blosc: {len(data)} bytes cannot hold a 16-byte blosc header (truncated)")
+    header = memoryview(data)[:16]  # version, versionlz, flags, typesize, then uint32 LE nbytes, blocksize, cbytes
+    nbytes, cbytes = int.from_bytes(header[4:8], "little"), int.from_bytes(header[12:16], "little")
+    if not 16 <= cbytes <= len(data):  # (some writers, z5py, leave bytes after the buffer)
+        raise CorruptChunkError(f"blosc: the header says {cbytes} compressed bytes, the chunk has {len(data)}")
+    _claim("blosc", nbytes, expected)
+    try:
+        return _blosc.decompress(data)
+    except (RuntimeError, ValueError) as exc:
+        raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+
+
+def lz4(data: Data, expected: int | None) -> Data:
+    """numcodecs' LZ4 layout: a little-endian int32 decoded size, then an LZ4 block."""
+    from numcodecs import LZ4
+
+    if len(data) < 4:
+        raise CorruptChunkError(f"lz4: {len(data)} bytes cannot hold the 4-byte size header (truncated)")
+    claimed = int.from_bytes(bytes(data[:4]), "little", signed=True)
+    if claimed < 0:
+        raise CorruptChunkError(f"lz4: the header claims a negative size ({claimed})")
+    _claim("lz4", claimed, expected)
+    try:
+        return LZ4().decode(data)
+    except (RuntimeError, ValueError) as exc:
+        raise CorruptChunkError(f"lz4: cannot decompress ({exc})") from exc
+
+
+def for_numcodecs(impl: Any) -> Callable[[Data, int | None], Data] | None:
+    """The bounded decompressor for a numcodecs compressor object, or None for a codec
+    whose output size cannot be claimed (checksums, shuffles: the caller checks the size)."""
+    codec_id = getattr(impl, "codec_id", None)
+    if codec_id == "lzma":
+        return _lzma(impl.format, impl.filters)
+    return _BY_ID.get(codec_id)
+
+
+_BY_ID: dict[str, Callable[[Data, int | None], Data]] = {
+    "zstd": zstd, "gzip": gzip, "zlib": zlib_, "bz2": bz2_, "blosc": blosc, "lz4": lz4,
+}
