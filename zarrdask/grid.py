@@ -33,6 +33,7 @@ __all__ = [
     "cut_at_lines",
     "edges",
     "chunk_of",
+    "check_shape",
     "chunk_slices",
     "grid_shape",
     "stored_shape",
@@ -262,7 +263,7 @@ def all_chunk_coords(axes: Sequence[AxisGrid]) -> Iterator[tuple[int, ...]]:
 def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], allow_zero: bool = False) -> bool:
     if type(value) is list and len(value) == n:  # the common, valid case, checked cheaply
         for v in value:
-            if type(v) is not int or v < 1:
+            if type(v) is not int or not 1 <= v <= MAX_EXTENT:
                 break
         else:
             return True
@@ -274,10 +275,27 @@ def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], al
         problems.append(Problem(loc, f"expected {n} entries (one per dimension), got {len(value)}"))
         return False
     low = 0 if allow_zero else 1
-    if any(v < low for v in value):
-        problems.append(Problem(loc, f"expected integers >= {low}, got {list(value)}"))
+    if any(not low <= v <= MAX_EXTENT for v in value):
+        problems.append(Problem(loc, f"expected integers from {low} to 2**63 - 1, got {list(value)}"))
         return False
     return True
+
+
+#: the largest extent (and chunk length) numpy can index: shapes are checked against it
+MAX_EXTENT = 2**63 - 1
+#: numpy's most dimensions
+MAX_NDIM = 64
+
+
+def check_shape(value: Any, loc: Loc, problems: list[Problem]) -> tuple[int, ...] | None:
+    """An array's shape: at most ``MAX_NDIM`` integers in ``[0, MAX_EXTENT]``, else a problem."""
+    if not isinstance(value, list) or not all(type(v) is int and 0 <= v <= MAX_EXTENT for v in value):
+        problems.append(Problem(loc, f"expected a list of integers from 0 to 2**63 - 1, got {value!r}"))
+        return None
+    if len(value) > MAX_NDIM:
+        problems.append(Problem(loc, f"expected at most {MAX_NDIM} dimensions, got {len(value)}"))
+        return None
+    return tuple(value)
 
 
 def _regular(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Problem]) -> RegularChunkGrid | None:
@@ -371,7 +389,7 @@ def _rectilinear(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[
 
 
 def _positive(value: Any) -> bool:
-    return type(value) is int and value >= 1
+    return type(value) is int and 1 <= value <= MAX_EXTENT
 
 
 _GRIDS: dict[str, Callable[..., Any]] = {"regular": _regular, "rectilinear": _rectilinear}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import sys
 import threading
 import zlib
 from collections.abc import Callable
@@ -46,16 +47,32 @@ def _claim(name: str, claimed: int, expected: int | None) -> None:
 
 
 def zstd(data: Data, expected: int | None) -> Data:
-    """One zstd frame; its content size (when written) must be ``expected``."""
+    """One zstd frame; its content size, when the frame has one, must be ``expected``."""
     try:
         claimed = zstandard.frame_content_size(data)
         if claimed >= 0:
             _claim("zstd", claimed, expected)
-        if expected is not None:  # allocates the claimed (= expected) size, or at most expected
-            return _zstd_decompressor().decompress(data, max_output_size=expected)
-        return _zstd_decompressor().decompressobj().decompress(data)  # grows with the real output
+            return _zstd_decompressor().decompress(data)  # allocates the claimed (= expected) size
+        return _zstd_stream(data, expected)
     except zstandard.ZstdError as exc:
         raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
+
+
+def _zstd_stream(data: Data, expected: int | None) -> bytes:
+    """A frame without its content size, streamed in steps: memory follows the real
+    output, and stops one step past ``expected``."""
+    reader = _zstd_decompressor().stream_reader(data, read_across_frames=False)
+    parts: list[bytes] = []
+    total = 0
+    while piece := reader.read(_STEP):
+        parts.append(piece)
+        total += len(piece)
+        if expected is not None and total > expected:
+            raise CorruptChunkError(f"zstd: the data decodes to more than the chunk's {expected} bytes")
+    return b"".join(parts)
+
+
+_STEP = 1 << 20
 
 
 def _inflate(name: str, make: Callable[[], Any], data: Data, expected: int | None, *, multi: bool,
@@ -69,7 +86,7 @@ def _inflate(name: str, make: Callable[[], Any], data: Data, expected: int | Non
     while True:
         d = make()
         try:
-            out = d.decompress(rest, unlimited if expected is None else max(expected + 1 - total, 1))
+            out = d.decompress(rest, unlimited if expected is None else min(expected + 1 - total, sys.maxsize))
         except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
             raise CorruptChunkError(f"{name}: cannot decompress ({exc})") from exc
         parts.append(out)

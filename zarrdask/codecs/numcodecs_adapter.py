@@ -65,7 +65,7 @@ class NumcodecsArrayArray(_NumcodecsMixin, ArrayArrayCodec):
         return ChunkSpec(spec.shape, dt, dt.default_fill())
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        out = np.asarray(self.impl.encode(np.ascontiguousarray(array)))
+        out = np.asarray(_encode(self, np.ascontiguousarray(array)))
         target = self.resolve(spec)
         return out.astype(target.dtype.dtype, copy=False).reshape(target.shape)
 
@@ -77,11 +77,22 @@ class NumcodecsArrayArray(_NumcodecsMixin, ArrayArrayCodec):
         return out.astype(spec.dtype.dtype, copy=False).reshape(spec.shape)
 
 
+def _encode(codec: _NumcodecsMixin, data: Any) -> Any:
+    """``codec.impl.encode(data)``; a configuration numcodecs accepted but cannot encode
+    with (a string level, a huge one) is a CodecError."""
+    try:
+        return codec.impl.encode(data)
+    except MemoryError:
+        raise
+    except Exception as exc:  # each numcodecs backend raises its own type
+        raise CodecError(f"{codec.name} {codec.configuration}: cannot encode ({exc})") from exc
+
+
 class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
     """A numcodecs compressor or checksum applied to a chunk's bytes."""
 
     def encode(self, data: bytes | memoryview) -> bytes:
-        return bytes(self.impl.encode(data))
+        return bytes(_encode(self, data))
 
     def __init__(self, configuration: Mapping[str, Any], impl: Any) -> None:
         super().__init__(configuration, impl)
@@ -92,6 +103,8 @@ class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
             return self._bounded(data, expected)
         try:
             return self.impl.decode(data)
+        except MemoryError:
+            raise
         except Exception as exc:  # each numcodecs backend raises its own type
             raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
 

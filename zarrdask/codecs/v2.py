@@ -16,7 +16,7 @@ import numcodecs
 import numpy as np
 
 from ..dtypes import stored_dtype_v2
-from ..errors import CorruptChunkError, MetadataError, Problem, UnknownExtensionError
+from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
 from . import decompress
 from .vlen import check_item_count
@@ -70,6 +70,8 @@ class V2Pipeline:
                 data = f.decode(data)
         except CorruptChunkError as exc:
             raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
+        except MemoryError:
+            raise
         except Exception as exc:  # numcodecs backends raise assorted types on corrupt input
             raise CorruptChunkError(f"v2 chunk cannot be decoded: {exc}") from exc
         if self.is_object:
@@ -89,10 +91,15 @@ class V2Pipeline:
 
     def encode(self, array: np.ndarray) -> bytes:
         data: Any = np.asarray(array, dtype=self.stored if not self.is_object else object).ravel(order=self.order)
-        for f in self.filters:
-            data = f.encode(data)
-        if self.compressor is not None:
-            data = self.compressor.encode(data)
+        try:
+            for f in self.filters:
+                data = f.encode(data)
+            if self.compressor is not None:
+                data = self.compressor.encode(data)
+        except MemoryError:
+            raise
+        except Exception as exc:  # a configuration numcodecs accepted but cannot encode with
+            raise CodecError(f"v2 chunk cannot be encoded with {self.to_json()}: {exc}") from exc
         return bytes(numcodecs.compat.ensure_bytes(data)) if not isinstance(data, bytes) else data
 
     def to_json(self) -> dict[str, Any]:

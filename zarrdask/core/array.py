@@ -23,15 +23,16 @@ from ..errors import (
     ReadOnlyError,
     SelectionError,
     ShapeMismatchError,
+    TooLargeError,
     UnknownExtensionError,
 )
-from ..grid import AxisGrid, all_chunk_coords, stored_shape
+from ..grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
 from .node import Node
-from .output import output_array
+from .output import format_bytes, output_array
 from ..tools.describe import NodeInfo, array_info
 from ..tools.html import array_html
 from ..tools.stats import StorageStatistics, storage_statistics, stored_unit_keys
@@ -134,6 +135,10 @@ class Array(Node):
             # (every unit of a regular grid is stored with one shape; a rectilinear grid's
             # units each with their own, so each shape gets its pipeline, built on first use)
             spec = ChunkSpec(stored_shape(grid, (0,) * len(grid)), meta.data_type, meta.fill_value)
+            if spec.nbytes > MAX_EXTENT:
+                raise MetadataError([Problem(("chunk_grid" if meta.zarr_format == 3 else "chunks",),
+                                             f"a chunk of shape {spec.shape} ({spec.nbytes} bytes) is larger "
+                                             "than memory can address")])
             if meta.zarr_format == 3:
                 pipelines = _shape_pipelines(meta, key)
             else:
@@ -263,7 +268,10 @@ class Array(Node):
     # -- reads ---------------------------------------------------------------------------
     def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any:
         out = output_array(selection.shape, self.dtype)
-        self._source.read(selection, out)
+        try:
+            self._source.read(selection, out)
+        except MemoryError as exc:
+            raise self._too_large(exc) from None
         out = out.reshape(out_shape)
         return out[()] if out_shape == () else out
 
@@ -304,7 +312,18 @@ class Array(Node):
                         f"cannot write values of shape {values.shape} into a selection of shape {target_shape}"
                     ) from None
                 values = values.reshape(target_shape)
-        self._source.write(selection, values)
+        try:
+            self._source.write(selection, values)
+        except MemoryError as exc:
+            raise self._too_large(exc) from None
+
+    def _too_large(self, exc: MemoryError) -> TooLargeError:
+        """A chunk the metadata sizes beyond what this machine can allocate."""
+        if isinstance(exc, TooLargeError):
+            return exc
+        unit = self._source.spec
+        return TooLargeError(f"array {self.name!r}: a stored chunk of shape {unit.shape} ({format_bytes(unit.nbytes)}, "
+                             f"as the metadata sizes it) cannot be allocated: {exc or 'out of memory'}")
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         if _is_fancy(selection):

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
 from ..errors import MetadataError, Problem
-from ..grid import RegularChunkGrid, V2KeyEncoding, raise_problems
+from ..grid import MAX_EXTENT, RegularChunkGrid, V2KeyEncoding, check_shape, raise_problems
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2"]
 
@@ -91,13 +91,10 @@ class ArrayMetadataV2:
         for name in ("shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters"):
             if name not in doc:
                 problems.append(Problem((name,), f"required field {name!r} is missing"))
-        shape = doc.get("shape")
-        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-            problems.append(Problem(("shape",), f"expected a list of non-negative integers, got {shape!r}"))
-            shape = None
+        shape = check_shape(doc.get("shape"), ("shape",), problems)
         chunks = doc.get("chunks")
-        if not isinstance(chunks, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in chunks):
-            problems.append(Problem(("chunks",), f"expected a list of positive integers, got {chunks!r}"))
+        if not isinstance(chunks, list) or not all(type(c) is int and 0 < c <= MAX_EXTENT for c in chunks):
+            problems.append(Problem(("chunks",), f"expected a list of integers from 1 to 2**63 - 1, got {chunks!r}"))
             chunks = None
         elif shape is not None and len(chunks) != len(shape):
             problems.append(Problem(("chunks",), f"expected {len(shape)} entries, got {len(chunks)}"))

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
-from ..grid import parse_chunk_grid, parse_chunk_key_encoding, raise_problems
+from ..grid import check_shape, parse_chunk_grid, parse_chunk_key_encoding, raise_problems
 from .extension import NamedConfig, parse_named_config
 
 __all__ = ["ArrayMetadataV3", "GroupMetadataV3", "parse_json_document", "parse_v3"]
@@ -113,7 +113,7 @@ class ArrayMetadataV3:
         for name in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs"):
             if name not in doc:
                 problems.append(Problem((name,), f"required field {name!r} is missing"))
-        shape = _parse_shape(doc.get("shape"), problems)
+        shape = check_shape(doc["shape"], ("shape",), problems) if "shape" in doc else None
         data_type = None
         if "data_type" in doc:
             try:
@@ -127,7 +127,7 @@ class ArrayMetadataV3:
         if "chunk_key_encoding" in doc:
             named = parse_named_config(doc["chunk_key_encoding"], ("chunk_key_encoding",), problems)
             key_enc = named and parse_chunk_key_encoding(named, ("chunk_key_encoding",), problems)
-        codecs = _parse_list_of_configs(doc.get("codecs"), "codecs", problems, required=True)
+        codecs = _parse_list_of_configs(doc["codecs"], "codecs", problems, required=True) if "codecs" in doc else []
         transformers = _parse_list_of_configs(doc.get("storage_transformers", []), "storage_transformers", problems)
         fill = None
         if data_type is not None and "fill_value" in doc:
@@ -246,17 +246,10 @@ def _check_format(doc: Mapping[str, Any], node_type: str | None, problems: list[
         problems.append(Problem(("node_type",), f"expected {node_type!r}, got {doc.get('node_type')!r}"))
 
 
-def _parse_shape(value: Any, problems: list[Problem]) -> tuple[int, ...] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        problems.append(Problem(("shape",), f"expected a list of non-negative integers, got {value!r}"))
-        return None
-    return tuple(value)
-
-
 def _parse_list_of_configs(value: Any, name: str, problems: list[Problem], required: bool = False) -> list[NamedConfig]:
     if value is None:
+        if required:
+            problems.append(Problem((name,), "expected a list of codecs, got null"))
         return []
     if not isinstance(value, list):
         problems.append(Problem((name,), f"expected a list, got {value!r}"))
