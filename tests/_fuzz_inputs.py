@@ -8,6 +8,7 @@ works on one document or one stored value of a seed; every choice is drawn from 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -150,7 +151,7 @@ def random_json(r: random.Random, depth: int = 0) -> Any:
     """A JSON value leaning towards what metadata holds: odd numbers, names, small lists."""
     k = r.randrange(9 if depth < 3 else 5)
     if k == 0:
-        return r.choice(_ODD)
+        return copy.deepcopy(r.choice(_ODD))  # (mutations change values in place)
     if k == 1:
         return r.randint(-(2**70), 2**70)
     if k == 2:

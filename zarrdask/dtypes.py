@@ -476,10 +476,10 @@ def _numeric(name: str, code: str) -> _V3Factory:
 
 def _length_bytes(config: Mapping[str, Any] | None, loc: Loc, multiple: int = 1) -> int:
     n = (config or {}).get("length_bytes")
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n % multiple:
-        raise MetadataError(
-            [Problem((*loc, "configuration", "length_bytes"), f"expected a positive multiple of {multiple}, got {n!r}")]
-        )
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 < n < 2**31 or n % multiple:
+        raise MetadataError([Problem((*loc, "configuration", "length_bytes"),
+                                     f"expected a positive multiple of {multiple} below 2**31 (numpy's largest "
+                                     f"item), got {n!r}")])
     return n
 
 

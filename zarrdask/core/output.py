@@ -73,7 +73,7 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         if nbytes < FRESH_PAGES_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
             return np.empty(shape, dtype=dtype)
         buffer = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    except (MemoryError, OverflowError, OSError) as exc:
+    except (MemoryError, OverflowError, OSError, ValueError) as exc:  # (numpy: "array is too big")
         raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, "
                             f"which cannot be allocated: {exc}") from None
     array = np.frombuffer(buffer, dtype=dtype).reshape(shape)
