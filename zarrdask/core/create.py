@@ -22,7 +22,7 @@ from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
-from ..storage.base import Store, join_path, node_path
+from ..storage.base import Store, join_path, new_node_path
 from .array import Array, ArrayOptions
 from .group import Group
 from .node_io import encode_node, read_nodes, write_node
@@ -193,7 +193,7 @@ def create_array(store: Any, *, shape: Any, dtype: Any, chunks: Any = None, shar
     if zarr_format not in (2, 3):
         raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
     s = open_store(store, mode="a", storage_options=storage_options)
-    path = node_path(path)
+    path = new_node_path(path, zarr_format)
     opts = ArrayOptions(**options)
     shape = _shape(shape, "shape")
     if zarr_format == 3:
@@ -310,7 +310,7 @@ def create_group(store: Any, *, path: str | None = None, attributes: Mapping[str
     if zarr_format not in (2, 3):
         raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
     s = open_store(store, mode="a", storage_options=storage_options)
-    path = node_path(path)
+    path = new_node_path(path, zarr_format)
     meta: Any = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
         GroupMetadataV2(attributes=dict(attributes or {}))
     encode_node(path, meta)

@@ -11,7 +11,9 @@ from ..errors import (
     ContainsNodeError,
     InvalidKeyError,
     MemberNotFoundError,
+    MetadataError,
     NodeNotFoundError,
+    Problem,
     StaleConsolidatedMetadataWarning,
 )
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
@@ -39,10 +41,19 @@ def node_from_metadata(store: Store, path: str, metadata: NodeMetadata,
 
 
 def _parse_consolidated(metadata: NodeMetadata) -> dict[str, NodeMetadata] | None:
-    """A group's consolidated metadata as ``{relative path: node metadata}``."""
+    """A group's consolidated metadata as ``{relative path: node metadata}``; an entry
+    whose path is not a key below the group (``..``, absolute, ...) is a MetadataError."""
     raw = getattr(metadata, "consolidated", None)
     if raw is None:
         return None
+    for key in raw:
+        try:
+            if not normalize_key(key):
+                raise InvalidKeyError("an empty path (the group itself)")
+        except InvalidKeyError as exc:
+            document = "zarr.json" if metadata.zarr_format == 3 else ".zmetadata"
+            raise MetadataError([Problem(("consolidated_metadata" if metadata.zarr_format == 3 else "metadata", key),
+                                         f"not a path below the group: {exc}")], key=document) from None
     if metadata.zarr_format == 3:
         return dict(raw)  # parsed with the group's own metadata
     paths = {key.rsplit("/", 1)[0] if "/" in key else "" for key in raw}

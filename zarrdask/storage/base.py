@@ -22,7 +22,8 @@ from typing import Any, Union
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "normalize_key", "node_path", "join_path"]
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "normalize_key", "node_path",
+           "new_node_path", "join_path"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 # A value may also be given as a list of buffers (its concatenation), so that a shard is
@@ -72,6 +73,19 @@ def node_path(path: str | None) -> str:
     """A node's path in a store: ``None``/``""`` is the root; validated like a key."""
     path = (path or "").strip("/")
     return normalize_key(path) if path else path
+
+
+def new_node_path(path: str | None, zarr_format: int) -> str:
+    """The path of a node about to be created: a valid key whose names, in Zarr v3, do not
+    start with ``__`` (the spec reserves that prefix). Existing nodes with such names
+    (xarray writes ``__xarray_dataarray_variable__``) still open."""
+    path = node_path(path)
+    if zarr_format == 3:
+        for name in path.split("/") if path else ():
+            if name.startswith("__"):
+                raise InvalidKeyError(f"node name {name!r} in {path!r} starts with '__', a prefix the Zarr v3 "
+                                      "specification reserves")
+    return path
 
 
 def join_path(*parts: str) -> str:
