@@ -508,10 +508,9 @@ def _time(kind: str) -> _V3Factory:
         scale = config.get("scale_factor", 1)
         if unit not in _TIME_UNITS:
             raise MetadataError([Problem((*loc, "configuration", "unit"), f"expected a numpy time unit, got {unit!r}")])
-        if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
-            raise MetadataError(
-                [Problem((*loc, "configuration", "scale_factor"), f"expected a positive integer, got {scale!r}")]
-            )
+        if isinstance(scale, bool) or not isinstance(scale, int) or not 1 <= scale < 2**31:
+            raise MetadataError([Problem((*loc, "configuration", "scale_factor"),
+                                         f"expected a positive integer below 2**31 (numpy's limit), got {scale!r}")])
         code = "M8" if kind == "datetime" else "m8"
         unit_str = "" if unit == "generic" else (f"{scale}{unit}" if scale != 1 else unit)
         dt = np.dtype(f"<{code}[{unit_str}]") if unit_str else np.dtype(f"<{code}")

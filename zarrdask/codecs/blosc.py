@@ -37,10 +37,10 @@ class BloscCodec(BytesBytesCodec):
         cname = get_choice(configuration, "cname", CNAMES, loc)
         shuffle = get_choice(configuration, "shuffle", tuple(SHUFFLES), loc, default="noshuffle")
         typesize = configuration.get("typesize")
-        if typesize is not None:
-            typesize = get_int(configuration, "typesize", loc, low=1)
+        if typesize is not None:  # (c-blosc's limits: a typesize of at most 255, a block below 2 GiB)
+            typesize = get_int(configuration, "typesize", loc, low=1, high=255)
         return cls(cname, get_int(configuration, "clevel", loc, low=0, high=9), shuffle, typesize,
-                   get_int(configuration, "blocksize", loc, default=0, low=0))
+                   get_int(configuration, "blocksize", loc, default=0, low=0, high=2**31 - 1))
 
     def to_json(self) -> dict[str, Any]:
         config: dict[str, Any] = {"cname": self.cname, "clevel": self.clevel, "shuffle": self.shuffle}

@@ -26,6 +26,9 @@ def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | 
     """Build node metadata from already-decoded documents keyed by file name; None if no node.
     ``consolidated=False`` leaves a group's consolidated metadata out, unparsed (a stale or
     broken copy must not stop a caller who asked to ignore it)."""
+    for name, doc in docs.items():  # (documents from a store are checked on decoding, from .zmetadata here)
+        if not isinstance(doc, Mapping):
+            raise MetadataError(f"expected a JSON object, got {type(doc).__name__}", key=join_path(path, name))
     if "zarr.json" in docs and zarr_format in (None, 3):
         doc = docs["zarr.json"]
         if doc.get("zarr_format") == 2:

@@ -218,6 +218,9 @@ def flatten_consolidated(meta: Mapping[str, Any], prefix: str = "") -> dict[str,
         path = f"{prefix}{name}"
         if isinstance(doc, Mapping) and isinstance(doc.get("consolidated_metadata"), Mapping):
             inner = doc["consolidated_metadata"].get("metadata") or {}
+            if not isinstance(inner, Mapping):
+                raise MetadataError([Problem(("consolidated_metadata", "metadata", path, "consolidated_metadata"),
+                                             f"expected an object, got {inner!r}")])
             doc = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
             out.update(flatten_consolidated(inner, f"{path}/"))
         out[path] = doc
