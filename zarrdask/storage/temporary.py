@@ -4,17 +4,20 @@
 ``.<name>.<32 hex digits>.tmp`` next to its key and rename it onto the key. A process
 killed between the two leaves the temporary file behind; listings hide such files, so
 they are found here by walking the directory itself. Other stores write in one call and
-leave nothing behind. Remove them only while no writer is running (a live write's
-temporary file looks the same).
+leave nothing behind, except S3: a value of 100 MB or more is a multipart upload, and
+one interrupted stays stored (invisible) until aborted. Remove temporary files only while
+no writer is running (a live write's temporary file looks the same), or only those not
+written to for ``older_than`` seconds.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from .base import Store
-from .fsspec_store import FsspecStore
+from .fsspec_store import FsspecStore, _protocols
 from .local import LocalStore, _is_temp
 
 __all__ = ["temporary_files", "remove_temporary_files"]
@@ -42,13 +45,41 @@ def temporary_files(store: Store, prefix: str = "") -> list[str]:
     return []
 
 
-def remove_temporary_files(store_or_path: Any) -> list[str]:
-    """Delete leftover temporary files of interrupted atomic writes; returns their keys.
+def remove_temporary_files(store_or_path: Any, *, older_than: float = 0.0) -> list[str]:
+    """Delete leftover temporary files of interrupted atomic writes; returns their keys
+    (sorted), then the keys of the incomplete S3 multipart uploads it aborted.
 
-    ``store_or_path`` is a Store, a path or a URL (opened writable)."""
+    ``store_or_path`` is a Store, a path or a URL (opened writable). ``older_than``: only
+    files last written at least that many seconds ago (sparing writes in progress)."""
     from . import open_store
 
     store = open_store(store_or_path, mode="a")
     keys = temporary_files(store)
+    if older_than:
+        keys = [k for k in keys if _age(store, k) >= older_than]
     store.delete_many(keys)
-    return keys
+    return keys + _abort_s3_uploads(store)
+
+
+def _age(store: Store, key: str) -> float:
+    """Seconds since the temporary file ``key`` of a local store was last written."""
+    try:
+        if isinstance(store, LocalStore):
+            return time.time() - os.stat(store._path(key)).st_mtime
+        return time.time() - store.fs.modified(store._base + key).timestamp()  # type: ignore[attr-defined]
+    except FileNotFoundError:  # renamed onto its key meanwhile: a write completing
+        return -1.0
+
+
+def _abort_s3_uploads(store: Store) -> list[str]:
+    """Abort the incomplete multipart uploads below an S3 store's root; their keys."""
+    if not (isinstance(store, FsspecStore) and "s3" in _protocols(store.fs)):
+        return []
+    bucket, _, root = store._root.strip("/").partition("/")
+    base = f"{root}/" if root else ""
+    aborted = []
+    for upload in store.fs.list_multipart_uploads(bucket):
+        if upload["Key"].startswith(base):
+            store.fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+            aborted.append(upload["Key"][len(base):])
+    return sorted(aborted)

@@ -1,0 +1,169 @@
+"""Writers killed with SIGKILL mid-write leave every key at its old or new value.
+
+A writer process rewrites a sharded array over and over, each generation with its own
+value, and is killed at random moments (20 each, local files and S3 on a loopback moto
+server); worker processes of a distributed cluster are killed at random moments during
+``to_zarr`` (20). Every stored value carries crc32c checksums (inner chunks and shard
+index), so a torn value cannot read as data: after every kill each shard must read
+whole, and hold one generation. Re-running the write completes it, and the temporary
+files killed writers left are found and removed by ``zarrdask.remove_temporary_files``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zarrdask
+from zarrdask.storage.local import _is_temp
+
+from _s3 import s3_storage_options
+
+pytestmark = pytest.mark.timeout(600)
+
+KILLS = 20
+SHAPE = (32, 256, 256)  # float32: 8 MiB, in 4 shards of 2 MiB and 64 KiB inner chunks
+SHARDS = (8, 256, 256)
+CHUNKS = (4, 64, 64)
+CODECS = dict(chunks=CHUNKS, shards=SHARDS, compressors=[{"name": "crc32c"}], fill_value=-1.0, dtype="float32")
+
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["zarrdask", "numpy", "s3fs"])
+
+
+def _rewrite_forever(url: str, options: dict[str, Any] | None, first: int, ready: Any) -> None:
+    """The writer process: generation g writes the value g everywhere, g = first, first + 1, ..."""
+    array = zarrdask.open_array(url, mode="r+", storage_options=options)
+    generation = first
+    while True:
+        array[...] = np.float32(generation)
+        ready.set()
+        generation += 1
+
+
+def _write_once(url: str, options: dict[str, Any] | None, value: int) -> None:
+    zarrdask.open_array(url, mode="r+", storage_options=options)[...] = np.float32(value)
+
+
+def _shard_generations(url: str, options: dict[str, Any] | None) -> list[float]:
+    """Each shard's one value (asserting it is whole and uniform); reads verify every crc32c."""
+    values = zarrdask.open_array(url, storage_options=options)[...]
+    found = []
+    for k in range(SHAPE[0] // SHARDS[0]):
+        shard = values[k * SHARDS[0]:(k + 1) * SHARDS[0]]
+        assert (shard == shard.flat[0]).all(), f"shard {k} holds values of several writes"
+        found.append(float(shard.flat[0]))
+    return found
+
+
+def _kill_writers(url: str, options: dict[str, Any] | None, seed: int) -> int:
+    """Kill a writer at ``KILLS`` random moments; check every key after each kill; return
+    the number of generations seen."""
+    rng = random.Random(seed)
+    zarrdask.create_array(url, shape=SHAPE, storage_options=options, **CODECS)
+    highest = -1.0
+    for kill in range(KILLS):
+        ready = _CONTEXT.Event()
+        first = (kill + 1) * 1000
+        writer = _CONTEXT.Process(target=_rewrite_forever, args=(url, options, first, ready), daemon=True)
+        writer.start()
+        assert ready.wait(120), "the writer never completed a first generation"
+        time.sleep(rng.uniform(0, 0.25))
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.join()
+        assert writer.exitcode == -signal.SIGKILL
+        generations = _shard_generations(url, options)
+        assert all(first <= g < first + 1000 for g in generations), (kill, generations)
+        highest = max(highest, *generations)
+    final = _CONTEXT.Process(target=_write_once, args=(url, options, 7))
+    final.start()
+    final.join()
+    assert final.exitcode == 0
+    assert _shard_generations(url, options) == [7.0] * (SHAPE[0] // SHARDS[0])
+    return int(highest)
+
+
+def _temporary_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if _is_temp(p.name))
+
+
+def test_sigkill_local_writer(tmp_path: Path) -> None:
+    root = tmp_path / "a.zarr"
+    _kill_writers(str(root), None, seed=1)
+    left = _temporary_files(root)
+    assert zarrdask.remove_temporary_files(str(root)) == left
+    assert _temporary_files(root) == [] and zarrdask.remove_temporary_files(root) == []
+    # listing never shows them; the data is unaffected by their removal
+    assert _shard_generations(str(root), None) == [7.0] * 4
+    print(f"local: {len(left)} temporary files left by {KILLS} kills")
+
+
+def test_remove_temporary_files_spares_recent_writes_when_asked(tmp_path: Path) -> None:
+    array = zarrdask.create_array(tmp_path / "a.zarr", shape=(4,), chunks=(2,), dtype="i1")
+    array[...] = 1
+    stale = tmp_path / "a.zarr" / "c" / f".0.{'a' * 32}.tmp"
+    stale.write_bytes(b"partial")
+    assert zarrdask.remove_temporary_files(tmp_path / "a.zarr", older_than=3600) == []
+    assert stale.exists()
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert zarrdask.remove_temporary_files(tmp_path / "a.zarr", older_than=3600) == ["c/.0." + "a" * 32 + ".tmp"]
+    assert zarrdask.open_array(tmp_path / "a.zarr")[...].tolist() == [1, 1, 1, 1]
+
+
+@pytest.mark.s3
+def test_sigkill_s3_writer(s3_endpoint: str, s3_url: str) -> None:
+    options = s3_storage_options(s3_endpoint)
+    _kill_writers(s3_url, options, seed=2)
+    assert zarrdask.remove_temporary_files(zarrdask.open_store(s3_url, mode="a", storage_options=options)) == []
+
+
+@pytest.mark.distributed
+def test_sigkill_distributed_workers(tmp_path: Path) -> None:
+    import dask
+    import dask.array as da
+    import distributed
+    from distributed.client import FutureCancelledError
+
+    url = str(tmp_path / "d.zarr")
+    zarrdask.create_array(url, shape=SHAPE, **CODECS)
+    rng = random.Random(3)
+    during = failed = 0
+
+    def write(value: int) -> distributed.Future:
+        x = da.full(SHAPE, value, dtype="float32", chunks=(4, 128, 256))  # 4 source blocks per shard
+        return client.compute(zarrdask.to_zarr(x, url, mode="r+", compute=False))
+
+    # (a worker killed while another fetches from it: fail the fetch in seconds, not 30)
+    with dask.config.set({"distributed.comm.timeouts.connect": "5s"}), \
+            distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) \
+            as cluster, distributed.Client(cluster, set_as_default=False) as client:
+        started = time.perf_counter()
+        write(999).result(timeout=120)
+        duration = time.perf_counter() - started
+        for kill in range(KILLS):
+            client.wait_for_workers(2, timeout=120)
+            value = 1000 + kill
+            future = write(value)
+            time.sleep(rng.uniform(0, duration))
+            during += future.status == "pending"
+            os.kill(rng.choice(list(client.run(os.getpid).values())), signal.SIGKILL)
+            try:
+                future.result(timeout=120)
+            except (distributed.KilledWorker, FutureCancelledError):
+                failed += 1
+            generations = _shard_generations(url, None)
+            assert all(999 <= g <= value for g in generations), (kill, generations)
+        write(7).result(timeout=120)
+    assert _shard_generations(url, None) == [7.0] * 4
+    left = _temporary_files(Path(url))
+    assert zarrdask.remove_temporary_files(url) == left and _temporary_files(Path(url)) == []
+    print(f"distributed: {KILLS} workers killed, {during} while the write was running, {failed} writes failed "
+          f"(and were re-run), {len(left)} temporary files left")
