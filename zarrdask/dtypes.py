@@ -739,7 +739,7 @@ def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
             stored = np.dtype(value)
         else:
             raise TypeError(f"expected a typestr or a list of fields, got {value!r}")
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
         raise MetadataError([Problem(loc, f"invalid v2 dtype {value!r}: {exc}")]) from None
     if stored.kind == "O":
         return DataType(value, stored, "object", json=value)

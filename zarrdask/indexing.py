@@ -105,6 +105,8 @@ class OrthogonalSelection:
 
     def project(self, grid: GridLike) -> list[Projection]:
         """Every chunk of ``grid`` this selection touches."""
+        if 0 in self.shape:  # nothing selected: no chunk (and the other dimensions' chunks are not listed)
+            return []
         per_dim = [_project_dim(d, a) for d, a in zip(self.dims, as_axes(grid, self.array_shape))]
         if not per_dim:  # 0-d: the one chunk, whole
             return [Projection((), (), (), (), True)]
