@@ -173,7 +173,7 @@ class XorCodec(BytesBytesCodec):
     def encode(self, data: bytes | memoryview) -> bytes:
         return (np.frombuffer(data, np.uint8) ^ self.key).tobytes()
 
-    def decode(self, data: bytes | memoryview) -> bytes:
+    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes:
         return (np.frombuffer(data, np.uint8) ^ self.key).tobytes()
 
 
