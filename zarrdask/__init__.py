@@ -24,6 +24,7 @@ from .core.api import open, open_array, open_group, plan_read
 from .core.array import Array, ArrayOptions
 from .core.create import create_array, create_group
 from .core.group import Group
+from .core.locks import FileLock
 from .core.group import consolidate_metadata as _consolidate
 from .errors import ZarrdaskError
 from .storage import open_store
@@ -33,7 +34,7 @@ from .tools.verify import verify
 from .xarray_backend import accessor as _accessor  # noqa: F401  (registers ds.zarrdask / dt.zarrdask)
 
 __all__ = [
-    "Array", "ArrayOptions", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
+    "Array", "ArrayOptions", "FileLock", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
     "open", "open_array", "open_group", "open_store", "plan_read", "from_zarr", "to_zarr", "plan_write",
     "verify", "migrate", "copy", "remove_temporary_files",
 ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -312,8 +313,13 @@ class Array(Node):
                         f"cannot write values of shape {values.shape} into a selection of shape {target_shape}"
                     ) from None
                 values = values.reshape(target_shape)
+        lock = self._options.lock
         try:
-            self._source.write(selection, values)
+            if lock is None:
+                self._source.write(selection, values)
+            else:
+                with _held(lock):
+                    self._source.write(selection, values)
         except MemoryError as exc:
             raise self._too_large(exc) from None
 
@@ -376,6 +382,16 @@ class Array(Node):
             problems.append(f"chunks: expected {tuple(chunks)}, found {self.chunks}")
         if problems:
             raise ShapeMismatchError(f"array {self.name!r} does not match: " + "; ".join(problems))
+
+
+@contextlib.contextmanager
+def _held(lock: Any) -> Iterator[None]:
+    """Hold ``lock`` (anything with ``acquire()``/``release()``) for the block."""
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _is_fancy(selection: Any) -> bool:

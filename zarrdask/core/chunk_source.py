@@ -43,6 +43,10 @@ class ArrayOptions:
     ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
     ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
     ``progress``: writes draw a progress bar on stderr (chunks encoded).
+    ``lock``: held around every write call (``acquire()``/``release()``: a ``distributed.Lock``, a
+    :class:`~zarrdask.core.locks.FileLock`), for processes writing parts of the same chunk or shard
+    outside Dask. Without it such writes are unsafe: one writer's part can be lost.
+    ``verify_checksums``: check every crc32c on read (False skips the check, for speed).
     """
 
     write_empty_chunks: bool = False
@@ -52,8 +56,12 @@ class ArrayOptions:
     coalesce_gap: int = 1 << 16
     coalesce_max: int = 1 << 26
     progress: bool = False
+    lock: Any = None
+    verify_checksums: bool = True
 
     def __post_init__(self) -> None:
+        if self.lock is not None and not (hasattr(self.lock, "acquire") and hasattr(self.lock, "release")):
+            raise InvalidModeError(f"lock must have acquire() and release(), got {self.lock!r}")
         if self.missing_chunks not in ("fill", "raise"):
             raise InvalidModeError(f"missing_chunks must be 'fill' or 'raise', got {self.missing_chunks!r}")
         if self.threads is not None and self.threads < 1:
