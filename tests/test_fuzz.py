@@ -243,3 +243,22 @@ def test_pickle_object_codec_is_refused() -> None:
                                      "filters": [{"id": "pickle"}]}).encode())
     with pytest.raises(MetadataError, match="pickle"):
         zarrdask.open_array(store)
+
+
+def test_checksums_can_be_skipped() -> None:
+    """``verify_checksums=False`` reads a chunk whose crc32c does not match (inner chunks and
+    shard indexes alike); a truncated one is still an error."""
+    store = zarrdask.storage.MemoryStore()
+    a = zarrdask.create_array(store, shape=(8, 8), chunks=(4, 4), shards=(8, 8), dtype="i4", compressors=[{"name": "crc32c"}])
+    a[...] = np.arange(64).reshape(8, 8)
+    shard = bytearray(store.get("c/0/0"))
+    shard[0] ^= 1  # inner chunk (0, 0), element (0, 0)
+    shard[-1] ^= 1  # the index's crc32c
+    store.set("c/0/0", bytes(shard))
+    with pytest.raises(ChecksumError):
+        zarrdask.open_array(store)[...]
+    read = zarrdask.open_array(store, verify_checksums=False)[...]
+    assert read[0, 0] == 1 and (read.reshape(-1)[1:] == np.arange(1, 64)).all()
+    store.set("c/0/0", bytes(shard[:-70]))
+    with pytest.raises(CorruptChunkError):
+        zarrdask.open_array(store, verify_checksums=False)[...]

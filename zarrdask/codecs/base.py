@@ -68,6 +68,11 @@ class Codec(ABC):
         (e.g. blosc filling in ``typesize``)."""
         return self
 
+    def without_checksums(self) -> Codec:
+        """This codec reading without verifying checksums (``ArrayOptions.verify_checksums``);
+        itself for codecs that keep none."""
+        return self
+
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.to_json() == other.to_json()  # type: ignore[attr-defined]
 

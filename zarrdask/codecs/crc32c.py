@@ -21,6 +21,9 @@ from .registry import register_codec
 class Crc32cCodec(BytesBytesCodec):
     name = "crc32c"
 
+    def __init__(self, verify: bool = True) -> None:
+        self.verify = verify
+
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> Crc32cCodec:
         check_keys(configuration, set(), loc)
@@ -36,11 +39,16 @@ class Crc32cCodec(BytesBytesCodec):
         if len(data) < 4:
             raise CorruptChunkError(f"crc32c: {len(data)} bytes is too short to hold a checksum (truncated)")
         view = memoryview(data)
+        if not self.verify:
+            return view[:-4]
         payload, stored = view[:-4], int.from_bytes(view[-4:], "little")
         computed = crc32c(payload)
         if computed != stored:
             raise ChecksumError(f"crc32c checksum mismatch: stored 0x{stored:08x}, computed 0x{computed:08x}")
         return payload
+
+    def without_checksums(self) -> Crc32cCodec:
+        return Crc32cCodec(verify=False)
 
     def encoded_size(self, size: int) -> int | None:
         return size + 4

@@ -105,6 +105,11 @@ class CodecPipeline:
     def from_metadata(cls, configs: Sequence[NamedConfig], spec: ChunkSpec, loc: Loc = ("codecs",)) -> CodecPipeline:
         return cls(build_codecs(configs, loc), spec, loc)
 
+    def without_checksums(self) -> CodecPipeline:
+        """The same chain reading without verifying checksums (crc32c payloads are taken as
+        they are; their length is still checked)."""
+        return CodecPipeline([c.without_checksums() for c in self.codecs], self.spec)
+
     @property
     def codecs(self) -> tuple[Codec, ...]:
         return (*self.array_array, self.array_bytes, *self.bytes_bytes)

@@ -207,6 +207,12 @@ class ShardingCodec(ArrayBytesCodec):
         prepared.index_size = size
         return prepared
 
+    def without_checksums(self) -> ShardingCodec:
+        """Unvalidated (the pipeline validates it against the shard again), with every
+        inner and index codec reading without checksums."""
+        return ShardingCodec(self.chunk_shape, [c.without_checksums() for c in self.codecs],
+                             [c.without_checksums() for c in self.index_codecs], self.index_location)
+
     # -- layout ---------------------------------------------------------------------
     def index_request(self) -> ByteRequest:
         """The byte request that fetches only the index."""

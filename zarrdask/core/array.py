@@ -81,9 +81,10 @@ def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
     return pipeline
 
 
-def _shape_pipelines(metadata: Any, key: str) -> Callable[[tuple[int, ...]], CodecPipeline]:
+def _shape_pipelines(metadata: Any, key: str, verify: bool) -> Callable[[tuple[int, ...]], CodecPipeline]:
     """The pipeline of a unit stored with a given shape, validated for that shape (the
-    sharding codec checks its inner chunks divide it), cached per shape."""
+    sharding codec checks its inner chunks divide it), cached per shape; ``verify=False``:
+    reading without checking checksums."""
     built: dict[tuple[int, ...], CodecPipeline] = {}
 
     def pipeline(shape: tuple[int, ...]) -> CodecPipeline:
@@ -91,6 +92,8 @@ def _shape_pipelines(metadata: Any, key: str) -> Callable[[tuple[int, ...]], Cod
         if found is None:
             try:
                 found = _v3_pipeline(metadata, ChunkSpec(shape, metadata.data_type, metadata.fill_value))
+                if not verify:
+                    found = found.without_checksums()
             except MetadataError as exc:
                 raise type(exc)(exc.problems, key=exc.key or key) from None
             built[shape] = found
@@ -141,7 +144,7 @@ class Array(Node):
                                              f"a chunk of shape {spec.shape} ({spec.nbytes} bytes) is larger "
                                              "than memory can address")])
             if meta.zarr_format == 3:
-                pipelines = _shape_pipelines(meta, key)
+                pipelines = _shape_pipelines(meta, key, self._options.verify_checksums)
             else:
                 v2 = V2Pipeline(meta)
                 pipelines = lambda shape: v2  # noqa: E731  (v2: a regular grid)
