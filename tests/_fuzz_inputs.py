@@ -313,5 +313,5 @@ def outcome(fn: Any, *args: Any) -> Any:
 
 
 def scaled(share: float) -> int:
-    """This test's share of ``ZARRDASK_FUZZ_EXAMPLES`` (default 10,000 inputs in all)."""
+    """This test's share of ``ZARRDASK_FUZZ_EXAMPLES`` (default 10,000; the shares add up to 1)."""
     return max(1, round(int(os.environ.get("ZARRDASK_FUZZ_EXAMPLES", "10000")) * share))

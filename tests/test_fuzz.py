@@ -54,7 +54,7 @@ FUZZ = settings(
 RANDOMS = st.randoms(use_true_random=False)
 
 
-@settings(FUZZ, max_examples=scaled(0.40))
+@settings(FUZZ, max_examples=scaled(0.45))
 @given(RANDOMS)
 def test_mutated_metadata(r: random.Random) -> None:
     """A seed store with one metadata document mutated (fields deleted, wrong types, huge
