@@ -101,6 +101,8 @@ def test_node_paths_leaving_the_root_and_reserved_names(store_of, kind: str) -> 
         with pytest.raises(InvalidKeyError, match="reserve"):
             root.create_group(reserved)
     assert not list(store.list_prefix(""))[1:], list(store.list_prefix(""))  # only the root's zarr.json
+    made = zarrdask.create_array(store, path="__x", shape=(2,), dtype="i1", chunks=(1,), allow_reserved_names=True)
+    assert zarrdask.open(store, path="__x").shape == made.shape  # existing ones open
     # Zarr v2 has no reserved prefix (xarray names unnamed DataArrays "__xarray_dataarray_variable__")
     v2 = zarrdask.create_group(store, path="v2", zarr_format=2)
     v2.create_array("__xarray_dataarray_variable__", shape=(2,), dtype="i1", chunks=(1,))[...] = 3

@@ -324,9 +324,10 @@ def test_store_load_maps_xarrays_none_name_back(tmp_path):
     None, as through ``AbstractDataStore.load``; other names load as they are."""
     from zarrdask.xarray_backend.store import ZarrdaskDataStore
 
-    g = zarrdask.open_group(tmp_path / "g.zarr", mode="w", zarr_format=2)  # (v3 reserves "__" names)
-    for name in ("__values__", "t"):
-        g.create_array(name, shape=(3,), chunks=(3,), dtype="f4", dimension_names=["x"])[...] = 1.0
+    g = zarrdask.open_group(tmp_path / "g.zarr", mode="w")
+    for name in ("__values__", "t"):  # (v3 reserves "__" names: created as xarray's writer does)
+        g.create_array(name, shape=(3,), chunks=(3,), dtype="f4", dimension_names=["x"],
+                       allow_reserved_names=True)[...] = 1.0
     variables, attrs = ZarrdaskDataStore(zarrdask.open_group(tmp_path / "g.zarr")).load()
     assert sorted(variables, key=str) == [None, "t"] and dict(attrs) == {}
     g2 = zarrdask.open_group(tmp_path / "h.zarr", mode="w")

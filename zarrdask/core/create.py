@@ -182,18 +182,20 @@ def create_array(store: Any, *, shape: Any, dtype: Any, chunks: Any = None, shar
                  attributes: Mapping[str, Any] | None = None, chunk_key_encoding: Any = None,
                  zarr_format: int = 3, path: str | None = None, overwrite: bool = False,
                  storage_options: dict[str, Any] | None = None, order: str = "C",
-                 **options: Any) -> Array:
+                 allow_reserved_names: bool = False, **options: Any) -> Array:
     """Create an array and write its metadata; returns it opened for writing.
 
     ``chunks`` is the read chunk shape; with ``shards`` the chunks are packed into shards
     (the write unit). ``codecs`` gives the whole v3 chain instead of ``filters`` /
     ``serializer`` / ``compressors`` (then ``chunks`` is the chain's grid). Keyword
     ``options`` are :class:`ArrayOptions` (``write_empty_chunks``, ``threads``, ...).
+    Zarr v3 reserves node names starting with ``__``; ``allow_reserved_names=True`` creates
+    one anyway (xarray names an unnamed variable ``__values__``).
     """
     if zarr_format not in (2, 3):
         raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
     s = open_store(store, mode="a", storage_options=storage_options)
-    path = new_node_path(path, zarr_format)
+    path = new_node_path(path, zarr_format, allow_reserved_names)
     opts = ArrayOptions(**options)
     shape = _shape(shape, "shape")
     if zarr_format == 3:
@@ -305,12 +307,14 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
 
 
 def create_group(store: Any, *, path: str | None = None, attributes: Mapping[str, Any] | None = None,
-                 zarr_format: int = 3, overwrite: bool = False, storage_options: dict[str, Any] | None = None) -> Group:
-    """Create a group (and any missing parents) and return it."""
+                 zarr_format: int = 3, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+                 allow_reserved_names: bool = False) -> Group:
+    """Create a group (and any missing parents) and return it (``allow_reserved_names``: as
+    for :func:`create_array`)."""
     if zarr_format not in (2, 3):
         raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
     s = open_store(store, mode="a", storage_options=storage_options)
-    path = new_node_path(path, zarr_format)
+    path = new_node_path(path, zarr_format, allow_reserved_names)
     meta: Any = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
         GroupMetadataV2(attributes=dict(attributes or {}))
     encode_node(path, meta)

@@ -75,16 +75,16 @@ def node_path(path: str | None) -> str:
     return normalize_key(path) if path else path
 
 
-def new_node_path(path: str | None, zarr_format: int) -> str:
+def new_node_path(path: str | None, zarr_format: int, allow_reserved_names: bool = False) -> str:
     """The path of a node about to be created: a valid key whose names, in Zarr v3, do not
-    start with ``__`` (the spec reserves that prefix). Existing nodes with such names
-    (xarray writes ``__xarray_dataarray_variable__``) still open."""
+    start with ``__`` (the spec reserves that prefix) unless ``allow_reserved_names``.
+    Existing nodes with such names (xarray writes ``__xarray_dataarray_variable__``) open."""
     path = node_path(path)
-    if zarr_format == 3:
+    if zarr_format == 3 and not allow_reserved_names:
         for name in path.split("/") if path else ():
             if name.startswith("__"):
                 raise InvalidKeyError(f"node name {name!r} in {path!r} starts with '__', a prefix the Zarr v3 "
-                                      "specification reserves")
+                                      "specification reserves (allow_reserved_names=True creates it anyway)")
     return path
 
 

@@ -307,6 +307,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             attributes={k: self.encode_attribute(a) for k, a in attrs.items()},
             dimension_names=[str(d) for d in v.dims],
             overwrite=self._mode == "w",
+            allow_reserved_names=True,  # xarray's names as they are (an unnamed variable is "__values__")
             **layout,
         )
         return array
