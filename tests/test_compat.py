@@ -57,6 +57,29 @@ def test_dask_fallback_reads_the_same(monkeypatch):
     assert np.array_equal(x.compute(), np.arange(8))
 
 
+def test_dask_lazy_layer_serves_the_installed_dask():
+    """The private layer protocol holds on this dask: write graphs stay lazy."""
+    from dask.highlevelgraph import MaterializedLayer
+
+    assert dask_compat._lazy_layers_work(), f"dask's Layer protocol changed (checked on {dask_compat.CHECKED_ON})"
+    layer = dask_compat.lazy_layer(dask_compat._ProbeSource())
+    assert not isinstance(layer, MaterializedLayer) and not layer.is_materialized()
+
+
+def test_dask_lazy_layer_fallback_writes_the_same(monkeypatch, tmp_path):
+    import dask.array as da
+    from dask.highlevelgraph import MaterializedLayer
+
+    monkeypatch.setattr(dask_compat, "_lazy_layers_work", lambda: False)
+    data = np.arange(100 * 90, dtype="f8").reshape(100, 90)
+    delayed = zarrdask.to_zarr(da.from_array(data, chunks=(7, 13)), str(tmp_path / "f.zarr"), chunks=(8, 8),
+                               shards=(32, 32), compute=False)
+    assert any(isinstance(layer, MaterializedLayer) and any(k[0].startswith("zarrdask-write-") for k in layer)
+               for layer in delayed.__dask_graph__().layers.values())
+    delayed.compute()
+    np.testing.assert_array_equal(zarrdask.open_array(str(tmp_path / "f.zarr"))[...], data)
+
+
 # -- xarray ----------------------------------------------------------------------------
 
 def test_xarray_private_names_serve_the_installed_xarray():

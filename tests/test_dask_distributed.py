@@ -77,3 +77,33 @@ def test_read_and_write_through_the_default_client(client, tmp_path):
         np.testing.assert_array_equal(y.compute(), data)
     prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert {"zarrdask-read", "zarrdask-write"} <= set(prefixes)
+
+
+def test_write_graph_ships_compact_and_materialises_on_the_scheduler(client, tmp_path, monkeypatch):
+    """The client sends the plan, not the tasks: nothing is generated on the client's
+    thread (the in-process scheduler materialises the graph on its own event-loop thread),
+    and what would be sent for a million shards is small."""
+    import pickle
+    import threading
+
+    from zarrdask.dask_io.write_graph import PlanWrites
+    from zarrdask.storage import MemoryStore
+
+    on_main = []
+    real_task = PlanWrites.task
+
+    def spy(self, key):
+        on_main.append(threading.current_thread() is threading.main_thread())
+        return real_task(self, key)
+
+    monkeypatch.setattr(PlanWrites, "task", spy)
+    data, x = _source(11, SHAPE)
+    client.compute(to_zarr(x, str(tmp_path / "c.zarr"), compute=False, **LAYOUT)).result()
+    np.testing.assert_array_equal(open_array(str(tmp_path / "c.zarr"))[...], data)
+    assert on_main and not any(on_main)  # generated, but only where the scheduler runs
+    huge = to_zarr(da.zeros((100_000, 100_000), chunks=(99, 101), dtype="f4"), MemoryStore(),
+                   chunks=(100, 100), shards=(100, 100), mode="w", compute=False)
+    from dask.base import collections_to_expr
+
+    assert len(pickle.dumps(collections_to_expr([huge]))) < 2**20
+    assert not any(on_main)

@@ -1,5 +1,13 @@
 """Private dask API, in one place (checked on dask 2026.8.0).
 
+``lazy_layer``: a graph layer that generates its tasks on demand, from a small
+:class:`TaskSource` (a write plan), so a graph of a million tasks is built and pickled
+as the few objects that describe it and is materialised only where it runs (the local
+scheduler, or the distributed scheduler after the client shipped the compact form).
+It subclasses dask's ``Layer`` and relies on its culling and materialisation protocol.
+Once per process the path is checked on a small graph; when that fails (another dask
+release) the layer is materialised into dask's public ``MaterializedLayer`` instead.
+
 ``named_from_array``: with dask's array query planning on, ``da.from_array`` ignores
 ``name=`` and keys its blocks ``fromarray-<token>``, which hides zarrdask's reads from
 progress bars and the dashboard. There dask's own ``FromArray`` expression (the same
@@ -12,11 +20,15 @@ installed dask.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Hashable, Iterator
+from typing import Any, Protocol
 
+import dask
 import dask.array as da
+from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
+from dask.task_spec import List, Task, TaskRef
 
-__all__ = ["CHECKED_ON", "named_from_array", "private_from_array"]
+__all__ = ["CHECKED_ON", "TaskSource", "lazy_layer", "named_from_array", "private_from_array", "private_lazy_layer"]
 
 CHECKED_ON = "2026.8.0"
 _NAMED_FROM_ARRAY = "_NamedFromArray"
@@ -66,6 +78,95 @@ def _named_from_array_class() -> type:
     _NamedFromArray.__module__ = __name__
     _NamedFromArray.__qualname__ = _NAMED_FROM_ARRAY
     return _NamedFromArray
+
+
+class TaskSource(Protocol):
+    """What a lazy layer generates its tasks from: its keys, and the task of each key."""
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def keys(self) -> Iterator[Hashable]: ...
+
+    def task(self, key: Hashable) -> Task: ...
+
+
+def lazy_layer(source: TaskSource) -> Layer:
+    """A layer whose tasks are ``source``'s, generated when the graph is materialised;
+    a materialised layer of the same tasks when dask's layer protocol does not hold."""
+    if _lazy_layers_work():
+        return private_lazy_layer(source)
+    return MaterializedLayer({key: source.task(key) for key in source.keys()})
+
+
+def private_lazy_layer(source: TaskSource) -> Layer:
+    """The private path alone."""
+    return _LazyLayer(source)
+
+
+class _LazyLayer(Layer):
+    """A dask ``Layer`` over a :class:`TaskSource`. Nothing is generated until the graph is
+    materialised: culling (dask's default, which materialises) and ``dict(graph)`` do that
+    where the graph runs. ``has_legacy_tasks`` would scan every task; they are all Tasks."""
+
+    has_legacy_tasks = False
+
+    def __init__(self, source: TaskSource) -> None:
+        super().__init__()
+        self.source = source
+
+    def __getitem__(self, key: Hashable) -> Task:
+        if key not in self.source:
+            raise KeyError(key)
+        return self.source.task(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.source
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self.source.keys())
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def is_materialized(self) -> bool:
+        return False
+
+    def get_output_keys(self) -> set[Hashable]:
+        return set(self.source.keys())
+
+
+class _ProbeSource:
+    """Three tasks summing a value of another layer: the self-check's graph."""
+
+    def __len__(self) -> int:
+        return 3
+
+    def __contains__(self, key: object) -> bool:
+        return key in (("probe", 0), ("probe", 1), "probe")
+
+    def keys(self) -> Iterator[Hashable]:
+        return iter((("probe", 0), ("probe", 1), "probe"))
+
+    def task(self, key: Hashable) -> Task:
+        if key == "probe":
+            return Task(key, sum, List(TaskRef(("probe", 0)), TaskRef(("probe", 1))))
+        return Task(key, int.__add__, TaskRef("probe-input"), key[1])  # type: ignore[index]
+
+
+@functools.cache
+def _lazy_layers_work() -> bool:
+    """Whether a lazy layer culls, materialises and computes as a dict of its tasks would."""
+    try:
+        graph = HighLevelGraph(
+            {"probe-input": MaterializedLayer({"probe-input": 20}), "probe": _LazyLayer(_ProbeSource())},
+            {"probe-input": set(), "probe": {"probe-input"}},
+        )
+        culled = graph.cull({"probe"})
+        return dask.get(culled, "probe") == 41 and len(dict(culled)) == 4
+    except Exception:  # another dask release: materialise instead
+        return False
 
 
 def __getattr__(attr: str) -> Any:

@@ -1,37 +1,34 @@
 """``to_zarr`` and ``plan_write``: race-free writes of dask (or numpy) arrays.
 
 The write planner (:mod:`zarrdask.plan.write_plan`) gives every storage unit (shard when
-sharded, else chunk) exactly one owner task; this module turns the plan into a graph of
-``zarrdask-write`` tasks that depend directly on the source blocks they need (no
-rechunk, no locks) and a final task, wrapped in a ``dask.delayed.Delayed``. Metadata
-(creating or resizing the array) is written eagerly, before any chunk task exists.
+sharded, else chunk) exactly one owner task; :mod:`.write_graph` turns the plan into
+lazy layers of ``zarrdask-write`` tasks that depend directly on the source blocks they
+need (no rechunk, no locks), gathered into one final key of a ``dask.delayed.Delayed``.
+Metadata (creating or resizing the array) is written eagerly, before any chunk task exists.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
-from dask.highlevelgraph import HighLevelGraph
-from dask.task_spec import List, Task, TaskRef
 
 from ..core.create import create_array
 from ..core.array import Array
 from ..errors import InvalidModeError, NodeNotFoundError, ShapeMismatchError
 from ..grid import cut_at_lines
-from ..plan import WritePlan, WritePlanSummary, make_write_plan, normalize_region
+from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from .progress import compute as run_graphs
 from .read import open_source
+from .write_graph import write_graph
 
 if TYPE_CHECKING:
     from ..storage import StoreLike
 
-__all__ = ["plan_write", "to_zarr", "write_region"]
+__all__ = ["plan_write", "to_zarr"]
 
 MODES = ("w-", "w", "r+", "a")
 
@@ -69,11 +66,14 @@ def to_zarr(
     ``shards`` given dask-style makes rectilinear shards of regular inner ``chunks``.
 
     ``progress=True`` shows a progress bar while the graph runs (distributed's when a
-    client is active, else dask's). Returns the target ``Array`` once written, or with ``compute=False`` a ``Delayed``
-    that writes when computed (the metadata is already written). The graph::
+    client is active, else dask's). Returns the target ``Array`` once written, or with
+    ``compute=False`` a ``Delayed`` that writes when computed (the metadata is already
+    written). The graph (see :func:`~zarrdask.dask_io.write_graph.write_graph`) is
+    generated from the plan when it is materialised, so it builds in the time of the
+    per-axis plan::
 
         ("zarrdask-write-<id>", i, j) -> write_region(array, region, layout, [(x, k, l), ...])
-        "zarrdask-write-<id>"        -> None, after every write task
+        "zarrdask-write-done-<id>"   -> None, after every write task (through a tree)
     """
     if not isinstance(x, da.Array):
         x = np.asarray(x)
@@ -87,8 +87,6 @@ def to_zarr(
     )
     writer = target.with_options(threads=1, write_empty_chunks=write_empty_chunks)
     source = _as_dask(x, target, region)
-    if not da.array_expr_enabled():  # as da.store does (culling, slice fusion); expressions lower themselves
-        (source,) = dask.optimize(source)
     plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region)
     delayed = write_graph(source, writer, plan)
     if not compute:
@@ -117,45 +115,6 @@ def plan_write(
     source = _as_dask(x, array, slices)
     plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices)
     return plan.summary(array.dtype.itemsize)
-
-
-def write_graph(x: da.Array, target: Array, plan: WritePlan) -> Delayed:
-    """The graph of ``plan``: one ``zarrdask-write`` task per plan task, plus a final task."""
-    name = f"zarrdask-write-{uuid.uuid4().hex}"
-    dsk: dict[Any, Task] = {}
-    for task in plan.tasks():
-        key = (name, *task.index)
-        layout = tuple((p.block_slices, p.out_slices) for p in task.pieces)
-        blocks = List(*(TaskRef((x.name, *p.block)) for p in task.pieces))
-        dsk[key] = Task(key, write_region, target, task.region, layout, blocks)
-    dsk[name] = Task(name, _done, List(*(TaskRef(k) for k in list(dsk))))
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
-    return Delayed(name, graph)
-
-
-def write_region(
-    target: Array,
-    region: tuple[slice, ...],
-    layout: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...],
-    blocks: list[np.ndarray],
-) -> None:
-    """One write task: assemble ``region`` from the pieces of ``blocks`` and store it.
-
-    ``layout`` holds, per block, (the slices of the block, where they go in the region).
-    The target encodes whole shards, and read-modify-writes those the region only partly
-    covers, inside this call; this task is their only writer.
-    """
-    if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
-        data = np.asarray(blocks[0])[layout[0][0]]
-    else:
-        data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(blocks[0]).dtype)
-        for (block_slices, out_slices), block in zip(layout, blocks):
-            data[out_slices] = np.asarray(block)[block_slices]
-    target[region] = data
-
-
-def _done(_written: list[None]) -> None:
-    return None
 
 
 def _prepare_target(

@@ -153,9 +153,13 @@ class WritePlan:
 
     def tasks(self) -> Iterator[WriteTask]:
         """Every write task, in C order of the task grid."""
-        indexed = [list(enumerate(groups)) for groups in self.axes]
-        for combo in itertools.product(*indexed):
-            yield _make_task(combo)
+        for index in itertools.product(*(range(n) for n in self.task_grid)):
+            yield self.task(index)
+
+    def task(self, index: Sequence[int]) -> WriteTask:
+        """The task at ``index`` of the task grid, built from the per-axis groups alone
+        (a graph generates its tasks one by one this way, when it is materialised)."""
+        return _make_task(tuple((i, groups[i]) for i, groups in zip(index, self.axes)))
 
     def summary(self, itemsize: int = 1) -> WritePlanSummary:
         """Counts and estimated bytes of this plan (``itemsize`` bytes per element)."""
