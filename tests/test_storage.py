@@ -95,6 +95,16 @@ class ReadableStoreTests:
         assert store.get_ranges(requests) == expected
         assert store.get_ranges([]) == []
 
+    def test_iter_ranges(self, store: Store) -> None:
+        requests = [("a/b/c", ByteRange(10, 5)), ("nope", ByteRange(0)), ("a/b/d", SuffixRange(2)),
+                    ("a/e", ByteRange(0)), ("a/b/c", ByteRange(5, 0))]
+        arrived = list(store.iter_ranges(requests))
+        assert sorted(i for i, _ in arrived) == list(range(len(requests)))  # each once, in any order
+        assert dict(arrived) == dict(enumerate(store.get_ranges(requests)))
+        assert list(store.iter_ranges([])) == []
+        with pytest.raises(InvalidKeyError):
+            store.iter_ranges([("../x", ByteRange(0))])
+
     def test_exists(self, store: Store) -> None:
         assert all(store.exists(k) for k in DATA)
         assert not any(store.exists(k) for k in ["nope", "a", "a/b", "zarr"])
@@ -466,7 +476,7 @@ class TestS3Store(StoreTests):
 # -- the contract --------------------------------------------------------------------
 #: every public member of Store, and the contract test that covers it
 CONTRACT = {
-    "get": "test_get", "get_ranges": "test_get_ranges", "get_many": "test_get_many", "exists": "test_exists",
+    "get": "test_get", "get_ranges": "test_get_ranges", "iter_ranges": "test_iter_ranges", "get_many": "test_get_many", "exists": "test_exists",
     "size": "test_size", "list_prefix": "test_list_prefix", "list_dir": "test_list_dir",
     "set": "test_set_overwrite_and_buffers", "set_many": "test_set_many", "delete": "test_delete",
     "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",

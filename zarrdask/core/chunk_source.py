@@ -142,8 +142,9 @@ class ChunkSource:
 
     def read(self, selection: Selection, out: np.ndarray) -> None:
         """Read ``selection`` into ``out``: whole units fetched and decoded (on local stores
-        each thread fetches and decodes its own, so fetching overlaps decoding; remote
-        stores get one batched, concurrent fetch), ranged units through their indexes."""
+        each thread fetches and decodes its own; remote stores fetch them all concurrently
+        and each is decoded as it arrives, so fetching overlaps decoding either way),
+        ranged units through their indexes."""
         units = self.plan(selection).units
         targets = [_target(out, u) for u in units]
         whole = [i for i, u in enumerate(units) if u.whole]
@@ -154,9 +155,11 @@ class ChunkSource:
         elif whole and self.store.is_local:
             run_all(lambda i: self._decode_unit(units[i], targets[i], self.store.get(units[i].key), 1),
                     whole, threads, min_parallel=2)
-        elif whole:
-            blobs = dict(zip(whole, self.store.get_many([units[i].key for i in whole])))
-            run_all(lambda i: self._decode_unit(units[i], targets[i], blobs.pop(i), 1), whole, threads, min_parallel=2)
+        elif whole:  # decoded as they arrive, each on the pool, while the rest are in flight
+            arrivals = self.store.iter_ranges([(units[i].key, ByteRange(0, None)) for i in whole])
+            for j, blob in arrivals:
+                i = whole[j]
+                self._decode_unit(units[i], targets[i], blob, threads)
         ranged = [i for i, u in enumerate(units) if not u.whole]
         if ranged:
             jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])

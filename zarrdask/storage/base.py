@@ -119,6 +119,15 @@ class Store(ABC):
             return []
         return self._get_ranges(checked)
 
+    def iter_ranges(self, requests: Sequence[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
+        """Fetch like :meth:`get_ranges`, yielding ``(position in requests, value)`` as each
+        value arrives (remote stores: in completion order, so a reader can decode early
+        values while later ones are in flight)."""
+        checked = [(normalize_key(k), r) for k, r in requests]
+        if not checked:
+            return iter(())
+        return self._iter_ranges(checked)
+
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         """Fetch many whole values in one batched call (``None`` where missing)."""
         return self.get_ranges([(k, ByteRange(0, None)) for k in keys])
@@ -195,6 +204,9 @@ class Store(ABC):
 
     @abstractmethod
     def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]: ...
+
+    def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
+        return enumerate(self._get_ranges(requests))
 
     @abstractmethod
     def _set(self, key: str, value: Buffer) -> None: ...

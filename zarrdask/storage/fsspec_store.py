@@ -1,12 +1,16 @@
 """FsspecStore: a Store over any fsspec filesystem (s3, gcs, http, memory, local, zip ...).
 
-Byte ranges of many keys are fetched in one ``fs.cat_ranges`` call, which async
-filesystems (s3fs, gcsfs, http) run concurrently and sync ones loop over. A
-suffix range is a negative start: async filesystems send it as one
-``Range: bytes=-N`` request, sync ones seek from the size of the open file.
-Writes of many keys go through one ``fs.pipe`` call (concurrent on async
-filesystems). On a local filesystem each write goes to a temporary file that is
-then renamed onto the key, so writes stay atomic.
+On async filesystems (s3fs, gcsfs, http) every read of a key or range and every write
+of a key is one request on fsspec's event loop, at most ``concurrency`` of them in
+flight per store, each tried again under the store's :class:`RetryPolicy` when it
+fails transiently (timeouts, dropped connections, 5xx, throttling); a missing key is
+never retried and reads as None, any other failure is a StoreError naming the key and
+URL. Reads can be consumed as they complete (``iter_ranges``), so a reader decodes
+the first values while later ones are still in flight. A suffix range is a negative
+start: async filesystems send it as one ``Range: bytes=-N`` request, sync ones seek
+from the size of the open file. Sync filesystems (local, memory, zip) get one
+``cat_ranges`` / ``pipe`` call; on a local filesystem each write goes to a temporary
+file that is then renamed onto the key, so writes stay atomic.
 
 Stores pickle by their constructor arguments (URL, path, storage options,
 read-only flag), never by filesystem contents.
@@ -14,11 +18,14 @@ read-only flag), never by filesystem contents.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
+import threading
 import uuid
 import weakref
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import fsspec
 from fsspec.implementations.zip import ZipFileSystem
@@ -27,8 +34,12 @@ from fsspec.spec import AbstractFileSystem
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store
 from .local import _MISSING, _is_temp
+from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
 
 __all__ = ["FsspecStore", "ZipStore"]
+
+T = TypeVar("T")
+DEFAULT_CONCURRENCY = 64
 
 
 def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
@@ -39,7 +50,8 @@ class FsspecStore(Store):
     """A store rooted at ``path`` below ``url_or_fs`` (a URL or an fsspec filesystem).
 
     ``storage_options`` are passed to the filesystem when a URL is given. HTTP(S)
-    stores are always read-only.
+    stores are always read-only. ``retry`` and ``concurrency`` (requests in flight at
+    once, per store and process) apply to async filesystems.
     """
 
     def __init__(
@@ -49,7 +61,15 @@ class FsspecStore(Store):
         path: str = "",
         storage_options: dict[str, Any] | None = None,
         read_only: bool = False,
+        retry: RetryPolicy = RetryPolicy(),
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        self.retry = retry
+        self.concurrency = concurrency
+        self._slots: asyncio.Semaphore | None = None
+        self._slots_lock = threading.Lock()
         self.storage_options = dict(storage_options or {})
         if isinstance(url_or_fs, AbstractFileSystem):
             if self.storage_options:
@@ -68,22 +88,70 @@ class FsspecStore(Store):
         self._base = root.rstrip("/") + "/" if root else ""
         protocols = _protocols(fs)
         self._local = "file" in protocols or "local" in protocols
+        self._async = bool(getattr(fs, "async_impl", False)) and not self._local
         self.read_only = read_only or bool({"http", "https"} & set(protocols))
 
     def _dir(self, prefix: str) -> str:
         return self._base + prefix if prefix else self._root
 
+    # -- requests on the event loop (async filesystems) ---------------------------------
+    def _semaphore(self) -> asyncio.Semaphore:
+        with self._slots_lock:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.concurrency)
+            return self._slots
+
+    async def _attempt(self, request: Callable[[], Awaitable[T]]) -> T:
+        """One request under the concurrency bound, tried again while it fails transiently."""
+        slots = self._semaphore()
+        failures = 0
+        while True:
+            try:
+                async with slots:
+                    return await request()
+            except Exception as exc:
+                failures += 1
+                if failures >= self.retry.attempts or not is_transient(exc):
+                    raise
+            await asyncio.sleep(self.retry.delay(failures))
+
+    def _stream(self, requests: list[Callable[[], Awaitable[T]]]) -> Iterator[tuple[int, T | Exception]]:
+        """Run ``requests`` concurrently; yield ``(position, result or exception)`` as each ends."""
+        loop = self.fs.loop
+        futures = {asyncio.run_coroutine_threadsafe(self._attempt(r), loop): i for i, r in enumerate(requests)}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                error = future.exception()
+                yield futures[future], error if error is not None else future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """A synchronous filesystem call (listing, deleting), under the retry policy."""
+        failures = 0
+        while True:
+            try:
+                return fn()
+            except _MISSING:
+                raise
+            except Exception as exc:
+                failures += 1
+                if not self._async or failures >= self.retry.attempts or not is_transient(exc):
+                    raise StoreError(f"cannot {what} in {self.url}: {exc}") from exc
+            threading.Event().wait(self.retry.delay(failures))
+
     # -- reads -----------------------------------------------------------------
     def _get(self, key: str) -> bytes | None:
-        try:
-            return self.fs.cat_file(self._base + key)
-        except _MISSING:
-            return None
-        except Exception as e:
-            raise StoreError(f"cannot read key {key!r} from {self.url}: {e}") from e
+        return self._get_ranges([(key, ByteRange(0, None))])[0]
 
     def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
         out: list[bytes | None] = [None] * len(requests)
+        for i, value in self._iter_ranges(requests):
+            out[i] = value
+        return out
+
+    def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         slots: list[int] = []
         paths: list[str] = []
         starts: list[int | None] = []
@@ -94,26 +162,31 @@ class FsspecStore(Store):
             else:
                 start, end = -request.length, None
             if request.length == 0:
-                out[i] = b"" if self._exists(key) else None
+                yield i, b"" if self._exists(key) else None
                 continue
             slots.append(i)
             paths.append(self._base + key)
             starts.append(start)
             ends.append(end)
         if not paths:
-            return out
-        try:
-            results = self.fs.cat_ranges(paths, starts, ends, on_error="return")
-        except Exception as e:
-            raise StoreError(f"cannot read {len(paths)} byte ranges from {self.url}: {e}") from e
-        for i, path, start, result in zip(slots, paths, starts, results):
+            return
+        if self._async:
+            cat = self.fs._cat_file
+            calls = [lambda p=p, s=s, e=e: cat(p, start=s, end=e) for p, s, e in zip(paths, starts, ends)]
+            results: Iterator[tuple[int, Any]] = self._stream(calls)
+        else:
+            try:
+                results = enumerate(self.fs.cat_ranges(paths, starts, ends, on_error="return"))
+            except Exception as e:
+                raise StoreError(f"cannot read {len(paths)} byte ranges from {self.url}: {e}") from e
+        for j, result in results:
+            i = slots[j]
             if isinstance(result, _MISSING):
-                continue
-            if isinstance(result, BaseException):
-                out[i] = self._past_end(requests[i][0], path, start, result)
+                yield i, None
+            elif isinstance(result, BaseException):
+                yield i, self._past_end(requests[i][0], paths[j], starts[j], result)
             else:
-                out[i] = result if type(result) is bytes else bytes(result)
-        return out
+                yield i, result if type(result) is bytes else bytes(result)
 
     def _past_end(self, key: str, path: str, start: int | None, error: BaseException) -> bytes | None:
         """Recover from a failed ranged read that only started past the end.
@@ -121,30 +194,26 @@ class FsspecStore(Store):
         Object stores answer such a request (or any range of an empty object) with
         HTTP 416; the contract is to return the (empty) bytes that exist.
         """
-        try:
-            size = self.fs.size(path)
-        except _MISSING:
-            return None
-        except Exception:
-            size = None
-        if size is not None and (size == 0 or (start is not None and start >= size)):
-            return b""
-        raise StoreError(f"cannot read key {key!r} from {self.url}: {error}") from error
+        if is_range_not_satisfiable(error):
+            try:
+                size = self.fs.size(path)
+            except _MISSING:
+                return None
+            except Exception:
+                size = None
+            if size is not None and (size == 0 or (start is not None and start >= size)):
+                return b""
+        raise StoreError(f"cannot read key {key!r} ({self.fs.unstrip_protocol(path)}): {error}") from error
 
     def _exists(self, key: str) -> bool:
-        try:
-            return self.fs.isfile(self._base + key)
-        except Exception as e:
-            raise StoreError(f"cannot check key {key!r} in {self.url}: {e}") from e
+        return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._base + key))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         top = self._dir(prefix)
         try:
-            found = self.fs.find(top)
+            found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top))
         except FileNotFoundError:
             return iter(())
-        except Exception as e:
-            raise StoreError(f"cannot list prefix {prefix!r} of {self.url}: {e}") from e
         head = self._base + prefix + "/" if prefix else self._base
         n = len(self._base)
         return iter(
@@ -155,11 +224,9 @@ class FsspecStore(Store):
         top = self._dir(prefix)
         try:
             self.fs.invalidate_cache(top)
-            entries = self.fs.ls(top, detail=True)
+            entries = self._call(f"list {prefix!r}", lambda: self.fs.ls(top, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return [], []
-        except Exception as e:
-            raise StoreError(f"cannot list {prefix!r} of {self.url}: {e}") from e
         values: set[str] = set()
         dirs: set[str] = set()
         top = top.rstrip("/")
@@ -179,16 +246,25 @@ class FsspecStore(Store):
         self._set_many({key: value})
 
     def _set_many(self, items: dict[str, Buffer]) -> None:
-        data = {self._base + k: v if type(v) is bytes else bytes(v) for k, v in items.items()}
+        keys = list(items)
+        data = [v if type(v) is bytes else bytes(v) for v in items.values()]
+        if self._async:  # one PUT per key, concurrent; each retried on its own
+            pipe = self.fs._pipe_file
+            calls = [lambda k=k, v=v: pipe(self._base + k, v) for k, v in zip(keys, data)]
+            for i, result in self._stream(calls):
+                if isinstance(result, Exception):
+                    url = self.fs.unstrip_protocol(self._base + keys[i])
+                    raise StoreError(f"cannot write key {keys[i]!r} ({url}): {result}") from result
+            return
         try:
             if self._local:
-                for path, value in data.items():
-                    self._pipe_local(path, value)
+                for key, value in zip(keys, data):
+                    self._pipe_local(self._base + key, value)
             else:
-                self.fs.pipe(data)
+                self.fs.pipe({self._base + k: v for k, v in zip(keys, data)})
         except Exception as e:
-            keys = ", ".join(repr(k) for k in list(items)[:5])
-            raise StoreError(f"cannot write key(s) {keys} to {self.url}: {e}") from e
+            shown = ", ".join(repr(k) for k in keys[:5])
+            raise StoreError(f"cannot write key(s) {shown} to {self.url}: {e}") from e
 
     def _pipe_local(self, path: str, value: bytes) -> None:
         """Write to a temporary file next to ``path``, then rename it onto ``path``."""
@@ -207,18 +283,15 @@ class FsspecStore(Store):
 
     def _delete_many(self, keys: list[str]) -> None:
         paths = [self._base + k for k in keys]
+        shown = ", ".join(repr(k) for k in keys[:5])
         try:
-            try:
-                self.fs.rm(paths)
-            except FileNotFoundError:  # some filesystems stop at the first missing path
-                for path in paths:
-                    try:
-                        self.fs.rm_file(path)
-                    except FileNotFoundError:
-                        pass
-        except Exception as e:
-            shown = ", ".join(repr(k) for k in keys[:5])
-            raise StoreError(f"cannot delete key(s) {shown} from {self.url}: {e}") from e
+            self._call(f"delete key(s) {shown}", lambda: self.fs.rm(paths))
+        except FileNotFoundError:  # some filesystems stop at the first missing path
+            for path in paths:
+                try:
+                    self._call(f"delete {path!r}", lambda path=path: self.fs.rm_file(path))
+                except FileNotFoundError:
+                    pass
 
     # -- identity ----------------------------------------------------------------
     @property
@@ -226,7 +299,8 @@ class FsspecStore(Store):
         return self.fs.unstrip_protocol(self._root)
 
     def __reduce__(self) -> tuple:
-        kwargs = {"path": self.path, "storage_options": self.storage_options, "read_only": self.read_only}
+        kwargs = {"path": self.path, "storage_options": self.storage_options, "read_only": self.read_only,
+                  "retry": self.retry, "concurrency": self.concurrency}
         return (_rebuild, (type(self), (self._source,), kwargs))
 
     def __eq__(self, other: object) -> bool:

@@ -1,0 +1,155 @@
+"""Object stores under failure: retries, missing keys, errors, request counts.
+
+The S3 tests go through a loopback proxy (tests/_http.py) in front of the moto server
+that fails a fraction of the requests (503 SlowDown, 500 InternalError, or a dropped
+connection); botocore's and s3fs's own retries are switched off, so every recovery is
+zarrdask's. Data written and read through it must be bit-exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import dask.array as da
+import numpy as np
+import pytest
+from _http import LoopbackServer
+from _s3 import BUCKET, s3_storage_options
+
+import zarrdask
+from zarrdask.errors import StoreError, ZarrdaskError
+from zarrdask.storage import ByteRange, FsspecStore
+from zarrdask.storage.retry import RetryPolicy, is_transient
+
+pytestmark = pytest.mark.s3
+
+FAST_RETRY = RetryPolicy(attempts=8, base_delay=0.005, max_delay=0.05)
+
+
+def _no_client_retries(endpoint: str) -> dict:
+    options = s3_storage_options(endpoint)
+    options["config_kwargs"] = {"retries": {"max_attempts": 1, "mode": "standard"}}  # botocore: one try
+    options["skip_instance_cache"] = True
+    return options
+
+
+def _store(endpoint: str, **kwargs) -> FsspecStore:
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex}"
+    store = FsspecStore(url, storage_options=_no_client_retries(endpoint), **kwargs)
+    store.fs.retries = 1  # s3fs: one try (a class attribute, not an option)
+    return store
+
+
+@pytest.fixture
+def flaky(s3_endpoint):
+    """A proxy to moto failing 10 % of the requests."""
+    with LoopbackServer(upstream=s3_endpoint, fail_fraction=0.10, seed=7) as server:
+        yield server
+
+
+@pytest.fixture
+def counting(s3_endpoint):
+    with LoopbackServer(upstream=s3_endpoint) as server:
+        yield server
+
+
+def test_ten_percent_of_requests_failing_loses_nothing(flaky):
+    data = np.random.default_rng(0).standard_normal((96, 80)).astype("f4")
+    store = _store(flaky.url, retry=FAST_RETRY)
+    x = da.from_array(data, chunks=(7, 13))  # misaligned: gathered per shard
+    zarrdask.to_zarr(x, store, path="a", chunks=(8, 8), shards=(16, 16), fill_value=0)
+    reader = zarrdask.open_array(store, path="a")
+    np.testing.assert_array_equal(reader[...], data)  # whole shards
+    np.testing.assert_array_equal(reader[3:40, 17:61], data[3:40, 17:61])  # shard indexes + inner ranges
+    np.testing.assert_array_equal(zarrdask.from_zarr(store, path="a").compute(), data)
+    assert flaky.failed >= 10, flaky.failed  # the failures really happened (of ~150 requests)
+
+
+def test_a_missing_key_is_one_get_and_reads_as_the_fill_value(counting):
+    store = _store(counting.url)
+    a = zarrdask.create_array(store, shape=(8, 8), dtype="i2", chunks=(2, 2), shards=(4, 4), fill_value=-1)
+    a[:4, :4] = 5  # one of four shards written
+    counting.reset()
+    got = zarrdask.open_array(store)[...]
+    assert (got[:4, :4] == 5).all() and (got[4:] == -1).all() and (got[:, 4:] == -1).all()
+    assert counting.counts == {"GET": 5}  # zarr.json + 4 shards (3 missing): no HEAD, no retry
+
+
+def test_writes_put_many_keys_concurrently_within_the_bound(counting):
+    store = _store(counting.url, concurrency=4)
+    in_flight, peak = 0, 0
+    real = store.fs._pipe_file
+
+    async def watched(path, value, **kwargs):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            return await real(path, value, **kwargs)
+        finally:
+            in_flight -= 1
+
+    store.fs._pipe_file = watched
+    try:
+        store.set_many({f"k/{i}": bytes([i]) * 10 for i in range(20)})
+    finally:
+        del store.fs._pipe_file
+    assert peak == 4
+    assert store.get_many([f"k/{i}" for i in range(20)]) == [bytes([i]) * 10 for i in range(20)]
+
+
+def test_failures_that_outlast_the_retries_name_the_key_and_url(tmp_path):
+    (tmp_path / "k").write_bytes(b"x")
+    with LoopbackServer(root=str(tmp_path), fail_fraction=1.0) as server:
+        store = FsspecStore(f"{server.url}/", retry=RetryPolicy(attempts=3, base_delay=0.001))
+        with pytest.raises(StoreError, match=rf"key 'k' \({server.url}/k\)") as info:
+            store.get("k")
+        assert isinstance(info.value, ZarrdaskError)
+        # three tries, then the error (aiohttp itself resends once on a dropped keep-alive connection)
+        assert 3 <= server.failed <= 4, server.failed
+
+
+def test_an_error_that_is_not_transient_is_not_retried(tmp_path):
+    (tmp_path / "forbidden").write_bytes(b"x")
+    with LoopbackServer(root=str(tmp_path), forbidden={"forbidden"}) as server:
+        store = FsspecStore(f"{server.url}/", retry=RetryPolicy(attempts=5, base_delay=0.001))
+        with pytest.raises(StoreError, match="key 'forbidden'"):
+            store.get_ranges([("forbidden", ByteRange(0, 1))])
+        assert server.counts["GET"] == 1
+
+
+class _Status(Exception):
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+class _Boto(Exception):
+    def __init__(self, code: str, status: int) -> None:
+        self.response = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+
+
+class ServerDisconnectedError(Exception):  # named like aiohttp's
+    pass
+
+
+@pytest.mark.parametrize(("error", "transient"), [
+    (TimeoutError(), True), (asyncio.TimeoutError(), True), (ConnectionResetError(), True),
+    (ServerDisconnectedError(), True), (_Status(503), True), (_Status(500), True), (_Status(429), True),
+    (_Boto("SlowDown", 503), True), (_Boto("InternalError", 500), True), (_Boto("Throttling", 400), True),
+    (_Status(403), False), (_Status(404), False), (_Boto("AccessDenied", 403), False),
+    (FileNotFoundError("k"), False), (ValueError("bad"), False), (PermissionError(), False),
+])
+def test_transient_failures_are_recognised(error, transient):
+    assert is_transient(error) is transient
+    wrapped = OSError("translated")  # s3fs raises its own OSError from botocore's error
+    wrapped.__cause__ = error
+    assert is_transient(wrapped) is transient
+
+
+def test_retry_policy_backs_off_within_bounds():
+    policy = RetryPolicy(attempts=4, base_delay=0.1, max_delay=0.3)
+    assert 0.05 <= policy.delay(1) <= 0.1 and 0.1 <= policy.delay(2) <= 0.2 and 0.15 <= policy.delay(5) <= 0.3
+    with pytest.raises(ValueError):
+        RetryPolicy(attempts=0)

@@ -1,0 +1,86 @@
+"""When a remote request is tried again: transient failures and the backoff between tries.
+
+Pure code. A failure is transient when it is a timeout, a dropped or refused connection,
+or an HTTP answer saying the server is overloaded or failed (5xx, 429, S3's ``SlowDown``
+and its kin); the libraries below fsspec raise these in their own classes, so they are
+recognised by status, error code or class name anywhere in the exception's chain,
+without importing those libraries. A missing key is never transient.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["RetryPolicy", "is_range_not_satisfiable", "is_transient"]
+
+_TRANSIENT_CODES = frozenset({
+    "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
+    "RequestTimeout", "RequestTimeoutException", "InternalError", "ServiceUnavailable", "BadGateway",
+})
+_TRANSIENT_CLASSES = frozenset({
+    "ClientConnectionError", "ServerDisconnectedError", "ServerTimeoutError", "ClientPayloadError",
+    "ClientOSError", "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError",
+    "ConnectionClosedError", "ResponseStreamingError", "IncompleteRead",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Up to ``attempts`` tries of a request in all; before try n+1 wait
+    ``min(max_delay, base_delay * 2**(n-1))``, scaled by a random factor in [0.5, 1]."""
+
+    attempts: int = 6
+    base_delay: float = 0.05
+    max_delay: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1 or self.base_delay < 0 or self.max_delay < 0:
+            raise ValueError(f"invalid retry policy {self}: attempts >= 1, delays >= 0")
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th failed try."""
+        return min(self.max_delay, self.base_delay * 2 ** (failures - 1)) * random.uniform(0.5, 1.0)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or during."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _answer(exc: BaseException) -> tuple[int | None, str | None]:
+    """The HTTP status and S3 error code an exception carries, where it carries them."""
+    status = getattr(exc, "status", None)  # aiohttp's ClientResponseError
+    response = getattr(exc, "response", None)  # botocore's ClientError
+    code = None
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode", status)
+        code = response.get("Error", {}).get("Code")
+    return (status if isinstance(status, int) else None), code
+
+
+def is_range_not_satisfiable(exc: BaseException) -> bool:
+    """Whether the server answered HTTP 416 (a range past the end, or of an empty value)."""
+    return any(_answer(e)[0] == 416 or _answer(e)[1] == "InvalidRange" for e in _chain(exc))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is worth another try."""
+    for current in _chain(exc):
+        if isinstance(current, FileNotFoundError):
+            return False
+        if isinstance(current, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+            return True
+        if any(cls.__name__ in _TRANSIENT_CLASSES for cls in type(current).__mro__):
+            return True
+        status, code = _answer(current)
+        if code in _TRANSIENT_CODES or (status is not None and (status >= 500 or status == 429)):
+            return True
+    return False
