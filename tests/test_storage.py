@@ -23,6 +23,7 @@ from zarrdask.storage import (
     ReadOnlyStore,
     Store,
     SuffixRange,
+    ZarrPythonStore,
     ZipStore,
     coalesce_ranges,
     get_storage_transformer,
@@ -473,6 +474,46 @@ class TestS3Store(StoreTests):
         assert sorted(store.list_prefix("a/b")) == ["a/b/c", "a/b/d", "a/b/z"]
 
 
+class TestZarrPythonMemoryStore(StoreTests):
+    """zarr-python's own MemoryStore, accepted as a store (tests/test_zarr_python_stores.py
+    runs whole arrays, Dask and xarray through it)."""
+
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        import zarr.storage
+
+        store = open_store(zarr.storage.MemoryStore(), mode="w")
+        assert isinstance(store, ZarrPythonStore)
+        return store
+
+    def test_pickle_round_trip(self, store: Store) -> None:
+        """zarr-python's MemoryStore pickles its contents (its own choice): a clone is a copy."""
+        clone = pickle.loads(pickle.dumps(store))
+        assert clone.get("a/b/d") == b"xyz" and clone.read_only == store.read_only
+        clone.set("a/b/d", b"new")
+        assert store.get("a/b/d") == b"xyz"
+
+    def test_identity(self, store: Store) -> None:
+        assert store.url.startswith("memory://") and store.url in repr(store)
+        assert store == open_store(store.inner, mode="w") and hash(store) == hash(open_store(store.inner, mode="w"))
+
+
+class TestZarrPythonLocalStore(StoreTests):
+    @pytest.fixture
+    def empty_store(self, tmp_path) -> Store:
+        import zarr.storage
+
+        return open_store(zarr.storage.LocalStore(tmp_path / "zp"), mode="w")
+
+    def test_read_only_view_and_pickle(self, store: Store, tmp_path) -> None:
+        view = open_store(store.inner, mode="r")
+        assert view.read_only and view.get("a/b/d") == b"xyz"
+        with pytest.raises(ReadOnlyError):
+            view.set("x", b"1")
+        assert pickle.loads(pickle.dumps(store)).get("a/b/d") == b"xyz"
+        assert store.url == f"file://{tmp_path / 'zp'}"
+
+
 # -- the contract --------------------------------------------------------------------
 #: every public member of Store, and the contract test that covers it
 CONTRACT = {
@@ -485,6 +526,7 @@ CONTRACT = {
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,
     TestPrefixedLocalStore, TestWrapperStore, TestReadOnlyWrapper, TestZipStore, TestS3Store,
+    TestZarrPythonMemoryStore, TestZarrPythonLocalStore,
 ]
 
 

@@ -14,6 +14,7 @@ from .coalesce import coalesce_ranges, split_coalesced
 from .fsspec_store import FsspecStore, ZipStore
 from .local import LocalStore
 from .memory import MemoryStore
+from .zarr_python import ZarrPythonStore, is_zarr_python_store
 from .transformers import (
     PrefixedStore,
     ReadOnlyStore,
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryStore",
     "FsspecStore",
     "ZipStore",
+    "ZarrPythonStore",
     "WrapperStore",
     "PrefixedStore",
     "ReadOnlyStore",
@@ -44,7 +46,7 @@ __all__ = [
     "StoreLike",
 ]
 
-StoreLike = Store | str | os.PathLike[str]
+StoreLike = Store | str | os.PathLike[str] | Any  # Any: a zarr-python store
 
 MODES = ("r", "r+", "a", "w", "w-")
 
@@ -54,6 +56,8 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
 
     * a ``Store`` passes through; with ``mode="r"`` a writable one is replaced by a
       read-only view (a read-only copy of the same class for the built-in stores).
+    * a zarr-python store (``zarr.storage.MemoryStore``, ``LocalStore``, an Icechunk
+      session's store, ...) -> ``ZarrPythonStore`` over it.
     * a local path or ``file://`` URL -> ``LocalStore`` (``FsspecStore`` if
       ``storage_options`` are given).
     * ``memory://name`` -> ``MemoryStore(name)`` (``memory://`` alone: a new anonymous one).
@@ -77,6 +81,10 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
         if read_only and not store_like.read_only:
             return _read_only_view(store_like)
         return store_like
+    if is_zarr_python_store(store_like):
+        if storage_options:
+            raise InvalidModeError("storage_options cannot be applied to a zarr-python store")
+        return open_store(ZarrPythonStore(store_like), mode=mode)
     if not isinstance(store_like, (str, os.PathLike)):
         raise InvalidStoreError(f"expected a Store, path or URL, got {type(store_like).__name__}")
     url = os.fspath(store_like)

@@ -18,10 +18,8 @@ read-only flag), never by filesystem contents.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
-import threading
+import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
@@ -34,6 +32,7 @@ from fsspec.spec import AbstractFileSystem
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store
 from .local import _MISSING, _is_temp
+from .requests import Requests
 from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
 
 __all__ = ["FsspecStore", "ZipStore"]
@@ -64,12 +63,9 @@ class FsspecStore(Store):
         retry: RetryPolicy = RetryPolicy(),
         concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.retry = retry
         self.concurrency = concurrency
-        self._slots: asyncio.Semaphore | None = None
-        self._slots_lock = threading.Lock()
+        self._requests = Requests(concurrency, retry)
         self.storage_options = dict(storage_options or {})
         if isinstance(url_or_fs, AbstractFileSystem):
             if self.storage_options:
@@ -94,38 +90,8 @@ class FsspecStore(Store):
     def _dir(self, prefix: str) -> str:
         return self._base + prefix if prefix else self._root
 
-    # -- requests on the event loop (async filesystems) ---------------------------------
-    def _semaphore(self) -> asyncio.Semaphore:
-        with self._slots_lock:
-            if self._slots is None:
-                self._slots = asyncio.Semaphore(self.concurrency)
-            return self._slots
-
-    async def _attempt(self, request: Callable[[], Awaitable[T]]) -> T:
-        """One request under the concurrency bound, tried again while it fails transiently."""
-        slots = self._semaphore()
-        failures = 0
-        while True:
-            try:
-                async with slots:
-                    return await request()
-            except Exception as exc:
-                failures += 1
-                if failures >= self.retry.attempts or not is_transient(exc):
-                    raise
-            await asyncio.sleep(self.retry.delay(failures))
-
     def _stream(self, requests: list[Callable[[], Awaitable[T]]]) -> Iterator[tuple[int, T | Exception]]:
-        """Run ``requests`` concurrently; yield ``(position, result or exception)`` as each ends."""
-        loop = self.fs.loop
-        futures = {asyncio.run_coroutine_threadsafe(self._attempt(r), loop): i for i, r in enumerate(requests)}
-        try:
-            for future in concurrent.futures.as_completed(futures):
-                error = future.exception()
-                yield futures[future], error if error is not None else future.result()
-        finally:
-            for future in futures:
-                future.cancel()
+        return self._requests.stream(self.fs.loop, requests)
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """A synchronous filesystem call (listing, deleting), under the retry policy."""
@@ -139,7 +105,7 @@ class FsspecStore(Store):
                 failures += 1
                 if not self._async or failures >= self.retry.attempts or not is_transient(exc):
                     raise StoreError(f"cannot {what} in {self.url}: {exc}") from exc
-            threading.Event().wait(self.retry.delay(failures))
+            time.sleep(self.retry.delay(failures))
 
     # -- reads -----------------------------------------------------------------
     def _get(self, key: str) -> bytes | None:

@@ -1,0 +1,83 @@
+"""zarr-python's stores (and Icechunk's, built on zarr-python's Store) as zarrdask stores:
+Dask writes and reads, the xarray engine, and zarr-python reading what zarrdask wrote."""
+
+from __future__ import annotations
+
+import dask.array as da
+import icechunk
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+import zarr
+import zarr.storage
+
+import zarrdask
+from zarrdask.storage import ZarrPythonStore, open_store
+
+
+def _memory(tmp_path):
+    store = zarr.storage.MemoryStore()
+    return store, lambda: store
+
+
+def _local(tmp_path):
+    store = zarr.storage.LocalStore(tmp_path / "local")
+    return store, lambda: zarr.storage.LocalStore(tmp_path / "local", read_only=True)
+
+
+def _icechunk(tmp_path):
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "ic")))
+    session = repo.writable_session("main")
+
+    def committed():
+        session.commit("zarrdask writes")
+        return repo.readonly_session("main").store
+
+    return session.store, committed
+
+
+STORES = {"zarr-memory": _memory, "zarr-local": _local, "icechunk": _icechunk}
+
+
+@pytest.mark.parametrize("make", STORES.values(), ids=STORES.keys())
+def test_dask_round_trip(make, tmp_path):
+    data = np.random.default_rng(1).standard_normal((60, 50)).astype("f4")
+    store, reopen = make(tmp_path)
+    zarrdask.to_zarr(da.from_array(data, chunks=(7, 13)), store, path="x", chunks=(5, 5), shards=(20, 25),
+                     dimension_names=["y", "x"])
+    zarrdask.to_zarr(da.from_array(data[:10, :10] * 2, chunks=3), store, path="x", mode="r+",
+                     region=(slice(15, 25), slice(20, 30)))
+    expected = data.copy()
+    expected[15:25, 20:30] = data[:10, :10] * 2
+    store = reopen()
+    back = zarrdask.from_zarr(store, path="x")
+    assert back.numblocks == (3, 2)
+    np.testing.assert_array_equal(back.compute(), expected)
+    np.testing.assert_array_equal(zarr.open_array(store, path="x", mode="r")[...], expected)
+    opened = zarrdask.open_array(store, path="x").store  # a read-only view of a writable store wraps it
+    assert isinstance(opened, ZarrPythonStore) or isinstance(opened.inner, ZarrPythonStore)
+
+
+@pytest.mark.parametrize("make", STORES.values(), ids=STORES.keys())
+def test_xarray_engine_round_trip(make, tmp_path):
+    ds = xr.Dataset(
+        {"t": (("time", "x"), np.arange(40, dtype="f8").reshape(8, 5), {"units": "K"})},
+        coords={"time": pd.date_range("2026-01-01", periods=8), "x": np.arange(5)},
+    )
+    store, reopen = make(tmp_path)
+    ds.chunk({"time": 3}).zarrdask.to_zarr(store, mode="w", encoding={"t": {"chunks": (2, 5), "shards": (4, 5)}})
+    store = reopen()
+    back = xr.open_dataset(store, engine="zarrdask", chunks={})
+    assert back["t"].chunks == ((4, 4), (5,))
+    xr.testing.assert_identical(back.load(), ds)
+
+
+def test_a_read_only_zarr_store_stays_read_only():
+    store = zarr.storage.MemoryStore()
+    zarrdask.create_array(store, shape=(4,), dtype="i1", chunks=(2,))[...] = [1, 2, 3, 4]
+    assert open_store(store, mode="r").read_only
+    with pytest.raises(PermissionError):
+        zarrdask.open_array(store)[0] = 9
+    with pytest.raises(zarrdask.errors.InvalidModeError):
+        open_store(store, storage_options={"anon": True})

@@ -1,0 +1,160 @@
+"""Any zarr-python store (``zarr.abc.store.Store``: Memory, Local, Fsspec, Object, Icechunk ...)
+as a zarrdask Store, recognised by its shape and never imported.
+
+A zarr-python store is asynchronous: ``get(key, prototype, byte_range)``,
+``get_partial_values``, ``set(key, buffer)``, ``exists``, ``delete``, ``list_prefix``,
+``list_dir``. :class:`ZarrPythonStore` runs those coroutines on zarrdask's background
+event loop, many at once (``concurrency``), and answers in zarrdask's contract. The byte
+request and buffer classes it needs come from the modules of zarr-python that the store
+itself was made with, so the library imports nothing of zarr-python.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import StoreError
+from .base import Buffer, ByteRange, ByteRequest, Store
+from .requests import Requests, background_loop
+
+__all__ = ["ZarrPythonStore", "is_zarr_python_store"]
+
+_METHODS = ("get", "get_partial_values", "set", "exists", "delete", "list_prefix", "list_dir")
+
+
+def is_zarr_python_store(obj: object) -> bool:
+    """Whether ``obj`` looks like a zarr-python ``Store`` (async get/set/list)."""
+    return not isinstance(obj, Store) and all(hasattr(obj, m) for m in _METHODS) and (
+        inspect.iscoroutinefunction(obj.get)  # type: ignore[attr-defined]
+    )
+
+
+def _zarr_module(name: str) -> Any:
+    module = sys.modules.get(name)
+    if module is None:  # a store of zarr-python means zarr-python is loaded
+        raise StoreError(f"a zarr-python store without {name} loaded")
+    return module
+
+
+class ZarrPythonStore(Store):
+    """zarrdask's view of the zarr-python store ``inner``. Pickles as ``inner`` does."""
+
+    def __init__(self, inner: Any, *, concurrency: int = 64) -> None:
+        if not is_zarr_python_store(inner):
+            raise StoreError(f"{type(inner).__name__} is not a zarr-python store")
+        self.inner = inner
+        self.concurrency = concurrency
+        self.read_only = bool(getattr(inner, "read_only", False))
+        self._requests = Requests(concurrency, None)
+        store_module = _zarr_module("zarr.abc.store")
+        self._range, self._offset, self._suffix = (
+            store_module.RangeByteRequest, store_module.OffsetByteRequest, store_module.SuffixByteRequest)
+        self._prototype = _zarr_module("zarr.core.buffer").default_buffer_prototype()
+
+    # -- running coroutines --------------------------------------------------------------
+    def _run(self, what: str, request: Any) -> Any:
+        try:
+            return self._requests.run(background_loop(), request)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"cannot {what} in {self.url}: {exc}") from exc
+
+    def _request(self, request: ByteRequest) -> Any:
+        if isinstance(request, ByteRange):
+            if request.length is None:
+                return None if request.start == 0 else self._offset(request.start)
+            return self._range(request.start, request.start + request.length)
+        return self._suffix(request.length)
+
+    # -- reads -------------------------------------------------------------------------
+    def _get(self, key: str) -> bytes | None:
+        return self._get_ranges([(key, ByteRange(0, None))])[0]
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        out: list[bytes | None] = [None] * len(requests)
+        for i, value in self._iter_ranges(requests):
+            out[i] = value
+        return out
+
+    def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
+        get, prototype = self.inner.get, self._prototype
+        calls = [lambda k=k, r=self._request(r): get(k, prototype, r) for k, r in requests]
+        for i, result in self._requests.stream(background_loop(), calls):
+            key, request = requests[i]
+            if isinstance(result, Exception):
+                if isinstance(result, FileNotFoundError):
+                    yield i, None
+                    continue
+                raise StoreError(f"cannot read key {key!r} from {self.url}: {result}") from result
+            if result is None:
+                yield i, None
+                continue
+            value = result.to_bytes()
+            if request.length == 0:
+                value = b""
+            yield i, value
+
+    def _exists(self, key: str) -> bool:
+        return self._run(f"check key {key!r}", lambda: self.inner.exists(key))
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        head = f"{prefix}/" if prefix else ""
+
+        async def listing() -> list[str]:
+            return [k async for k in self.inner.list_prefix(head)]
+
+        return iter(sorted(k for k in self._run(f"list prefix {prefix!r}", listing) if k.startswith(head)))
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """Values and sub-directories: zarr-python lists both as names, so they are told
+        apart by the full keys below ``prefix``."""
+        head = f"{prefix}/" if prefix else ""
+        values: set[str] = set()
+        dirs: set[str] = set()
+        for key in self._list_prefix(prefix):
+            name, sep, _ = key[len(head):].partition("/")
+            (dirs if sep else values).add(name)
+        return sorted(values), sorted(dirs)
+
+    # -- writes ------------------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        self._set_many({key: value})
+
+    def _set_many(self, items: dict[str, Buffer]) -> None:
+        keys = list(items)
+        make = self._prototype.buffer.from_bytes
+        calls = [lambda k=k, v=items[k]: self.inner.set(k, make(bytes(v))) for k in keys]
+        for i, result in self._requests.stream(background_loop(), calls):
+            if isinstance(result, Exception):
+                raise StoreError(f"cannot write key {keys[i]!r} to {self.url}: {result}") from result
+
+    def _delete(self, key: str) -> None:
+        self._delete_many([key])
+
+    def _delete_many(self, keys: list[str]) -> None:
+        calls = [lambda k=k: self.inner.delete(k) for k in keys]
+        for i, result in self._requests.stream(background_loop(), calls):
+            if isinstance(result, Exception) and not isinstance(result, FileNotFoundError):
+                raise StoreError(f"cannot delete key {keys[i]!r} from {self.url}: {result}") from result
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return str(self.inner)
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (self.inner, self.concurrency))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.inner == self.inner  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.url))
+
+
+def _rebuild(inner: Any, concurrency: int) -> ZarrPythonStore:
+    return ZarrPythonStore(inner, concurrency=concurrency)
