@@ -1,0 +1,164 @@
+#!/usr/bin/env python
+"""Reads over HTTP with latency: zarrdask vs TensorStore vs zarr-python, and request counts.
+
+    python benchmarks/bench_remote.py [--repeat R] [--delay-ms 25]
+
+A loopback HTTP server (tests/_http.py, 127.0.0.1 only) serves one copy of a 128 MiB
+float32 array (32, 1024, 1024), shards (8, 512, 512) = 16 shards of 8 MiB, inner chunks
+(4, 64, 64), zstd-1 (the layout of benchmarks/libs.py), and a consolidated group of 50
+small arrays, adding ``delay`` to every request. Each library reads the same bytes:
+
+* full read: open + read the whole array;
+* 40 windows: 40 reads of 1 x 64 x 64 at random offsets, the array opened once;
+* region: ``a[0:8, 100:400, 100:400]``, part of one shard (through its index);
+* group open: open the group and the metadata of its 50 arrays (TensorStore, without
+  consolidated metadata, opens each array).
+
+Medians of R interleaved repetitions (times), and the requests the server answered in one
+repetition. zarr-python reads through its FsspecStore (fsspec's HTTP filesystem).
+The DataTree-write request counts come from ``--datatree`` (S3, moto behind the server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))  # the working tree's zarrdask
+sys.path.insert(2, str(HERE.parent / "tests"))  # the loopback server
+
+import numpy as np  # noqa: E402
+from _http import LoopbackServer  # noqa: E402
+from harness import make_data  # noqa: E402
+from libs import Layout  # noqa: E402
+
+import zarrdask  # noqa: E402
+
+SHAPE, SHARDS, INNER = (32, 1024, 1024), (8, 512, 512), (4, 64, 64)
+REGION = (slice(0, 8), slice(100, 400), slice(100, 400))
+
+
+def write_data(root: str) -> np.ndarray:
+    data = make_data(SHAPE)
+    layout = Layout(chunks=INNER, shards=SHARDS)
+    a = zarrdask.create_array(os.path.join(root, "a.zarr"), shape=SHAPE, dtype="f4", chunks=SHARDS,
+                              codecs=layout.v3_codecs(), fill_value=0, overwrite=True)
+    a[...] = data
+    g = zarrdask.create_group(os.path.join(root, "g.zarr"), overwrite=True)
+    for i in range(50):
+        g.create_array(f"v{i}", shape=(10, 20), dtype="f4", chunks=(10, 20), attributes={"units": "K", "i": i})
+    zarrdask.consolidate_metadata(os.path.join(root, "g.zarr"))
+    return data
+
+
+def windows(n: int) -> list[tuple[slice, ...]]:
+    rng = np.random.default_rng(3)
+    out = []
+    for _ in range(n):
+        t, y, x = (int(rng.integers(0, SHAPE[0])), int(rng.integers(0, SHAPE[1] - 64)),
+                   int(rng.integers(0, SHAPE[2] - 64)))
+        out.append((slice(t, t + 1), slice(y, y + 64), slice(x, x + 64)))
+    return out
+
+
+def zarrdask_ops(url: str) -> dict[str, Callable[[], object]]:
+    def group_open():
+        g = zarrdask.open_group(f"{url}/g.zarr")
+        return [g[f"v{i}"].shape for i in range(50)]
+
+    return {
+        "full read": lambda: zarrdask.open_array(f"{url}/a.zarr")[...],
+        "40 windows": lambda: (lambda a: [a[w] for w in windows(40)])(zarrdask.open_array(f"{url}/a.zarr")),
+        "region": lambda: zarrdask.open_array(f"{url}/a.zarr")[REGION],
+        "group open (50 arrays)": group_open,
+    }
+
+
+def tensorstore_ops(url: str) -> dict[str, Callable[[], object]]:
+    import tensorstore as ts
+
+    def open_array(name: str):
+        return ts.open({"driver": "zarr3", "kvstore": {"driver": "http", "base_url": f"{url}/{name}/"}}).result()
+
+    return {
+        "full read": lambda: open_array("a.zarr").read().result(),
+        "40 windows": lambda: (lambda a: [a[w].read().result() for w in windows(40)])(open_array("a.zarr")),
+        "region": lambda: open_array("a.zarr")[REGION].read().result(),
+        "group open (50 arrays)": lambda: [open_array(f"g.zarr/v{i}").shape for i in range(50)],
+    }
+
+
+def zarr_python_ops(url: str) -> dict[str, Callable[[], object]]:
+    import zarr
+    from zarr.storage import FsspecStore
+
+    def store(name: str):
+        return FsspecStore.from_url(f"{url}/{name}", read_only=True)
+
+    def group_open():
+        g = zarr.open_group(store("g.zarr"), mode="r", use_consolidated=True)
+        return [g[f"v{i}"].shape for i in range(50)]
+
+    return {
+        "full read": lambda: zarr.open_array(store("a.zarr"), mode="r")[...],
+        "40 windows": lambda: (lambda a: [a[w] for w in windows(40)])(zarr.open_array(store("a.zarr"), mode="r")),
+        "region": lambda: zarr.open_array(store("a.zarr"), mode="r")[REGION],
+        "group open (50 arrays)": group_open,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--delay-ms", type=float, default=25.0)
+    args = p.parse_args()
+    warnings.simplefilter("ignore")
+    root = tempfile.mkdtemp(prefix="zarrdask-remote-")
+    try:
+        data = write_data(root)
+        with LoopbackServer(root=root, delay=args.delay_ms / 1000) as server:
+            libs = {"zarrdask": zarrdask_ops(server.url), "tensorstore": tensorstore_ops(server.url),
+                    "zarr-python": zarr_python_ops(server.url)}
+            times = {(lib, op): [] for lib, ops in libs.items() for op in ops}
+            counts = {}
+            for rep in range(args.repeat + 1):  # round 0 warms up and checks
+                order = list(libs)[rep % 3:] + list(libs)[: rep % 3]
+                for op in libs["zarrdask"]:
+                    for lib in order:
+                        server.reset()
+                        start = time.perf_counter()
+                        result = libs[lib][op]()
+                        elapsed = time.perf_counter() - start
+                        if rep == 0:
+                            counts[lib, op] = dict(server.counts)
+                            if op == "full read":
+                                assert np.array_equal(np.asarray(result), data), lib
+                            if op == "region":
+                                assert np.array_equal(np.asarray(result), data[REGION]), lib
+                        else:
+                            times[lib, op].append(elapsed)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"HTTP on 127.0.0.1, {args.delay_ms:g} ms per request; medians of {args.repeat} (s); "
+          "ratio = peer / zarrdask; requests of one run")
+    print(f"  {'workload':24s} {'zarrdask':>9s} {'tensorstore':>12s} {'ratio':>6s} {'zarr-python':>12s} {'ratio':>6s}"
+          f"   requests zarrdask / tensorstore / zarr-python")
+    for op in libs["zarrdask"]:
+        med = {lib: statistics.median(times[lib, op]) for lib in libs}
+        reqs = " / ".join(str(sum(counts[lib, op].values())) for lib in libs)
+        print(f"  {op:24s} {med['zarrdask']:9.3f} {med['tensorstore']:12.3f} {med['tensorstore'] / med['zarrdask']:5.2f}x"
+              f" {med['zarr-python']:12.3f} {med['zarr-python'] / med['zarrdask']:5.2f}x   {reqs}")
+
+
+if __name__ == "__main__":
+    main()
