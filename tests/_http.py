@@ -7,7 +7,8 @@ it can add ``delay`` seconds to every request and fail a ``fail_fraction`` of th
 (chosen by a seeded generator): HTTP 503 ``SlowDown``, 500 ``InternalError``, or the
 connection closed without an answer, in turn; files named in ``forbidden`` answer 403.
 It listens on 127.0.0.1 only, serves
-until ``stop()`` and counts the requests it answered by method.
+until ``stop()``, counts the requests it answered by method and records the most it
+had in hand at once (``peak``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class LoopbackServer:
         self.upstream = urlsplit(upstream) if upstream else None
         self.counts: collections.Counter[str] = collections.Counter()
         self.failed = 0
+        self.peak = 0
+        self._in_hand = 0
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         server = self
@@ -76,10 +79,21 @@ class LoopbackServer:
         with self._lock:
             self.counts.clear()
             self.failed = 0
+            self.peak = 0
 
     # -- one request ---------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        with self._lock:
+            self._in_hand += 1
+            self.peak = max(self.peak, self._in_hand)
+        try:
+            self._answer(h, body)
+        finally:
+            with self._lock:
+                self._in_hand -= 1
+
+    def _answer(self, h: BaseHTTPRequestHandler, body: bytes) -> None:
         if self.delay:
             time.sleep(self.delay)
         with self._lock:

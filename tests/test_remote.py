@@ -12,6 +12,7 @@ import asyncio
 import uuid
 
 import dask.array as da
+import xarray as xr
 import numpy as np
 import pytest
 from _http import LoopbackServer
@@ -153,3 +154,44 @@ def test_retry_policy_backs_off_within_bounds():
     assert 0.05 <= policy.delay(1) <= 0.1 and 0.1 <= policy.delay(2) <= 0.2 and 0.15 <= policy.delay(5) <= 0.3
     with pytest.raises(ValueError):
         RetryPolicy(attempts=0)
+
+
+def _tree(nodes: int) -> xr.DataTree:
+    tree = {"/": xr.Dataset(attrs={"title": "tree"})}
+    for i in range(nodes):
+        tree[f"/n{i}"] = xr.Dataset({"a": ("x", np.arange(3.0) + i), "b": ("x", np.ones(3))}, coords={"x": [1, 2, 3]})
+    return xr.DataTree.from_dict(tree)
+
+
+def test_datatree_write_and_open_issue_requests_together(counting):
+    """xarray#9455: a tree of small nodes on an object store. The write is a listing plus
+    two concurrent batches (metadata, then data), not one round trip after another per
+    node; the open reads the consolidated metadata once and every node's index
+    coordinates at the same time."""
+    tree = _tree(12)
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex}/t.zarr"
+    options = s3_storage_options(counting.url)
+    tree.zarrdask.to_zarr(url, storage_options=options, mode="w")
+    keys = 1 + 12 * 4  # the root's zarr.json; per node: zarr.json, and a, b, x (one chunk each)
+    assert counting.counts["PUT"] == keys + 12 * 3 and counting.counts["GET"] <= 2, counting.counts
+    assert counting.peak >= 16, counting.peak
+    counting.reset()
+    back = xr.open_datatree(url, engine="zarrdask", storage_options=options)
+    assert counting.counts == {"GET": 1 + 12}  # zarr.json (consolidated), then the 12 x coordinates
+    assert counting.peak >= 6, counting.peak
+    xr.testing.assert_identical(back, tree)
+    counting.reset()
+    assert len(zarrdask.open_group(url, storage_options=options).members()) == 12
+    assert counting.counts == {"GET": 1}
+
+
+def test_opening_a_group_of_200_arrays_without_consolidated_metadata_fetches_them_together(counting):
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex}/g.zarr"
+    options = s3_storage_options(counting.url)
+    xr.Dataset({f"v{i}": ("x", np.arange(2.0)) for i in range(200)}).zarrdask.to_zarr(
+        url, storage_options=options, mode="w", consolidated=False)
+    counting.reset()
+    group = zarrdask.open_group(url, storage_options=options, use_consolidated=False)
+    assert len(group.arrays()) == 200
+    assert counting.counts["GET"] <= 1 + 201 + 2, counting.counts  # listing, documents, (pagination)
+    assert counting.peak >= 16, counting.peak

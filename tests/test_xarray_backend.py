@@ -21,7 +21,7 @@ from xarray.testing import assert_identical
 import zarrdask
 from zarrdask.errors import ContainsNodeError
 from zarrdask.xarray_backend import ZarrdaskBackendEntrypoint, to_zarr
-from zarrdask.xarray_backend.store import ZarrdaskBackendArray
+from zarrdask.xarray_backend.store import ZarrdaskBackendArray, is_small
 
 from _util import corpus_dir
 
@@ -362,4 +362,4 @@ def test_small_one_chunk_arrays_are_read_once_per_open(tmp_path, monkeypatch):
     first = backend[key]
     first[:] = -1  # a caller writing to its result changes nothing for the next read
     assert backend[key].tolist() == [10.0, 20.0, 30.0]
-    assert ZarrdaskBackendArray(zarrdask.open_array(tmp_path / "d.zarr", path="v"))._is_small() is False
+    assert is_small(zarrdask.open_array(tmp_path / "d.zarr", path="v")) is False

@@ -6,6 +6,10 @@ made on any other thread runs serially. Another thread is a Dask or distributed 
 thread, a caller's own pool, or zarrdask's pool itself: each already runs beside others,
 so handing its chunks to the pool as well only adds hand-offs. A pool thread never waits
 on the pool (that could deadlock), whatever ``threads`` says.
+
+``run_waiting`` is for work that mostly waits on a remote store, one step per item
+(opening the nodes of a tree, say): up to :data:`WAITING_THREADS` threads of a pool of
+its own, whose calls then follow the policy above like any other non-main thread.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["run_all", "thread_count"]
+__all__ = ["WAITING_THREADS", "run_all", "run_waiting", "thread_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -26,6 +30,8 @@ _MIN_PARALLEL = 8  # fewer items than this run serially: handing work to the poo
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _IN_POOL = threading.local()
+WAITING_THREADS = 32
+_WAITING_POOL: ThreadPoolExecutor | None = None
 
 
 def _mark_pool_thread() -> None:
@@ -62,3 +68,15 @@ def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
     bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
     batches = [items[bounds[i]: bounds[i + 1]] for i in range(n_batches)]
     return [r for part in _pool().map(lambda batch: [fn(item) for item in batch], batches) for r in part]
+
+
+def run_waiting(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """Apply ``fn`` to every item, in order, on up to ``WAITING_THREADS`` threads at once
+    (serially for one item)."""
+    global _WAITING_POOL
+    if len(items) < 2:
+        return [fn(item) for item in items]
+    with _POOL_LOCK:
+        if _WAITING_POOL is None:
+            _WAITING_POOL = ThreadPoolExecutor(max_workers=WAITING_THREADS, thread_name_prefix="zarrdask-wait")
+    return list(_WAITING_POOL.map(fn, items))

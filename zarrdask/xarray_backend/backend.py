@@ -22,6 +22,7 @@ from xarray.core.variable import Variable
 
 from zarrdask.compat.xarray import construct_dataset, normalize_path
 from zarrdask.core.api import open_group
+from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
 from zarrdask.errors import InvalidStoreError
 from zarrdask.xarray_backend.decode import decode_cf_variables
@@ -68,6 +69,16 @@ def _open_store(
         zarr_format=zarr_format,
     )
     return ZarrdaskDataStore(root, **options)
+
+
+def _preload_index_coordinates(stores: list[ZarrdaskDataStore], drop_variables: Any) -> None:
+    """Read the index coordinates of every store now, all at the same time: xarray reads
+    them one node after another as soon as it has the datasets (a round trip each on an
+    object store). On local stores a read costs microseconds and they stay lazy."""
+    stores = [store for store in stores if not store.group.store.is_local]
+    dropped = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
+    loads = [(store, name) for store in stores for name in store.index_coordinates() if name not in dropped]
+    run_waiting(lambda load: load[0].preload(load[1]), loads)
 
 
 def _store_dataset(store: ZarrdaskDataStore, *, set_indexes: bool = True, **decoders: Any) -> Dataset:
@@ -201,6 +212,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             cache_members=cache_members,
         )
         with close_on_error(store):
+            _preload_index_coordinates([store], drop_variables)
             return _store_dataset(
                 store,
                 mask_and_scale=mask_and_scale,
@@ -238,20 +250,17 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             storage_options=storage_options,
             zarr_format=zarr_format,
         )
-        datasets: dict[str, Dataset] = {}
-        for path, store in root.walk():
+        decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
+                        decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
+                        decode_timedelta=decode_timedelta)
+
+        def dataset(store: ZarrdaskDataStore) -> Dataset:
             with close_on_error(store):
-                datasets[path] = _store_dataset(
-                    store,
-                    mask_and_scale=mask_and_scale,
-                    decode_times=decode_times,
-                    concat_characters=concat_characters,
-                    decode_coords=decode_coords,
-                    drop_variables=drop_variables,
-                    use_cftime=use_cftime,
-                    decode_timedelta=decode_timedelta,
-                )
-        return datasets
+                return _store_dataset(store, **decoders)
+
+        nodes = list(root.walk())
+        _preload_index_coordinates([store for _, store in nodes], drop_variables)
+        return {path: dataset(store) for path, store in nodes}
 
     def open_datatree(
         self,

@@ -26,6 +26,7 @@ from xarray.core.utils import Frozen
 from zarrdask.errors import DatasetError
 from zarrdask.core.array import Array
 from zarrdask.core.block_reader import BlockReader
+from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
 from zarrdask.errors import MetadataError
 from zarrdask.xarray_backend.encoding import (
@@ -68,10 +69,10 @@ class ZarrdaskBackendArray(BackendArray):
 
     __slots__ = ("_array", "_reader", "_whole", "dtype", "shape")
 
-    def __init__(self, array: Array) -> None:
+    def __init__(self, array: Array, whole: np.ndarray | None = None) -> None:
         self._array = array
         self._reader = BlockReader(array)
-        self._whole: np.ndarray | None = None
+        self._whole = whole  # (already read: see ZarrdaskDataStore.preload)
         self.shape = array.shape
         kind = string_kind(array)
         # Keep the vlen element type on object arrays, as xarray's engine does (GH 7328).
@@ -98,8 +99,8 @@ class ZarrdaskBackendArray(BackendArray):
 
     def _getitem(self, key: tuple[Any, ...]) -> np.ndarray:
         whole = self._whole
-        if whole is None and self._is_small():
-            whole = self._whole = self._result(self._reader[...])
+        if whole is None and is_small(self._array):
+            whole = self._whole = self.read_whole(self._array)
         if whole is not None:
             # a copy (callers may write to what they get), an array even for one element
             return np.array(whole[key], dtype=whole.dtype, copy=True)
@@ -110,15 +111,20 @@ class ZarrdaskBackendArray(BackendArray):
         scalar, and a string scalar would otherwise become a fixed-width ``<U`` array."""
         return np.asarray(value, dtype=self._array.dtype)
 
-    def _is_small(self) -> bool:
-        array = self._array
-        return array.nbytes <= SMALL_ARRAY_BYTES and all(axis.count <= 1 for axis in array.unit_grid)
+    @staticmethod
+    def read_whole(array: Array) -> np.ndarray:
+        return np.asarray(BlockReader(array)[...], dtype=array.dtype)
 
     def _oindex(self, key: tuple[Any, ...]) -> np.ndarray:
         return self._result(self._array.oindex[key])
 
     def _vindex(self, key: tuple[Any, ...]) -> np.ndarray:
         return self._result(self._array.vindex[key])
+
+
+def is_small(array: Array) -> bool:
+    """Stored as one chunk of at most ``SMALL_ARRAY_BYTES``: read whole, once per open."""
+    return array.nbytes <= SMALL_ARRAY_BYTES and all(axis.count <= 1 for axis in array.unit_grid)
 
 
 def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -179,11 +185,12 @@ class ZarrdaskDataStore(AbstractDataStore):
     here (False: on every use, so members added meanwhile are seen).
     """
 
-    __slots__ = ("_cached", "_fill_value_as_mask", "group")
+    __slots__ = ("_cached", "_fill_value_as_mask", "_preloaded", "group")
 
     def __init__(self, group: Group, *, fill_value_as_mask: bool | None = None, cache_members: bool = True) -> None:
         self.group = group
         self._cached: dict[str, Array | Group] | None = dict(group.members()) if cache_members else None
+        self._preloaded: dict[str, np.ndarray] = {}
         if fill_value_as_mask is None:
             fill_value_as_mask = group.zarr_format == 2
         self._fill_value_as_mask = fill_value_as_mask
@@ -201,12 +208,30 @@ class ZarrdaskDataStore(AbstractDataStore):
         return {k: v for k, v in self._members.items() if isinstance(v, Group)}
 
     def walk(self, prefix: str = "/") -> Iterator[tuple[str, Self]]:
-        """This store and the stores of all subgroups, with their tree paths."""
-        yield prefix, self
-        for name, child in sorted(self.groups().items()):
-            store = type(self)(child, fill_value_as_mask=self._fill_value_as_mask,
-                               cache_members=self._cached is not None)
-            yield from store.walk(posixpath.join(prefix, name))
+        """This store and the stores of all subgroups, with their tree paths, level by
+        level; the groups of one level list their members at the same time."""
+        level = [(prefix, self)]
+        while level:
+            yield from level
+            children = [(posixpath.join(path, name), child)
+                        for path, store in level for name, child in sorted(store.groups().items())]
+            stores = run_waiting(lambda item: type(self)(item[1], fill_value_as_mask=self._fill_value_as_mask,
+                                                         cache_members=self._cached is not None), children)
+            level = [(path, store) for (path, _), store in zip(children, stores)]
+
+    def index_coordinates(self) -> list[str]:
+        """The small one-dimensional arrays named like their dimension: xarray reads them
+        whole to build indexes as soon as it has the dataset."""
+        names = []
+        for name, array in self.arrays().items():
+            dims, _ = array_dims_and_attrs(array)
+            if dims == (name,) and is_small(array):
+                names.append(name)
+        return names
+
+    def preload(self, name: str) -> None:
+        """Read array ``name`` whole now; its variable will be served from that copy."""
+        self._preloaded[name] = ZarrdaskBackendArray.read_whole(self.arrays()[name])
 
     def open_store_variable(self, name: str) -> Variable:
         """One array as a lazy, still CF-encoded ``Variable``."""
@@ -226,7 +251,8 @@ class ZarrdaskDataStore(AbstractDataStore):
                 encoding["fill_value"] = array.fill_value
             if "_FillValue" in attrs:
                 attrs["_FillValue"] = decode_fill_value_attr(attrs["_FillValue"], array)
-        data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array), _full_key(array.ndim))
+        whole = self._preloaded.get(array.basename)
+        data = indexing.LazilyIndexedArray(ZarrdaskBackendArray(array, whole), _full_key(array.ndim))
         return Variable(dims, data, attrs, encoding, fastpath=True)
 
     def get_variables(self) -> Frozen[str, Variable]:

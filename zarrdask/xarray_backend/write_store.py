@@ -30,6 +30,8 @@ from zarrdask.compat.xarray import (
 from zarrdask.core.api import open_group
 from zarrdask.core.array import Array
 from zarrdask.core.create import create_group
+from zarrdask.storage import open_store
+from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.core.group import Group
 from zarrdask.errors import DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
 from zarrdask.xarray_backend.array_writes import ArrayWrites
@@ -52,25 +54,22 @@ def open_group_for_write(
     storage_options: dict[str, Any] | None,
 ) -> Group:
     """The group a write goes into: created (``w``, ``w-``, and ``a``/``a-`` when
-    missing) or opened for update (``a``, ``a-``, ``r+``)."""
+    missing) or opened for update (``a``, ``a-``, ``r+``), over a
+    :class:`~zarrdask.storage.write_behind.WriteBehindStore`: the writer sends what it
+    wrote with ``group.store.flush()``, a few concurrent batches whatever the node count."""
+    held = WriteBehindStore(open_store(store, mode="a", storage_options=storage_options))
+    if mode == "w":  # everything below is replaced: one listing tells what is there
+        held.survey(path or "")
     if mode in ("w", "w-"):
-        return create_group(
-            store,
-            path=path,
-            zarr_format=zarr_format or 3,
-            overwrite=mode == "w",
-            storage_options=storage_options,
-        )
+        group = create_group(held, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")
+        held.survey(path or "")  # "w-": nothing was there, or only keys of no node
+        return group
     try:
-        group = open_group(
-            store, mode="r+", path=path, storage_options=storage_options, use_consolidated=False
-        )
+        group = open_group(held, mode="r+", path=path, use_consolidated=False)
     except NodeNotFoundError:
         if mode == "r+":
             raise
-        return create_group(
-            store, path=path, zarr_format=zarr_format or 3, storage_options=storage_options
-        )
+        return create_group(held, path=path, zarr_format=zarr_format or 3)
     if zarr_format is not None and group.zarr_format != zarr_format:
         raise MetadataError(
             f"the existing group is Zarr v{group.zarr_format}; cannot write "

@@ -147,6 +147,8 @@ def _finish(
     compute: bool,
     compute_kwargs: dict[str, Any] | None,
 ) -> Group | Delayed:
-    """Run (or defer) the data writes; the written group, or the deferred writes."""
+    """Send the metadata and in-memory data held by the group's store, then run (or
+    defer) the dask writes; the written group, or the deferred writes."""
+    root.store.flush()
     delayed = writes.sync(compute, **(compute_kwargs or {}))
     return root if delayed is None else delayed
