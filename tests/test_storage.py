@@ -32,6 +32,7 @@ from zarrdask.storage import (
     split_coalesced,
 )
 from zarrdask.storage.transformers import WrapperStore
+from zarrdask.storage.write_behind import WriteBehindStore
 
 DATA = {
     "zarr.json": b'{"zarr_format": 3}',
@@ -514,6 +515,65 @@ class TestZarrPythonLocalStore(StoreTests):
         assert store.url == f"file://{tmp_path / 'zp'}"
 
 
+class TestWriteBehindStore(StoreTests):
+    """Held writes behave as written for every reader of the wrapper (tests/test_remote.py
+    counts the requests it saves)."""
+
+    expect_local = True
+
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        return WriteBehindStore(MemoryStore(f"test-{uuid.uuid4().hex}"))
+
+    def test_pickle_round_trip(self, store: WriteBehindStore) -> None:
+        with pytest.raises(StoreError, match="held"):
+            pickle.dumps(store)
+        store.flush()
+        clone = pickle.loads(pickle.dumps(store))
+        assert clone == store.inner and clone.get("a/b/d") == b"xyz"
+
+    def test_identity(self, store: WriteBehindStore) -> None:
+        assert store.url == store.inner.url and store.url in repr(store)
+
+    def test_read_only(self, store: WriteBehindStore) -> None:
+        store.flush()  # (the view is pickled at the end: nothing may be held)
+        super().test_read_only(store)
+
+    def test_flush_sends_metadata_before_chunks_and_then_passes_through(self) -> None:
+        inner = MemoryStore(f"test-{uuid.uuid4().hex}")
+        inner.set_many({"old/zarr.json": b"{}", "old/c/0": b"x", "keep": b"k"})
+        store = WriteBehindStore(inner)
+        store.delete_prefix("old")
+        store.set_many({"new/zarr.json": b"{}", "new/c/0": b"1"})
+        assert store.list_prefix("") and sorted(store.list_prefix("")) == ["keep", "new/c/0", "new/zarr.json"]
+        assert sorted(inner.list_prefix("")) == ["keep", "old/c/0", "old/zarr.json"]  # nothing sent yet
+        sent = []
+        real = MemoryStore._set_many
+        MemoryStore._set_many = lambda self, items: sent.append(sorted(items)) or real(self, items)
+        try:
+            store.flush()
+        finally:
+            MemoryStore._set_many = real
+        assert sent == [["new/zarr.json"], ["new/c/0"]]
+        assert sorted(inner.list_prefix("")) == ["keep", "new/c/0", "new/zarr.json"]
+        store.set("later", b"l")
+        assert inner.get("later") == b"l"
+
+    def test_a_surveyed_prefix_answers_absent_keys_without_asking(self) -> None:
+        inner = MemoryStore(f"test-{uuid.uuid4().hex}")
+        inner.set("p/x", b"x")
+        store = WriteBehindStore(inner)
+        store.survey("p")
+        asked = []
+        real = MemoryStore._iter_ranges
+        MemoryStore._iter_ranges = lambda self, reqs: asked.extend(k for k, _ in reqs) or real(self, reqs)
+        try:
+            assert store.get_many(["p/x", "p/y", "q"]) == [b"x", None, None]
+        finally:
+            MemoryStore._iter_ranges = real
+        assert asked == ["p/x", "q"]
+
+
 # -- the contract --------------------------------------------------------------------
 #: every public member of Store, and the contract test that covers it
 CONTRACT = {
@@ -526,7 +586,7 @@ CONTRACT = {
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,
     TestPrefixedLocalStore, TestWrapperStore, TestReadOnlyWrapper, TestZipStore, TestS3Store,
-    TestZarrPythonMemoryStore, TestZarrPythonLocalStore,
+    TestZarrPythonMemoryStore, TestZarrPythonLocalStore, TestWriteBehindStore,
 ]
 
 
