@@ -117,12 +117,65 @@ def zarr_python_ops(url: str) -> dict[str, Callable[[], object]]:
     }
 
 
+def datatree_write(repeat: int, delay: float) -> None:
+    """A 12-node DataTree (each node: two variables and a coordinate of 3 values) written to
+    S3 (moto, behind the server) by zarrdask and by xarray's own writer (zarr-python), then
+    opened by both engines."""
+    import logging
+    import uuid
+
+    import s3fs
+    import xarray as xr
+    from _s3 import s3_storage_options
+    from moto.server import ThreadedMotoServer
+
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
+                      AWS_EC2_METADATA_DISABLED="true")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    nodes = {"/": xr.Dataset(attrs={"title": "tree"})}
+    for i in range(12):
+        nodes[f"/n{i}"] = xr.Dataset({"a": ("x", np.arange(3.0) + i), "b": ("x", np.ones(3))}, coords={"x": [1, 2, 3]})
+    tree = xr.DataTree.from_dict(nodes)
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    s3fs.S3FileSystem(**s3_storage_options(f"http://{host}:{port}"), skip_instance_cache=True).mkdir("bench")
+    writers = {"zarrdask": lambda url, o: tree.zarrdask.to_zarr(url, storage_options=o, mode="w"),
+               "zarr-python": lambda url, o: tree.to_zarr(url, storage_options=o, mode="w")}
+    engines = {"zarrdask": "zarrdask", "zarr-python": "zarr"}
+    results: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    try:
+        with LoopbackServer(upstream=f"http://{host}:{port}", delay=delay) as server:
+            options = s3_storage_options(server.url)
+            for _ in range(repeat):
+                for lib, write in writers.items():
+                    url = f"s3://bench/{uuid.uuid4().hex}/tree.zarr"
+                    for op, run in (("write", lambda: write(url, options)),
+                                    ("open_datatree", lambda: xr.open_datatree(url, engine=engines[lib],
+                                                                               storage_options=options))):
+                        server.reset()
+                        start = time.perf_counter()
+                        run()
+                        results.setdefault((lib, op), []).append((time.perf_counter() - start,
+                                                                  sum(server.counts.values())))
+    finally:
+        moto.stop()
+    print(f"DataTree of 12 nodes on S3 (moto behind the server, {delay * 1000:g} ms per request); "
+          f"medians of {repeat}; requests of one run")
+    for (lib, op), runs in results.items():
+        print(f"  {lib:12s} {op:14s} {statistics.median(t for t, _ in runs):7.2f} s  {runs[0][1]:4d} requests")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--delay-ms", type=float, default=25.0)
+    p.add_argument("--datatree", action="store_true", help="the DataTree write/open on S3 instead")
     args = p.parse_args()
     warnings.simplefilter("ignore")
+    if args.datatree:
+        datatree_write(args.repeat, args.delay_ms / 1000)
+        return
     root = tempfile.mkdtemp(prefix="zarrdask-remote-")
     try:
         data = write_data(root)

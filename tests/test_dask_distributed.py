@@ -107,3 +107,28 @@ def test_write_graph_ships_compact_and_materialises_on_the_scheduler(client, tmp
 
     assert len(pickle.dumps(collections_to_expr([huge]))) < 2**20
     assert not any(on_main)
+
+
+@pytest.mark.s3
+def test_cluster_writes_to_s3_from_misaligned_chunks_and_another_job_reads_it(client, s3_url, s3_endpoint):
+    """End to end on a process cluster and the loopback S3 server: one job writes a sharded
+    array from chunks that cut through its shards, other jobs read it through from_zarr and
+    the xarray engine; both bit-exact."""
+    import xarray as xr
+    from _s3 import s3_storage_options
+
+    from zarrdask.core.create import create_group
+
+    options = s3_storage_options(s3_endpoint)
+    data = np.random.default_rng(5).standard_normal((300, 260)).astype("f4")
+    url = f"{s3_url}/cluster.zarr"
+    create_group(url, storage_options=options)
+    write = to_zarr(da.from_array(data, chunks=(47, 61)), url, path="t", chunks=(25, 20), shards=(100, 80),
+                    dimension_names=["y", "x"], storage_options=options, compute=False)
+    client.compute(write).result()
+    y = from_zarr(url, path="t", storage_options=options)
+    assert y.numblocks == (3, 4)
+    np.testing.assert_array_equal(client.compute(y).result(), data)
+    ds = xr.open_dataset(url, engine="zarrdask", chunks={}, storage_options=options, consolidated=False)
+    assert ds["t"].chunks == ((100, 100, 100), (80, 80, 80, 20))
+    np.testing.assert_array_equal(client.compute(ds["t"].data).result(), data)
