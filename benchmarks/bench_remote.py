@@ -3,7 +3,7 @@
 
     python benchmarks/bench_remote.py [--repeat R] [--delay-ms 25]
 
-A loopback HTTP server (tests/_http.py, 127.0.0.1 only) serves one copy of a 128 MiB
+A loopback HTTP server (tests/_http.py, 127.0.0.1 only, in a process of its own) serves one copy of a 128 MiB
 float32 array (32, 1024, 1024), shards (8, 512, 512) = 16 shards of 8 MiB, inner chunks
 (4, 64, 64), zstd-1 (the layout of benchmarks/libs.py), and a consolidated group of 50
 small arrays, adding ``delay`` to every request. Each library reads the same bytes:
@@ -22,12 +22,15 @@ The DataTree-write request counts come from ``--datatree`` (S3, moto behind the 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -179,27 +182,38 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="zarrdask-remote-")
     try:
         data = write_data(root)
-        with LoopbackServer(root=root, delay=args.delay_ms / 1000) as server:
-            libs = {"zarrdask": zarrdask_ops(server.url), "tensorstore": tensorstore_ops(server.url),
-                    "zarr-python": zarr_python_ops(server.url)}
+        server = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "_http.py"), root,
+                                   str(args.delay_ms / 1000)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            url = server.stdout.readline().strip()
+
+            def take_counts() -> dict[str, int]:
+                with urllib.request.urlopen(f"{url}/_loopback/counts") as answer:
+                    return json.loads(answer.read())
+
+            libs = {"zarrdask": zarrdask_ops(url), "tensorstore": tensorstore_ops(url),
+                    "zarr-python": zarr_python_ops(url)}
             times = {(lib, op): [] for lib, ops in libs.items() for op in ops}
             counts = {}
             for rep in range(args.repeat + 1):  # round 0 warms up and checks
                 order = list(libs)[rep % 3:] + list(libs)[: rep % 3]
                 for op in libs["zarrdask"]:
                     for lib in order:
-                        server.reset()
+                        take_counts()
                         start = time.perf_counter()
                         result = libs[lib][op]()
                         elapsed = time.perf_counter() - start
                         if rep == 0:
-                            counts[lib, op] = dict(server.counts)
+                            counts[lib, op] = take_counts()
                             if op == "full read":
                                 assert np.array_equal(np.asarray(result), data), lib
                             if op == "region":
                                 assert np.array_equal(np.asarray(result), data[REGION]), lib
                         else:
                             times[lib, op].append(elapsed)
+        finally:
+            server.stdin.close()
+            server.wait(timeout=30)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"HTTP on 127.0.0.1, {args.delay_ms:g} ms per request; medians of {args.repeat} (s); "

@@ -9,13 +9,19 @@ connection closed without an answer, in turn; files named in ``forbidden`` answe
 It listens on 127.0.0.1 only, serves
 until ``stop()``, counts the requests it answered by method and records the most it
 had in hand at once (``peak``).
+
+``python tests/_http.py ROOT DELAY`` serves ROOT from a process of its own (benchmarks:
+the server then takes no interpreter time from the client measured), printing its URL;
+``GET /_loopback/counts`` answers the counts as JSON and resets them.
 """
 
 from __future__ import annotations
 
 import collections
 import http.client
+import json
 import os
+import sys
 import random
 import threading
 import time
@@ -84,6 +90,12 @@ class LoopbackServer:
     # -- one request ---------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        if h.path == "/_loopback/counts":
+            with self._lock:
+                counts = dict(self.counts)
+            self.reset()
+            self._reply(h, 200, {"Content-Type": "application/json"}, json.dumps(counts).encode())
+            return
         with self._lock:
             self._in_hand += 1
             self.peak = max(self.peak, self._in_hand)
@@ -174,3 +186,10 @@ class LoopbackServer:
             h.end_headers()
             return
         self._reply(h, 206 if ranged else 200, headers, data)
+
+
+if __name__ == "__main__":
+    server = LoopbackServer(root=sys.argv[1], delay=float(sys.argv[2]))
+    print(server.url, flush=True)
+    sys.stdin.read()  # serve until the parent closes our stdin
+    server.stop()
