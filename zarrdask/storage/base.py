@@ -93,6 +93,32 @@ def join_path(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
+class StreamedReads:
+    """For stores whose one read primitive is ``_iter_ranges`` (each value as it arrives):
+    ``_get`` and ``_get_ranges`` in terms of it. Put it before the Store class in the bases."""
+
+    def _get(self, key: str) -> bytes | None:
+        return self._get_ranges([(key, ByteRange(0, None))])[0]
+
+    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        out: list[bytes | None] = [None] * len(requests)
+        for i, value in self._iter_ranges(requests):  # type: ignore[attr-defined]
+            out[i] = value
+        return out
+
+
+def split_listing(prefix: str, keys: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The values and the sub-directories directly below ``prefix``, from the full keys
+    below it (for stores that list keys, not directories)."""
+    head = f"{prefix}/" if prefix else ""
+    values: set[str] = set()
+    dirs: set[str] = set()
+    for key in keys:
+        name, sep, _ = key[len(head):].partition("/")
+        (dirs if sep else values).add(name)
+    return sorted(values), sorted(dirs)
+
+
 class Store(ABC):
     """Abstract key/value byte store. Backends override the ``_`` methods."""
 

@@ -30,7 +30,7 @@ from fsspec.implementations.zip import ZipFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store
+from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads
 from .local import _MISSING, _is_temp
 from .requests import Requests
 from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
@@ -45,7 +45,7 @@ def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
     return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
 
 
-class FsspecStore(Store):
+class FsspecStore(StreamedReads, Store):
     """A store rooted at ``path`` below ``url_or_fs`` (a URL or an fsspec filesystem).
 
     ``storage_options`` are passed to the filesystem when a URL is given. HTTP(S)
@@ -108,15 +108,6 @@ class FsspecStore(Store):
             time.sleep(self.retry.delay(failures))
 
     # -- reads -----------------------------------------------------------------
-    def _get(self, key: str) -> bytes | None:
-        return self._get_ranges([(key, ByteRange(0, None))])[0]
-
-    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        out: list[bytes | None] = [None] * len(requests)
-        for i, value in self._iter_ranges(requests):
-            out[i] = value
-        return out
-
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         slots: list[int] = []
         paths: list[str] = []

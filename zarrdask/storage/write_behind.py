@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, SuffixRange
+from .base import Buffer, ByteRequest, StreamedReads, SuffixRange, split_listing
 from .transformers import WrapperStore
 
 __all__ = ["WriteBehindStore"]
@@ -34,7 +34,7 @@ def _slice(value: bytes, request: ByteRequest) -> bytes:
     return value[request.start:] if request.length is None else value[request.start: request.start + request.length]
 
 
-class WriteBehindStore(WrapperStore):
+class WriteBehindStore(StreamedReads, WrapperStore):
     """Holds sets and deletes of ``inner`` until :meth:`flush`, reads seeing them; from
     then on a plain pass-through."""
 
@@ -65,15 +65,6 @@ class WriteBehindStore(WrapperStore):
         return keys is not None and key not in keys
 
     # -- reads -------------------------------------------------------------------------
-    def _get(self, key: str) -> bytes | None:
-        return self._get_ranges([(key, ByteRange(0, None))])[0]
-
-    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        out: list[bytes | None] = [None] * len(requests)
-        for i, value in self._iter_ranges(requests):
-            out[i] = value
-        return out
-
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         remote = []
         for i, (key, request) in enumerate(requests):
@@ -107,13 +98,7 @@ class WriteBehindStore(WrapperStore):
         return iter(sorted(keys))
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        head = f"{prefix}/" if prefix else ""
-        values: set[str] = set()
-        dirs: set[str] = set()
-        for key in self._list_prefix(prefix):
-            name, sep, _ = key[len(head):].partition("/")
-            (dirs if sep else values).add(name)
-        return sorted(values), sorted(dirs)
+        return split_listing(prefix, self._list_prefix(prefix))
 
     # -- writes ------------------------------------------------------------------------
     def _set(self, key: str, value: Buffer) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store
+from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, split_listing
 from .requests import Requests, background_loop
 
 __all__ = ["ZarrPythonStore", "is_zarr_python_store"]
@@ -39,7 +39,7 @@ def _zarr_module(name: str) -> Any:
     return module
 
 
-class ZarrPythonStore(Store):
+class ZarrPythonStore(StreamedReads, Store):
     """zarrdask's view of the zarr-python store ``inner``. Pickles as ``inner`` does."""
 
     def __init__(self, inner: Any, *, concurrency: int = 64) -> None:
@@ -71,15 +71,6 @@ class ZarrPythonStore(Store):
         return self._suffix(request.length)
 
     # -- reads -------------------------------------------------------------------------
-    def _get(self, key: str) -> bytes | None:
-        return self._get_ranges([(key, ByteRange(0, None))])[0]
-
-    def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        out: list[bytes | None] = [None] * len(requests)
-        for i, value in self._iter_ranges(requests):
-            out[i] = value
-        return out
-
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         get, prototype = self.inner.get, self._prototype
         calls = [lambda k=k, r=self._request(r): get(k, prototype, r) for k, r in requests]
@@ -112,13 +103,7 @@ class ZarrPythonStore(Store):
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """Values and sub-directories: zarr-python lists both as names, so they are told
         apart by the full keys below ``prefix``."""
-        head = f"{prefix}/" if prefix else ""
-        values: set[str] = set()
-        dirs: set[str] = set()
-        for key in self._list_prefix(prefix):
-            name, sep, _ = key[len(head):].partition("/")
-            (dirs if sep else values).add(name)
-        return sorted(values), sorted(dirs)
+        return split_listing(prefix, self._list_prefix(prefix))
 
     # -- writes ------------------------------------------------------------------------
     def _set(self, key: str, value: Buffer) -> None:
