@@ -80,12 +80,18 @@ class NumcodecsArrayArray(_NumcodecsMixin, ArrayArrayCodec):
 def _encode(codec: _NumcodecsMixin, data: Any) -> Any:
     """``codec.impl.encode(data)``; a configuration numcodecs accepted but cannot encode
     with (a string level, a huge one) is a CodecError."""
+    return _call(codec.impl.encode, data, CodecError, f"{codec.name} {codec.configuration}: cannot encode")
+
+
+def _call(fn: Any, data: Any, error: type[CodecError], what: str) -> Any:
+    """``fn(data)``, any numcodecs backend's own exception (they each raise their own
+    type) becoming ``error`` with ``what``; MemoryError passes through."""
     try:
-        return codec.impl.encode(data)
+        return fn(data)
     except MemoryError:
         raise
-    except Exception as exc:  # each numcodecs backend raises its own type
-        raise CodecError(f"{codec.name} {codec.configuration}: cannot encode ({exc})") from exc
+    except Exception as exc:
+        raise error(f"{what} ({exc})") from exc
 
 
 class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
@@ -101,12 +107,7 @@ class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
     def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
         if self._bounded is not None:
             return self._bounded(data, expected)
-        try:
-            return self.impl.decode(data)
-        except MemoryError:
-            raise
-        except Exception as exc:  # each numcodecs backend raises its own type
-            raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
+        return _call(self.impl.decode, data, CorruptChunkError, f"{self.name}: cannot decode")
 
 
 for _id in ARRAY_TO_ARRAY:
