@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..dtypes import DataType
+from ..errors import CorruptChunkError
 
 __all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec"]
 
@@ -114,6 +115,11 @@ class ArrayBytesCodec(Codec):
         """The exact encoded size when it is fixed (used for shard indexes), else None."""
         return None
 
+    def reinterprets(self, spec: ChunkSpec) -> bool:
+        """True when decoding is only a view of the bytes as ``spec`` (no byte swap, no value
+        change): a bytes->bytes codec can then decode straight into the chunk's memory."""
+        return False
+
 
 class BytesBytesCodec(Codec):
     kind: ClassVar[str] = "bytes->bytes"
@@ -127,6 +133,16 @@ class BytesBytesCodec(Codec):
         (None after a variable-size serializer): a codec whose format claims a decoded size
         (a header) or can inflate (a compressor) must not allocate beyond it; the pipeline
         checks the decoded size against it."""
+
+    def decode_into(self, data: bytes | memoryview, out: memoryview) -> None:
+        """Undo the codec into ``out`` (bytes), which the result must fill exactly. Codecs
+        that can write into a caller's buffer override this (no copy); here the result is
+        decoded as usual, checked and copied."""
+        decoded = memoryview(self.decode(data, out.nbytes)).cast("B")
+        if decoded.nbytes != out.nbytes:
+            raise CorruptChunkError(f"{self.name}: decoded to {decoded.nbytes} bytes, expected {out.nbytes} "
+                                    "(corrupt chunk)")
+        out[:] = decoded
 
     def encoded_size(self, size: int) -> int | None:
         """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""

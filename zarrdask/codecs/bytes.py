@@ -95,6 +95,11 @@ class BytesCodec(ArrayBytesCodec):
     def encoded_size(self, spec: ChunkSpec) -> int | None:
         return spec.nbytes
 
+    def reinterprets(self, spec: ChunkSpec) -> bool:
+        dt = spec.dtype.dtype
+        return (dt.kind != "O" and not spec.dtype.fields and _value_mask(spec.dtype) is None
+                and not self._swap(dt))
+
 
 def _value_mask(dtype: DataType) -> int | None:
     """The bits a sub-byte type (or a complex pair of them) reads from each byte, else None."""

@@ -27,7 +27,7 @@ from numcodecs import blosc as _blosc
 
 from ..errors import CorruptChunkError
 
-__all__ = ["blosc", "for_numcodecs", "gzip", "zstd"]
+__all__ = ["blosc", "for_numcodecs", "gzip", "zstd", "zstd_into"]
 
 Data = bytes | bytearray | memoryview
 
@@ -54,6 +54,25 @@ def zstd(data: Data, expected: int | None) -> Data:
             _claim("zstd", claimed, expected)
             return _zstd_decompressor().decompress(data)  # allocates the claimed (= expected) size
         return _zstd_stream(data, expected)
+    except zstandard.ZstdError as exc:
+        raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
+
+
+def zstd_into(data: Data, out: memoryview) -> None:
+    """One zstd frame decoded straight into ``out``, which it must fill exactly: a frame
+    claiming another size is refused before decoding, one without a claim is streamed into
+    ``out`` and refused if anything is left over."""
+    try:
+        claimed = zstandard.frame_content_size(data)
+        if claimed >= 0:
+            _claim("zstd", claimed, len(out))
+        reader = _zstd_decompressor().stream_reader(data, read_across_frames=False)
+        total = 0
+        while total < len(out) and (n := reader.readinto(out[total:])):
+            total += n
+        if total != len(out) or (claimed < 0 and reader.read(1)):
+            raise CorruptChunkError(f"zstd: the data decodes to {'fewer' if total < len(out) else 'more'} "
+                                    f"than the chunk's {len(out)} bytes")
     except zstandard.ZstdError as exc:
         raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
 

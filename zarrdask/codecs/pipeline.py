@@ -87,6 +87,9 @@ class CodecPipeline:
         for codec in bytes_bytes[:-1]:
             sizes.append(None if sizes[-1] is None else codec.encoded_size(sizes[-1]))
         self._decoded_sizes = tuple(sizes[: len(bytes_bytes)])
+        # the first bytes->bytes codec may decode straight into a chunk's memory when the
+        # codecs before it only view its bytes as the array
+        self._decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
 
     @property
     def axis_permutation(self) -> tuple[int, ...] | None:
@@ -124,10 +127,22 @@ class CodecPipeline:
             array = codec.decode(array, spec)
         return array
 
-    def decode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
-        """Undo the bytes->bytes codecs, each held to the size the chain fixes (the one
-        size check every bytes->bytes codec goes through; see ``decompress.py``)."""
-        for codec, size in zip(reversed(self.bytes_bytes), reversed(self._decoded_sizes)):
+    def decode_into(self, data: bytes | memoryview, out: np.ndarray) -> None:
+        """Decode one stored chunk into ``out`` (C-contiguous, ``spec``'s shape and data
+        type): straight into its memory when the chain allows (no array->array codec, an
+        array->bytes codec that only views the bytes, a first bytes->bytes codec that can
+        write into a buffer, as zstd does), else decoded and copied."""
+        if not self._decodes_into:
+            out[...] = self.decode(data)
+            return
+        data = self.decode_bytes_stage(data, stop=1)
+        self.bytes_bytes[0].decode_into(data, memoryview(out.reshape(-1).view(np.uint8)))
+
+    def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
+        """Undo the bytes->bytes codecs (the last ``stop`` left undone), each held to the
+        size the chain fixes (the one size check every bytes->bytes codec goes through; see
+        ``decompress.py``)."""
+        for codec, size in zip(reversed(self.bytes_bytes[stop:]), reversed(self._decoded_sizes[stop:])):
             data = codec.decode(data, size)
             if size is not None and memoryview(data).nbytes != size:
                 raise CorruptChunkError(f"{codec.name}: decoded to {memoryview(data).nbytes} bytes, "

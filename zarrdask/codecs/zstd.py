@@ -61,3 +61,6 @@ class ZstdCodec(BytesBytesCodec):
 
     def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
         return decompress.zstd(data, expected)
+
+    def decode_into(self, data: bytes | memoryview, out: memoryview) -> None:
+        decompress.zstd_into(data, out)

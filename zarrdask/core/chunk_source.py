@@ -27,7 +27,9 @@ from ..indexing import Projection, Selection
 from ..plan.fetch_plan import ChunkPlacement, ReadPlan, StorageLayout, UnitRead, index_strides, is_view, plan_read
 from ..storage.base import ByteRange, Store, join_path
 from ..storage.coalesce import coalesce_ranges, split_coalesced
+from .block_placement import Slab, place_block, slabs
 from .executor import run_all
+from .output import scratch
 from .progress import ProgressBar, counted
 
 __all__ = ["ArrayOptions", "IndexCache", "PlainChunkSource", "ShardedChunkSource", "make_chunk_source"]
@@ -344,6 +346,10 @@ class ShardedChunkSource(ChunkSource):
         except CodecError as exc:
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
+        codec = self._codec_at(unit.coords)
+        if unit.block:
+            self._decode_block(unit, codec, index, view, target, threads)
+            return
         decode = self._decode_inner
         locate = index.locate
 
@@ -359,6 +365,39 @@ class ShardedChunkSource(ChunkSource):
             target[item.out_index] = chunk[item.chunk_index]
 
         run_all(place, unit.chunks, threads)
+
+    def _decode_block(self, unit: UnitRead, codec: ShardingCodec, index: ShardIndex, view: memoryview,
+                      target: np.ndarray, threads: int | None) -> None:
+        """Decode the inner chunks of a shard read whole a slab at a time, each straight into
+        its slot where the codecs allow, and place each slab with one copy (see
+        ``block_placement.py``); the slabs are spread over the threads."""
+        key, inner, order = unit.key, codec.inner, self._inverse
+        assert inner is not None
+        locate, decode_into = index.locate, inner.decode_into
+        needed = {item.position: item for item in unit.chunks}  # (at an edge, not every chunk)
+
+        def run(slab: Slab) -> None:
+            region = slab.region(target.shape, order)
+            if region is None:
+                return
+            with scratch(slab.shape, self.spec.dtype.dtype) as stack:
+                slots = stack.reshape(slab.count, *codec.chunk_shape)
+                for k in range(slab.count):
+                    item = needed.get(slab.start + k)
+                    if item is None:
+                        continue
+                    where = locate(item.position)
+                    if where is None:
+                        self._missing(f"shard {key}, inner chunk {item.coords}", slots, k)
+                        continue
+                    try:
+                        decode_into(view[where[0]: where[1]], slots[k])
+                    except CodecError as exc:
+                        raise _with_key(exc, key, item.coords) from exc
+                place_block(stack, target[region], order)
+
+        run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
+                min_parallel=2)
 
     def _indexes(self, units: list[UnitRead]) -> list[ShardIndex | None]:
         """Shard indexes from the cache, the rest with one batched ranged request."""

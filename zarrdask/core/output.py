@@ -1,5 +1,9 @@
 """The arrays reads write their results into.
 
+Scratch memory a read decodes into before placing it (a shard's chunks side by side)
+comes from :func:`scratch`, a small pool of reused buffers: fresh memory is paid for in
+page faults on every use, a reused buffer's pages are already mapped.
+
 A result under 32 MiB is an ordinary ``np.empty``. A larger one is an anonymous private
 mapping of its own, for two reasons:
 
@@ -21,13 +25,14 @@ import mmap
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import TooLargeError
 
-__all__ = ["FRESH_PAGES_BYTES", "MEMORY_BYTES", "format_bytes", "output_array"]
+__all__ = ["FRESH_PAGES_BYTES", "MEMORY_BYTES", "SCRATCH_IDLE_BYTES", "format_bytes", "output_array", "scratch"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
 FRESH_PAGES_BYTES = 32 << 20
@@ -94,6 +99,35 @@ def prefault(array: np.ndarray) -> None:
             if ctypes.get_errno() == errno.EINVAL:  # a kernel without MADV_POPULATE_WRITE
                 _MADVISE = None
             return
+
+
+#: scratch buffers kept for reuse between reads, at most this many bytes in all
+SCRATCH_IDLE_BYTES = 64 << 20
+_idle: list[np.ndarray] = []
+_idle_lock = threading.Lock()
+
+
+@contextmanager
+def scratch(shape: tuple[int, ...], dtype: np.dtype) -> Iterator[np.ndarray]:
+    """An uninitialised C-contiguous array for the duration of the ``with`` block, from a
+    buffer reused between calls (the smallest idle one big enough) or a new one; given back
+    afterwards while the idle buffers stay under :data:`SCRATCH_IDLE_BYTES`. Object arrays
+    are always new."""
+    if dtype.hasobject:  # (references: never reused)
+        yield np.empty(shape, dtype=dtype)
+        return
+    nbytes = math.prod(shape) * dtype.itemsize
+    with _idle_lock:
+        fits = [i for i, b in enumerate(_idle) if b.nbytes >= nbytes]
+        buffer = _idle.pop(min(fits, key=lambda i: _idle[i].nbytes)) if fits else None
+    if buffer is None:
+        buffer = np.empty(max(nbytes, 1), dtype=np.uint8)
+    try:
+        yield buffer[:nbytes].view(dtype).reshape(shape)
+    finally:
+        with _idle_lock:
+            if sum(b.nbytes for b in _idle) + buffer.nbytes <= SCRATCH_IDLE_BYTES:
+                _idle.append(buffer)
 
 
 def format_bytes(n: int) -> str:

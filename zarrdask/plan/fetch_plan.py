@@ -51,7 +51,8 @@ class ChunkPlacement(NamedTuple):
 class UnitRead(NamedTuple):
     """One stored value a read touches. ``out_index`` is where the unit's part goes in the
     output (``target = out[out_index]``; a copy written back when that is not a view) and
-    ``shape`` that part's shape."""
+    ``shape`` that part's shape. ``block``: the selection covers the whole shard, so its
+    chunks (every one inside the array) may be decoded side by side and placed as one block."""
 
     key: str
     coords: tuple[int, ...]
@@ -59,6 +60,7 @@ class UnitRead(NamedTuple):
     shape: tuple[int, ...]
     whole: bool
     chunks: Sequence[ChunkPlacement]
+    block: bool = False
 
 
 class ReadPlanSummary(NamedTuple):
@@ -107,15 +109,16 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
             units.append(UnitRead(layout.key(p.coords), p.coords, None, p.shape, True, (placement,)))
             continue
         whole = p.full or not layout.ranged_reads
+        block = p.full and is_view(p.out_index)
         units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole,
-                              _placements(p, layout)))
+                              _placements(p, layout, block), block))
     return ReadPlan(tuple(units))
 
 
-def _placements(p: Projection, layout: StorageLayout) -> Sequence[ChunkPlacement]:
+def _placements(p: Projection, layout: StorageLayout, block: bool) -> Sequence[ChunkPlacement]:
     """The inner chunks a shard's projection needs (precomputed when it is read whole)."""
     strides = layout.index_strides(p.coords)
-    if p.full and is_view(p.out_index):
+    if block:
         return _whole_shard(p.extent, layout.chunk_shape, strides)
     return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
             for q in p.chunk_selection.project(layout.chunk_shape)]

@@ -1,0 +1,247 @@
+"""Shards read whole are decoded a slab at a time straight into a stack and placed with one
+copy per slab (``core/block_placement.py``); partly read shards go chunk by chunk. The
+slab path is a shortcut kept for its benchmark (benchmarks/README.md), so these
+properties prove it equal to the chunk-by-chunk path and to the values written, over
+generated arrays: 1-3 dimensions, shards clipped at the array's edge, transposes before
+the sharding codec and inside it, several inner chains and data types, absent chunks,
+and slab limits from one chunk to the whole shard. ``decode_into`` is proved equal to
+``decode`` for every chain, bad input included.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrdask
+import zarrdask.core.chunk_source as chunk_source
+from zarrdask.codecs import decompress
+from zarrdask.codecs.base import ChunkSpec
+from zarrdask.codecs.pipeline import CodecPipeline
+from zarrdask.core import block_placement, output
+from zarrdask.dtypes import parse_data_type_v3
+from zarrdask.metadata.extension import parse_named_config
+from zarrdask.errors import CorruptChunkError, MissingChunkError, ZarrdaskError
+from zarrdask.storage import MemoryStore
+
+BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
+BYTES_BE = {"name": "bytes", "configuration": {"endian": "big"}}
+ZSTD = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
+ZSTD_SUM = {"name": "zstd", "configuration": {"level": 1, "checksum": True}}
+GZIP = {"name": "gzip", "configuration": {"level": 1}}
+CRC = {"name": "crc32c"}
+INNER_CHAINS = [[BYTES_LE], [BYTES_LE, ZSTD], [BYTES_BE, ZSTD], [BYTES_LE, GZIP], [BYTES_LE, ZSTD, CRC],
+                [BYTES_LE, CRC, ZSTD_SUM], [BYTES_LE, {"name": "blosc", "configuration": {
+                    "cname": "lz4", "clevel": 1, "shuffle": "shuffle", "blocksize": 0}}]]
+DTYPES = ["uint8", "int16", "float32", "float64", "complex64", "bool"]
+
+
+def _transpose(order):
+    return {"name": "transpose", "configuration": {"order": list(order)}}
+
+
+@st.composite
+def sharded_cases(draw):
+    ndim = draw(st.integers(1, 3))
+    inner = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    per_shard = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    shard = tuple(i * n for i, n in zip(inner, per_shard))
+    shape = tuple(draw(st.integers(1, 2 * s + 3)) for s in shard)
+    outer = draw(st.permutations(range(ndim))) if draw(st.booleans()) else None
+    inner_t = draw(st.permutations(range(ndim))) if draw(st.booleans()) else None
+    chain = list(draw(st.sampled_from(INNER_CHAINS)))
+    if inner_t is not None:
+        chain = [_transpose(inner_t), *chain]
+    # with a transpose before the sharding codec, its inner chunk shape is in the permuted order
+    inner_cfg = inner if outer is None else tuple(inner[k] for k in outer)
+    sharding = {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": list(inner_cfg), "codecs": chain, "index_codecs": [BYTES_LE, CRC],
+        "index_location": draw(st.sampled_from(["start", "end"]))}}
+    codecs = ([_transpose(outer)] if outer is not None else []) + [sharding]
+    return dict(shape=shape, shard=shard, codecs=codecs, dtype=draw(st.sampled_from(DTYPES)),
+                seed=draw(st.integers(0, 2**16)), holes=draw(st.booleans()),
+                slab=draw(st.sampled_from([1, 64, 1000, 1 << 22])))
+
+
+def _values(rng, dtype, shape, holes):
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        values = rng.integers(0, 2, shape).astype(bool)
+    elif dt.kind == "c":
+        values = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dt)
+    elif dt.kind == "f":
+        values = rng.normal(size=shape).astype(dt)
+    else:
+        values = rng.integers(0, 200, shape).astype(dt)
+    if holes:  # runs of the fill value: some inner chunks (or shards) are never stored
+        values[tuple(slice(0, max(1, s // 2)) for s in shape)] = 0
+    return values
+
+
+def _chunk_by_chunk(array):
+    """The same array reading every shard chunk by chunk (the plan's ``block`` turned off)."""
+    source = array._source
+    plan = source.plan
+
+    def no_blocks(selection):
+        p = plan(selection)
+        return type(p)(tuple(u._replace(block=False) for u in p.units))
+
+    source.plan = no_blocks
+    return array
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=sharded_cases())
+def test_slabs_equal_values_and_chunk_by_chunk(case):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunk_source, "slabs", functools.partial(block_placement.slabs, limit=case["slab"]))
+        _check_case(case)
+
+
+def _check_case(case):
+    store = MemoryStore()
+    a = zarrdask.create_array(store, shape=case["shape"], dtype=case["dtype"], chunks=case["shard"],
+                              codecs=case["codecs"], fill_value=0)
+    values = _values(np.random.default_rng(case["seed"]), case["dtype"], case["shape"], case["holes"])
+    a[...] = values
+    reopened = zarrdask.open_array(store)
+    assert any(u.block for u in reopened._source.plan(_whole(reopened)).units)
+    whole = reopened[...]
+    np.testing.assert_array_equal(whole, values)
+    assert whole.tobytes() == values.tobytes()
+    by_chunk = _chunk_by_chunk(zarrdask.open_array(store))[...]
+    assert by_chunk.tobytes() == whole.tobytes()
+    # one thread per call (a Dask task) and zarrdask's pool take the same path
+    assert zarrdask.open_array(store, threads=1)[...].tobytes() == whole.tobytes()
+
+
+def _whole(array):
+    from zarrdask.indexing import basic_selection
+
+    return basic_selection((Ellipsis,), array.shape)[0]
+
+
+def test_absent_chunk_raises_or_fills_in_a_block():
+    store = MemoryStore()
+    a = zarrdask.create_array(store, shape=(8, 8), dtype="int32", chunks=(4, 4), shards=(8, 8), fill_value=7)
+    a[0:4, 0:4] = 1
+    np.testing.assert_array_equal(zarrdask.open_array(store)[...][4:, 4:], 7)
+    with pytest.raises(MissingChunkError, match="inner chunk"):
+        zarrdask.open_array(store, missing_chunks="raise")[...]
+
+
+def test_corrupt_inner_chunk_in_a_block_names_shard_and_chunk():
+    store = MemoryStore()
+    a = zarrdask.create_array(store, shape=(4, 4), dtype="float32", chunks=(2, 2), shards=(4, 4),
+                              compressors=[ZSTD])
+    a[...] = np.arange(16, dtype="float32").reshape(4, 4)
+    blob = bytearray(store.get("c/0/0"))
+    blob[0:8] = b"\x00" * 8  # the first inner chunk's zstd frame header
+    store.set("c/0/0", bytes(blob))
+    with pytest.raises(CorruptChunkError, match=r"shard c/0/0, inner chunk \(0, 0\)"):
+        zarrdask.open_array(store)[...]
+
+
+# -- decode_into is decode ------------------------------------------------------------
+CHAINS = [[BYTES_LE], [BYTES_LE, ZSTD], [BYTES_BE, ZSTD], [BYTES_LE, GZIP], [BYTES_LE, ZSTD, CRC],
+          [BYTES_LE, CRC, ZSTD_SUM], [_transpose((1, 0)), BYTES_LE, ZSTD]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain=st.sampled_from(CHAINS), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16),
+       damage=st.sampled_from([None, "truncate", "extend", "flip"]))
+def test_decode_into_equals_decode(chain, dtype, seed, damage):
+    spec = ChunkSpec((3, 5), parse_data_type_v3(dtype), 0)
+    problems: list = []
+    named = [parse_named_config(c, ("codecs", i), problems) for i, c in enumerate(chain)]
+    pipeline = CodecPipeline.from_metadata(named, spec)
+    values = _values(np.random.default_rng(seed), dtype, (3, 5), False)
+    blob = bytearray(pipeline.encode(values))
+    if damage == "truncate":
+        blob = blob[: len(blob) // 2]
+    elif damage == "extend":
+        blob += b"\x01\x02\x03"
+    elif damage == "flip":
+        blob[len(blob) // 2] ^= 0xFF
+    out = np.empty((3, 5), dtype=np.dtype(dtype))
+    try:
+        expected = pipeline.decode(bytes(blob))
+    except ZarrdaskError as exc:
+        with pytest.raises(type(exc)):
+            pipeline.decode_into(bytes(blob), out)
+        return
+    pipeline.decode_into(bytes(blob), out)
+    assert out.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+def test_zstd_into_holds_the_frame_to_the_buffer():
+    data = bytes(range(256)) * 4
+    out = memoryview(bytearray(len(data)))
+    with_size = zstandard.ZstdCompressor(write_content_size=True).compress(data)
+    decompress.zstd_into(with_size, out)
+    assert bytes(out) == data
+    with pytest.raises(CorruptChunkError, match="claims to decode to 1024 bytes"):
+        decompress.zstd_into(with_size, memoryview(bytearray(1000)))
+    # a frame without its size is streamed, and held to the buffer either way
+    without = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    frame = without.compress(data) + without.flush()
+    assert zstandard.frame_content_size(frame) == -1
+    decompress.zstd_into(frame, out)
+    assert bytes(out) == data
+    with pytest.raises(CorruptChunkError, match="more than the chunk's 1000 bytes"):
+        decompress.zstd_into(frame, memoryview(bytearray(1000)))
+    with pytest.raises(CorruptChunkError, match="fewer than the chunk's 2000 bytes"):
+        decompress.zstd_into(frame, memoryview(bytearray(2000)))
+
+
+# -- slabs and scratch buffers ----------------------------------------------------------
+@given(grid=st.lists(st.integers(1, 5), min_size=1, max_size=4), itemsize=st.sampled_from([1, 8]),
+       limit=st.integers(1, 4000))
+def test_slabs_cover_every_position_once(grid, itemsize, limit):
+    chunk = (2,) * len(grid)
+    found = block_placement.slabs(grid, chunk, itemsize, limit)
+    positions = [p for s in found for p in range(s.start, s.start + s.count)]
+    assert positions == list(range(int(np.prod(grid))))
+    for s in found:  # within the limit, unless one chunk alone is bigger
+        assert s.count == 1 or int(np.prod(s.shape)) * itemsize <= limit
+        assert int(np.prod(s.shape[: len(grid)])) == s.count
+
+
+def test_scratch_reuses_buffers_within_the_idle_limit(monkeypatch):
+    monkeypatch.setattr(output, "_idle", [])
+    monkeypatch.setattr(output, "SCRATCH_IDLE_BYTES", 3000)
+    with output.scratch((10, 10), np.dtype("float64")) as a:
+        first = a.base
+    with output.scratch((5, 5), np.dtype("int32")) as b:  # the idle 800-byte buffer fits
+        assert b.base is first or b.base.base is first
+    with output.scratch((10, 10), np.dtype("float64")) as c1, output.scratch((10, 10), np.dtype("float64")) as c2:
+        assert not np.shares_memory(c1, c2)
+    with output.scratch((1000,), np.dtype("float64")):
+        pass
+    assert sum(b.nbytes for b in output._idle) <= 3000  # the 8000-byte buffer was not kept
+    with output.scratch((2,), np.dtype(object)) as objects:
+        assert objects.dtype == object
+
+
+def test_scratch_is_safe_across_threads():
+    results = []
+
+    def work(seed):
+        for _ in range(50):
+            with output.scratch((64,), np.dtype("int64")) as a:
+                a[...] = seed
+                results.append(bool((a == seed).all()))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(results) and len(results) == 200
