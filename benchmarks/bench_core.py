@@ -36,6 +36,7 @@ def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, b
     sc.rows.append(Row(f"write{label} (own copy)", w, nbytes=geom.nbytes))
     ok = [lib for lib in LIBS if not w[lib].error]
     sizes = {lib: dir_size(paths[lib]) for lib in ok}
+    os.sync()  # the copies' dirty pages go to disk now, not as writeback during the timed reads
 
     r = measure_many(f"{sc.name} {what} own copy", {lib: reader(lib, paths[lib]) for lib in ok}, repeat)
     sc.rows.append(Row(f"{what}{label} (own copy)", r, nbytes=geom.nbytes))

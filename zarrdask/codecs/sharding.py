@@ -61,25 +61,34 @@ class ShardIndex:
         ``[data_start, data_end)`` (``data_end`` None: the shard's size is not known) and
         must not overlap; one vectorised pass (a shard may hold many thousands of chunks)."""
         flat = np.asarray(table, dtype=np.uint64).reshape(-1, 2)
-        present = np.flatnonzero(flat[:, 0] != MISSING)
-        if present.size:
-            off, size = flat[present, 0], flat[present, 1]
-            limit = MISSING if data_end is None else np.uint64(data_end)
-            bad = (off < data_start) | (off > limit) | (size > limit - np.minimum(off, limit))
-            if bad.any():
-                i = int(np.argmax(bad))
-                end = "?" if data_end is None else data_end
-                raise CorruptChunkError(
-                    f"shard {key}: index entry for inner chunk {cls._coords(present[i], grid)} (offset "
-                    f"{int(off[i])}, {int(size[i])} bytes) points outside the shard's data region "
-                    f"[{data_start}, {end}) (truncated or corrupt shard)")
-            order = None if bool(np.all(off[1:] >= off[:-1])) else np.argsort(off, kind="stable")
+        off, size = flat[:, 0], flat[:, 1]
+        present = off != MISSING
+        dense = bool(present.all())  # (every chunk stored: views, no gathering)
+        if not dense:
+            off, size = off[present], size[present]
+        stop = off + size  # (wraps past 2**64: then below off, and caught as outside)
+        bad = stop < off if data_start == 0 else (off < data_start) | (stop < off)
+        if data_end is not None:
+            bad |= stop > data_end
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = i if dense else int(np.flatnonzero(present)[i])
+            end = "?" if data_end is None else data_end
+            raise CorruptChunkError(
+                f"shard {key}: index entry for inner chunk {cls._coords(where, grid)} (offset "
+                f"{int(off[i])}, {int(size[i])} bytes) points outside the shard's data region "
+                f"[{data_start}, {end}) (truncated or corrupt shard)")
+        if off.size > 1:
+            order = None if bool((off[1:] >= off[:-1]).all()) else off.argsort(kind="stable")
             if order is not None:
-                off, size, present = off[order], size[order], present[order]
-            overlap = off[:-1] + size[:-1] > off[1:]
+                off, stop = off[order], stop[order]
+            overlap = stop[:-1] > off[1:]
             if overlap.any():
                 i = int(np.argmax(overlap))
-                a, b = cls._coords(present[i], grid), cls._coords(present[i + 1], grid)
+                positions = np.arange(len(flat)) if dense else np.flatnonzero(present)
+                if order is not None:
+                    positions = positions[order]
+                a, b = cls._coords(positions[i], grid), cls._coords(positions[i + 1], grid)
                 raise CorruptChunkError(f"shard {key}: inner chunks {a} and {b} overlap in the shard")
         return cls(array.array("Q", flat.tobytes()), grid)
 
