@@ -125,6 +125,16 @@ def test_sigkill_s3_writer(s3_endpoint: str, s3_url: str) -> None:
     assert zarrdask.remove_temporary_files(zarrdask.open_store(s3_url, mode="a", storage_options=options)) == []
 
 
+def _workers_back(client) -> None:
+    """Wait for the nannies to restart the killed workers. Now and then a worker killed
+    while it was starting is not restarted (distributed's race, not zarrdask's): the kills
+    then go on with the one left, which keeps testing what this is about, torn writes."""
+    try:
+        client.wait_for_workers(2, timeout=60)
+    except TimeoutError:
+        client.wait_for_workers(1, timeout=120)
+
+
 @pytest.mark.distributed
 def test_sigkill_distributed_workers(tmp_path: Path) -> None:
     import dask
@@ -149,7 +159,7 @@ def test_sigkill_distributed_workers(tmp_path: Path) -> None:
         write(999).result(timeout=120)
         duration = time.perf_counter() - started
         for kill in range(KILLS):
-            client.wait_for_workers(2, timeout=120)
+            _workers_back(client)
             value = 1000 + kill
             future = write(value)
             time.sleep(rng.uniform(0, duration))

@@ -12,6 +12,7 @@ from typing import Any, Union
 
 from ..errors import MetadataError, NodeNotFoundError
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
+from ..metadata.parsed_cache import parse_v3_cached
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_json_document, parse_v3
 from ..storage.base import Store, join_path
 
@@ -22,10 +23,12 @@ _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
 def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | None = None,
-                         consolidated: bool = True) -> NodeMetadata | None:
+                         consolidated: bool = True, raw: bytes | None = None) -> NodeMetadata | None:
     """Build node metadata from already-decoded documents keyed by file name; None if no node.
     ``consolidated=False`` leaves a group's consolidated metadata out, unparsed (a stale or
-    broken copy must not stop a caller who asked to ignore it)."""
+    broken copy must not stop a caller who asked to ignore it). ``raw``: the bytes the
+    ``zarr.json`` was decoded from, when it came from a store (parsed once per distinct
+    bytes, ``metadata/parsed_cache.py``)."""
     for name, doc in docs.items():  # (documents from a store are checked on decoding, from .zmetadata here)
         if not isinstance(doc, Mapping):
             raise MetadataError(f"expected a JSON object, got {type(doc).__name__}", key=join_path(path, name))
@@ -35,6 +38,8 @@ def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | 
             raise MetadataError("zarr.json declares zarr_format 2", key=join_path(path, "zarr.json"))
         if not consolidated and "consolidated_metadata" in doc:
             doc = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
+        if raw is not None:
+            return parse_v3_cached(raw, doc, join_path(path, "zarr.json"), consolidated)
         return parse_v3(doc, key=join_path(path, "zarr.json"))
     if zarr_format == 3:
         return None
@@ -55,15 +60,18 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
     """Metadata of many nodes (``None`` where there is no node): one batched fetch of every
     ``zarr.json``, then one of the v2 documents for the paths that have none."""
     docs: list[dict[str, Any]] = [{} for _ in paths]
-    _fetch_documents(store, paths, range(len(paths)), ("zarr.json",), docs)
+    raws: list[bytes | None] = [None] * len(paths)
+    _fetch_documents(store, paths, range(len(paths)), ("zarr.json",), docs, raws)
     if zarr_format != 3:
         v2 = [i for i, d in enumerate(docs) if not d]
-        _fetch_documents(store, paths, v2, _V2_NAMES, docs)
-    return [parse_node_documents(d, path, zarr_format, consolidated) for d, path in zip(docs, paths)]
+        _fetch_documents(store, paths, v2, _V2_NAMES, docs, None)
+    return [parse_node_documents(d, path, zarr_format, consolidated, raw) for d, path, raw in zip(docs, paths, raws)]
 
 
 def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], names: Sequence[str],
-                     docs: list[dict[str, Any]]) -> None:
+                     docs: list[dict[str, Any]], raws: list[bytes | None] | None) -> None:
+    """Fetch and decode documents ``names`` of nodes ``which`` into ``docs`` (and, when
+    ``raws`` is given, the one name's bytes into it)."""
     keys = [join_path(paths[i], n) for i in which for n in names]
     blobs = iter(store.get_many(keys))
     for i in which:
@@ -71,6 +79,8 @@ def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], n
             blob = next(blobs)
             if blob is not None:
                 docs[i][name] = parse_json_document(blob, join_path(paths[i], name))
+                if raws is not None:
+                    raws[i] = blob
 
 
 def read_node(store: Store, path: str, zarr_format: int | None = None, consolidated: bool = True) -> NodeMetadata:
