@@ -245,3 +245,41 @@ def test_scratch_is_safe_across_threads():
     for t in threads:
         t.join()
     assert all(results) and len(results) == 200
+
+
+# -- whole chunks decoded into reused buffers (unsharded arrays, v2 and v3) -------------
+@settings(max_examples=60, deadline=None)
+@given(fmt=st.sampled_from([2, 3]), compressor=st.sampled_from(["zstd", "blosc", "gzip", None]),
+       dtype=st.sampled_from(["uint8", "int16", "float32", ">f8"]), order=st.sampled_from(["C", "F"]),
+       seed=st.integers(0, 2**16))
+def test_chunks_decoded_into_scratch_read_back_exactly(fmt, compressor, dtype, order, seed):
+    if fmt == 3:
+        dtype = dtype.replace(">", "")
+        codecs = {"zstd": [ZSTD], "blosc": [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 1,
+                                                                                   "shuffle": "bitshuffle"}}],
+                  "gzip": [GZIP], None: []}[compressor]
+        kwargs = dict(compressors=codecs or None, filters=[_transpose((1, 0))] if order == "F" else None)
+    else:
+        configs = {"zstd": {"id": "zstd", "level": 1}, "blosc": {"id": "blosc", "cname": "lz4", "clevel": 1,
+                                                                  "shuffle": 1}, "gzip": {"id": "gzip", "level": 1},
+                   None: None}
+        kwargs = dict(compressors=configs[compressor], order=order)
+    store = MemoryStore()
+    a = zarrdask.create_array(store, shape=(7, 5), dtype=dtype, chunks=(3, 2), zarr_format=fmt, **kwargs)
+    values = _values(np.random.default_rng(seed), dtype, (7, 5), False)
+    a[...] = values
+    for threads in (None, 1):
+        got = zarrdask.open_array(store, threads=threads)[...]  # (v2 '>f8' reads as the native float64)
+        assert got.astype(values.dtype).tobytes() == values.tobytes()
+    part = zarrdask.open_array(store)[1:6, 1:4]
+    assert part.astype(values.dtype).tobytes() == values[1:6, 1:4].tobytes()
+
+
+def test_decodes_into_only_where_the_chain_allows():
+    spec = ChunkSpec((3, 5), parse_data_type_v3("float32"), 0)
+    chains = {True: [[BYTES_LE, ZSTD], [BYTES_LE, ZSTD, CRC]], False: [[BYTES_LE], [BYTES_BE, ZSTD],
+                                                                       [_transpose((1, 0)), BYTES_LE, ZSTD]]}
+    for expected, listed in chains.items():
+        for chain in listed:
+            named = [parse_named_config(c, ("codecs", i), []) for i, c in enumerate(chain)]
+            assert CodecPipeline.from_metadata(named, spec).decodes_into is expected, chain

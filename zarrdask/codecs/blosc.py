@@ -63,3 +63,6 @@ class BloscCodec(BytesBytesCodec):
 
     def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
         return decompress.blosc(data, expected)
+
+    def decode_into(self, data: bytes | memoryview, out: memoryview) -> None:
+        decompress.blosc_into(data, out)

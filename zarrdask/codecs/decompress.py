@@ -27,7 +27,7 @@ from numcodecs import blosc as _blosc
 
 from ..errors import CorruptChunkError
 
-__all__ = ["blosc", "for_numcodecs", "gzip", "zstd", "zstd_into"]
+__all__ = ["blosc", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into"]
 
 Data = bytes | bytearray | memoryview
 
@@ -145,6 +145,23 @@ def _lzma(format: int, filters: Any) -> Callable[[Data, int | None], bytes]:
 
 def blosc(data: Data, expected: int | None) -> Data:
     """A blosc buffer: its header's sizes must match the buffer and ``expected`` first."""
+    _blosc_header(data, expected)
+    try:
+        return _blosc.decompress(data)
+    except (RuntimeError, ValueError) as exc:
+        raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+
+
+def blosc_into(data: Data, out: memoryview) -> None:
+    """A blosc buffer decoded straight into ``out``, whose size its header must claim."""
+    _blosc_header(data, len(out))
+    try:
+        _blosc.decompress(data, out)
+    except (RuntimeError, ValueError) as exc:
+        raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+
+
+def _blosc_header(data: Data, expected: int | None) -> None:
     if len(data) < 16:
         raise CorruptChunkError(f"blosc: {len(data)} bytes cannot hold a 16-byte blosc header (truncated)")
     header = memoryview(data)[:16]  # version, versionlz, flags, typesize, then uint32 LE nbytes, blocksize, cbytes
@@ -152,10 +169,6 @@ def blosc(data: Data, expected: int | None) -> Data:
     if not 16 <= cbytes <= len(data):  # (some writers, z5py, leave bytes after the buffer)
         raise CorruptChunkError(f"blosc: the header says {cbytes} compressed bytes, the chunk has {len(data)}")
     _claim("blosc", nbytes, expected)
-    try:
-        return _blosc.decompress(data)
-    except (RuntimeError, ValueError) as exc:
-        raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
 
 
 def lz4(data: Data, expected: int | None) -> Data:
@@ -183,6 +196,13 @@ def for_numcodecs(impl: Any) -> Callable[[Data, int | None], Data] | None:
     return _BY_ID.get(codec_id)
 
 
+def into_for_numcodecs(impl: Any) -> Callable[[Data, memoryview], None] | None:
+    """The decompressor writing into a caller's buffer for a numcodecs compressor object,
+    where the format allows one (zstd, blosc), else None."""
+    return _INTO_BY_ID.get(getattr(impl, "codec_id", None))
+
+
 _BY_ID: dict[str, Callable[[Data, int | None], Data]] = {
     "zstd": zstd, "gzip": gzip, "zlib": zlib_, "bz2": bz2_, "blosc": blosc, "lz4": lz4,
 }
+_INTO_BY_ID: dict[str, Callable[[Data, memoryview], None]] = {"zstd": zstd_into, "blosc": blosc_into}

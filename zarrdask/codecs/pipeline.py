@@ -89,7 +89,8 @@ class CodecPipeline:
         self._decoded_sizes = tuple(sizes[: len(bytes_bytes)])
         # the first bytes->bytes codec may decode straight into a chunk's memory when the
         # codecs before it only view its bytes as the array
-        self._decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
+        #: decode_into writes straight into the chunk's memory (no copy)
+        self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
 
     @property
     def axis_permutation(self) -> tuple[int, ...] | None:
@@ -132,7 +133,7 @@ class CodecPipeline:
         type): straight into its memory when the chain allows (no array->array codec, an
         array->bytes codec that only views the bytes, a first bytes->bytes codec that can
         write into a buffer, as zstd does), else decoded and copied."""
-        if not self._decodes_into:
+        if not self.decodes_into:
             out[...] = self.decode(data)
             return
         data = self.decode_bytes_stage(data, stop=1)

@@ -56,6 +56,23 @@ class V2Pipeline:
         # what the compressor decodes to, when fixed: the chunk's bytes (filters may change the size)
         n = math.prod(self.shape)
         self._compressed_size = None if self.filters or self.is_object else n * self.stored.itemsize
+        # a chunk that is only compressed bytes in C order can be decompressed straight into memory
+        plain = not self.filters and not self.is_object and self.order == "C" and self.stored == self.dtype
+        self._into = decompress.into_for_numcodecs(self.compressor) if plain and self.compressor else None
+        #: decode_into writes straight into the chunk's memory (no copy)
+        self.decodes_into = self._into is not None
+
+    def decode_into(self, data: bytes | memoryview, out: np.ndarray) -> None:
+        """Decode one chunk into ``out`` (C-contiguous, the chunk's shape and data type):
+        straight into its memory when only a zstd or blosc compressor stands between, else
+        decoded and copied."""
+        if self._into is None:
+            out[...] = self.decode(data)
+            return
+        try:
+            self._into(data, memoryview(out.reshape(-1).view(np.uint8)))
+        except CorruptChunkError as exc:
+            raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
         n = math.prod(self.shape)

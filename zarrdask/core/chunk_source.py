@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -238,10 +239,11 @@ class PlainChunkSource(ChunkSource):
             self._missing(f"chunk {unit.key}", target, placement.out_index)
             return
         try:
-            chunk = self._pipeline_at(unit.coords).decode(blob)
+            with _decoded(self._pipeline_at(unit.coords), blob, stored_shape(self.grid, unit.coords),
+                          self.spec.dtype.dtype) as chunk:
+                target[placement.out_index] = chunk[placement.chunk_index]
         except CodecError as exc:
             raise _with_key(exc, unit.key) from exc
-        target[placement.out_index] = chunk[placement.chunk_index]
 
     def write(self, selection: Selection, values: np.ndarray) -> None:
         projections = list(selection.project(self.grid))
@@ -262,6 +264,20 @@ class PlainChunkSource(ChunkSource):
         encoded = self._encode_all(encode, range(len(projections)))
         self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
         self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
+
+
+@contextmanager
+def _decoded(pipeline: Any, blob: bytes, shape: tuple[int, ...], dtype: np.dtype) -> Iterator[np.ndarray]:
+    """A stored chunk decoded, for the duration of the block: into a reused scratch buffer
+    (its pages already mapped, where a fresh result of megabytes is paid for in page
+    faults) when the chain can decode straight into memory, else as ``decode`` gives it
+    (then a buffer would only add a copy)."""
+    if not pipeline.decodes_into:
+        yield pipeline.decode(blob)
+        return
+    with scratch(shape, dtype) as chunk:
+        pipeline.decode_into(blob, chunk)
+        yield chunk
 
 
 class _InnerJob:
