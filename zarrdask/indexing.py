@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from .errors import BoundsError, SelectionError
-from .grid import AxisGrid, as_axes, ceil_div
+from .grid import AxisGrid, as_axes
 
 __all__ = [
     "OrthogonalSelection",
@@ -138,14 +138,14 @@ def _project_dim(sel: DimSel, axis: AxisGrid) -> list[_DimPart]:
         if stop <= start:
             return parts
         for k, lo, hi in axis.overlapping(start, stop):
-            first = start if start >= lo else start + ceil_div(lo - start, step) * step
-            end = min(stop, hi)
+            # the first selected index in the chunk: start, or the first one past lo on start's stride
+            first = start if start >= lo else lo + (start - lo) % step
+            end = stop if stop < hi else hi
             if first >= end:
                 continue
             out0 = (first - start) // step
-            count = ceil_div(end - first, step)
-            full = step == 1 and first == lo and end == hi
-            parts.append(_DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + count), full, hi - lo))
+            parts.append(_DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + len(range(first, end, step))),
+                                  first == lo and end == hi and step == 1, hi - lo))
         return parts
     if sel.size == 0:
         return parts
