@@ -160,4 +160,4 @@ class PackBitsCodec(ArrayBytesCodec):
 
     def encoded_size(self, spec: ChunkSpec) -> int:
         stream_bits = self._sizes(spec)[3]
-        return -(-stream_bits // 8) + (self.padding_encoding != "none")
+        return (stream_bits + 7) // 8 + (self.padding_encoding != "none")
