@@ -363,3 +363,18 @@ class IrregularAxis:
 
     def extents(self):
         return tuple(np.diff(self.edges)) or (0,)
+
+
+# --------------------------------------------------------------------------------------
+# generated shard layouts (hypothesis)
+# --------------------------------------------------------------------------------------
+def draw_shard_geometry(draw: Any, st: Any, max_per_shard: int, min_extent: int, spare: int) -> tuple[Any, ...]:
+    """``(ndim, inner, shard, shape)`` of a sharded array of 1-3 dimensions: inner chunks of
+    1-4 per axis, 1 to ``max_per_shard`` of them per shard, arrays of ``min_extent`` to two
+    shards and ``spare`` elements per axis (so shards are clipped at the edge)."""
+    ndim = draw(st.integers(1, 3))
+    inner = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    per_shard = tuple(draw(st.integers(1, max_per_shard)) for _ in range(ndim))
+    shard = tuple(i * n for i, n in zip(inner, per_shard))
+    shape = tuple(draw(st.integers(min_extent, 2 * s + spare)) for s in shard)
+    return ndim, inner, shard, shape

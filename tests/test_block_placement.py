@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import zarrdask
 import zarrdask.core.chunk_source as chunk_source
+from _util import draw_shard_geometry
 from zarrdask.codecs import decompress
 from zarrdask.codecs.base import ChunkSpec
 from zarrdask.codecs.pipeline import CodecPipeline
@@ -48,11 +49,7 @@ def _transpose(order):
 
 @st.composite
 def sharded_cases(draw):
-    ndim = draw(st.integers(1, 3))
-    inner = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
-    per_shard = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
-    shard = tuple(i * n for i, n in zip(inner, per_shard))
-    shape = tuple(draw(st.integers(1, 2 * s + 3)) for s in shard)
+    ndim, inner, shard, shape = draw_shard_geometry(draw, st, max_per_shard=4, min_extent=1, spare=3)
     outer = draw(st.permutations(range(ndim))) if draw(st.booleans()) else None
     inner_t = draw(st.permutations(range(ndim))) if draw(st.booleans()) else None
     chain = list(draw(st.sampled_from(INNER_CHAINS)))

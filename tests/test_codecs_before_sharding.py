@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
+from _util import draw_shard_geometry
 from zarrdask.errors import MetadataError
 from zarrdask.storage import MemoryStore
 
@@ -68,11 +69,7 @@ def test_reproducer_written_by_zarr_python(tmp_path):
 
 @st.composite
 def _cases(draw):
-    ndim = draw(st.integers(1, 3))
-    inner = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
-    per_shard = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
-    shard = tuple(i * n for i, n in zip(inner, per_shard))
-    shape = tuple(draw(st.integers(0, 2 * s + 1)) for s in shard)
+    ndim, inner, shard, shape = draw_shard_geometry(draw, st, max_per_shard=3, min_extent=0, spare=1)
     perms = draw(st.lists(st.permutations(range(ndim)), min_size=1, max_size=2))
     composite = tuple(range(ndim))
     for p in perms:
