@@ -87,9 +87,8 @@ class CodecPipeline:
         for codec in bytes_bytes[:-1]:
             sizes.append(None if sizes[-1] is None else codec.encoded_size(sizes[-1]))
         self._decoded_sizes = tuple(sizes[: len(bytes_bytes)])
-        # the first bytes->bytes codec may decode straight into a chunk's memory when the
-        # codecs before it only view its bytes as the array
-        #: decode_into writes straight into the chunk's memory (no copy)
+        #: decode_into writes straight into the chunk's memory (no copy): the codecs before the
+        #: first bytes->bytes codec only view its bytes as the array
         self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
 
     @property

@@ -350,19 +350,20 @@ class ShardedChunkSource(ChunkSource):
 
     def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
         """Decode the inner chunks ``unit`` needs from a whole shard held in memory into
-        ``target``: each is sliced out, decoded and placed in one step, so nothing
-        accumulates per inner chunk (a shard may hold thousands)."""
+        ``target``: a shard read whole slab by slab (``_decode_block``), else each chunk
+        sliced out, decoded and placed in one step, so nothing accumulates per inner chunk
+        (a shard may hold thousands)."""
         key = unit.key
         if blob is None:
             self._missing(f"shard {key}", target, ...)
             return
+        codec = self._codec_at(unit.coords)
         try:
             blob = self.pipeline.decode_bytes_stage(blob)
-            index = self._codec_at(unit.coords).index_of(blob, key)
+            index = codec.index_of(blob, key)
         except CodecError as exc:
             raise _with_key(exc, key) from exc
         view = memoryview(blob)
-        codec = self._codec_at(unit.coords)
         if unit.block:
             self._decode_block(unit, codec, index, view, target, threads)
             return
