@@ -21,7 +21,8 @@ import numpy as np
 from ..dtypes import DataType
 from ..errors import CorruptChunkError
 
-__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec"]
+__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "byte_view",
+           "check_decoded_size"]
 
 Loc = tuple[str | int, ...]
 
@@ -139,11 +140,20 @@ class BytesBytesCodec(Codec):
         that can write into a caller's buffer override this (no copy); here the result is
         decoded as usual, checked and copied."""
         decoded = memoryview(self.decode(data, out.nbytes)).cast("B")
-        if decoded.nbytes != out.nbytes:
-            raise CorruptChunkError(f"{self.name}: decoded to {decoded.nbytes} bytes, expected {out.nbytes} "
-                                    "(corrupt chunk)")
+        check_decoded_size(self.name, decoded.nbytes, out.nbytes)
         out[:] = decoded
 
     def encoded_size(self, size: int) -> int | None:
         """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""
         return None
+
+
+def check_decoded_size(name: str, got: int, expected: int) -> None:
+    """The one size check after a bytes->bytes decode: a CorruptChunkError unless it matches."""
+    if got != expected:
+        raise CorruptChunkError(f"{name}: decoded to {got} bytes, expected {expected} (corrupt chunk)")
+
+
+def byte_view(array: np.ndarray) -> memoryview:
+    """A C-contiguous array's memory as writable bytes, for codecs that decode into it."""
+    return memoryview(array.reshape(-1).view(np.uint8))

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
+from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.extension import NamedConfig
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, byte_view, check_decoded_size
 from .registry import get_codec_class, registered_codecs
 
 __all__ = ["CodecPipeline", "build_codecs"]
@@ -136,7 +136,7 @@ class CodecPipeline:
             out[...] = self.decode(data)
             return
         data = self.decode_bytes_stage(data, stop=1)
-        self.bytes_bytes[0].decode_into(data, memoryview(out.reshape(-1).view(np.uint8)))
+        self.bytes_bytes[0].decode_into(data, byte_view(out))
 
     def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
         """Undo the bytes->bytes codecs (the last ``stop`` left undone), each held to the
@@ -144,9 +144,8 @@ class CodecPipeline:
         ``decompress.py``)."""
         for codec, size in zip(reversed(self.bytes_bytes[stop:]), reversed(self._decoded_sizes[stop:])):
             data = codec.decode(data, size)
-            if size is not None and memoryview(data).nbytes != size:
-                raise CorruptChunkError(f"{codec.name}: decoded to {memoryview(data).nbytes} bytes, "
-                                        f"expected {size} (corrupt chunk)")
+            if size is not None:
+                check_decoded_size(codec.name, memoryview(data).nbytes, size)
         return data
 
     def encode(self, array: np.ndarray) -> bytes:

@@ -19,6 +19,7 @@ from ..dtypes import stored_dtype_v2
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
 from . import decompress
+from .base import byte_view
 from .vlen import check_item_count
 
 __all__ = ["V2Pipeline"]
@@ -70,7 +71,7 @@ class V2Pipeline:
             out[...] = self.decode(data)
             return
         try:
-            self._into(data, memoryview(out.reshape(-1).view(np.uint8)))
+            self._into(data, byte_view(out))
         except CorruptChunkError as exc:
             raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
 
