@@ -146,56 +146,71 @@ def test_corrupt_inner_chunk_in_a_block_names_shard_and_chunk():
         zarrdask.open_array(store)[...]
 
 
-# -- decode_into is decode ------------------------------------------------------------
+# -- decode_into is decode, batched ------------------------------------------------------------
 CHAINS = [[BYTES_LE], [BYTES_LE, ZSTD], [BYTES_BE, ZSTD], [BYTES_LE, GZIP], [BYTES_LE, ZSTD, CRC],
           [BYTES_LE, CRC, ZSTD_SUM], [_transpose((1, 0)), BYTES_LE, ZSTD]]
 
 
+def _damaged(blob: bytes, damage: str | None) -> bytes:
+    data = bytearray(blob)
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "extend":
+        data += b"\x01\x02\x03"
+    elif damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+    return bytes(data)
+
+
 @settings(max_examples=200, deadline=None)
 @given(chain=st.sampled_from(CHAINS), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16),
-       damage=st.sampled_from([None, "truncate", "extend", "flip"]))
-def test_decode_into_equals_decode(chain, dtype, seed, damage):
+       damages=st.lists(st.sampled_from([None, None, "truncate", "extend", "flip"]), min_size=1, max_size=5),
+       data=st.data())
+def test_decode_into_equals_decode(chain, dtype, seed, damages, data):
+    """A batch decoded into a stack's slots (in any order) equals each chunk decoded on its
+    own; the first chunk that cannot be decoded fails the batch, named as its ``item``."""
     spec = ChunkSpec((3, 5), parse_data_type_v3(dtype), 0)
     problems: list = []
     named = [parse_named_config(c, ("codecs", i), problems) for i, c in enumerate(chain)]
     pipeline = CodecPipeline.from_metadata(named, spec)
-    values = _values(np.random.default_rng(seed), dtype, (3, 5), False)
-    blob = bytearray(pipeline.encode(values))
-    if damage == "truncate":
-        blob = blob[: len(blob) // 2]
-    elif damage == "extend":
-        blob += b"\x01\x02\x03"
-    elif damage == "flip":
-        blob[len(blob) // 2] ^= 0xFF
-    out = np.empty((3, 5), dtype=np.dtype(dtype))
-    try:
-        expected = pipeline.decode(bytes(blob))
-    except ZarrdaskError as exc:
-        with pytest.raises(type(exc)):
-            pipeline.decode_into(bytes(blob), out)
-        return
-    pipeline.decode_into(bytes(blob), out)
-    assert out.tobytes() == np.ascontiguousarray(expected).tobytes()
+    rng = np.random.default_rng(seed)
+    blobs = [_damaged(pipeline.encode(_values(rng, dtype, (3, 5), False)), d) for d in damages]
+    slots = data.draw(st.permutations(range(len(blobs) + 1)))[: len(blobs)]  # (one slot left alone)
+    out = np.zeros((len(blobs) + 1, 3, 5), dtype=np.dtype(dtype))
+    expected = []
+    for i, blob in enumerate(blobs):
+        try:
+            expected.append(pipeline.decode(blob))
+        except ZarrdaskError as exc:
+            with pytest.raises(type(exc)) as raised:
+                pipeline.decode_into(blobs, out, slots)
+            assert raised.value.item == i
+            return
+    pipeline.decode_into(blobs, out, slots)
+    for k, values in zip(slots, expected):
+        assert out[k].tobytes() == np.ascontiguousarray(values).tobytes()
+    untouched = next(k for k in range(len(out)) if k not in slots)
+    assert not out[untouched].any()
 
 
 def test_zstd_into_holds_the_frame_to_the_buffer():
     data = bytes(range(256)) * 4
     out = memoryview(bytearray(len(data)))
     with_size = zstandard.ZstdCompressor(write_content_size=True).compress(data)
-    decompress.zstd_into(with_size, out)
+    decompress.zstd_into([with_size], [out])
     assert bytes(out) == data
     with pytest.raises(CorruptChunkError, match="claims to decode to 1024 bytes"):
-        decompress.zstd_into(with_size, memoryview(bytearray(1000)))
+        decompress.zstd_into([with_size], [memoryview(bytearray(1000))])
     # a frame without its size is streamed, and held to the buffer either way
     without = zstandard.ZstdCompressor(write_content_size=False).compressobj()
     frame = without.compress(data) + without.flush()
     assert zstandard.frame_content_size(frame) == -1
-    decompress.zstd_into(frame, out)
+    decompress.zstd_into([frame], [out])
     assert bytes(out) == data
     with pytest.raises(CorruptChunkError, match="more than the chunk's 1000 bytes"):
-        decompress.zstd_into(frame, memoryview(bytearray(1000)))
+        decompress.zstd_into([frame], [memoryview(bytearray(1000))])
     with pytest.raises(CorruptChunkError, match="fewer than the chunk's 2000 bytes"):
-        decompress.zstd_into(frame, memoryview(bytearray(2000)))
+        decompress.zstd_into([frame], [memoryview(bytearray(2000))])
 
 
 # -- slabs and scratch buffers ----------------------------------------------------------

@@ -127,7 +127,17 @@ class MissingChunkError(ZarrdaskError, LookupError):
 
 
 class CodecError(ZarrdaskError, ValueError):
-    """A codec failed to encode or decode, or its configuration is invalid."""
+    """A codec failed to encode or decode, or its configuration is invalid.
+
+    ``item``: when a batch of chunks was being decoded, the position in the batch of the
+    chunk that failed (None otherwise), so the caller can name it."""
+
+    item: int | None = None
+
+    def at(self, item: int) -> CodecError:
+        """This error, naming the failed chunk's position in a batch (for ``raise``)."""
+        self.item = item
+        return self
 
 
 class CorruptChunkError(CodecError):

@@ -12,14 +12,14 @@ Kinds, in chain order: ``ArrayArrayCodec``* -> exactly one ``ArrayBytesCodec`` -
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..dtypes import DataType
-from ..errors import CorruptChunkError
+from ..errors import CodecError, CorruptChunkError
 
 __all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "byte_view",
            "check_decoded_size"]
@@ -135,13 +135,15 @@ class BytesBytesCodec(Codec):
         (a header) or can inflate (a compressor) must not allocate beyond it; the pipeline
         checks the decoded size against it."""
 
-    def decode_into(self, data: bytes | memoryview, out: memoryview) -> None:
-        """Undo the codec into ``out`` (bytes), which the result must fill exactly. Codecs
-        that can write into a caller's buffer override this (no copy); here the result is
-        decoded as usual, checked and copied."""
-        decoded = memoryview(self.decode(data, out.nbytes)).cast("B")
-        check_decoded_size(self.name, decoded.nbytes, out.nbytes)
-        out[:] = decoded
+    def decode_into(self, data: Sequence[bytes | memoryview], outs: Sequence[memoryview]) -> None:
+        """Undo the codec for a batch: ``data[i]`` into ``outs[i]`` (bytes), which each
+        result must fill exactly; a failure names its item as the error's ``item``. Codecs
+        that can write into a caller's buffer override this (no copy, a few Python steps
+        per item); here each item is decoded as usual, checked and copied."""
+        for i, (item, out) in enumerate(zip(data, outs)):
+            decoded = memoryview(batch_item(i, self.decode, item, out.nbytes)).cast("B")
+            batch_item(i, check_decoded_size, self.name, decoded.nbytes, out.nbytes)
+            out[:] = decoded
 
     def encoded_size(self, size: int) -> int | None:
         """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""
@@ -152,6 +154,14 @@ def check_decoded_size(name: str, got: int, expected: int) -> None:
     """The one size check after a bytes->bytes decode: a CorruptChunkError unless it matches."""
     if got != expected:
         raise CorruptChunkError(f"{name}: decoded to {got} bytes, expected {expected} (corrupt chunk)")
+
+
+def batch_item(i: int, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` for item ``i`` of a batch: a CodecError it raises names the item."""
+    try:
+        return fn(*args)
+    except CodecError as exc:
+        raise exc.at(i)
 
 
 def byte_view(array: np.ndarray) -> memoryview:

@@ -8,7 +8,7 @@ the data type when a new array is created without it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from numcodecs import blosc as _blosc
@@ -64,5 +64,5 @@ class BloscCodec(BytesBytesCodec):
     def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
         return decompress.blosc(data, expected)
 
-    def decode_into(self, data: bytes | memoryview, out: memoryview) -> None:
-        decompress.blosc_into(data, out)
+    def decode_into(self, data: Sequence[bytes | memoryview], outs: Sequence[memoryview]) -> None:
+        decompress.blosc_into(data, outs)

@@ -19,7 +19,7 @@ import lzma
 import sys
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import zstandard
@@ -30,6 +30,8 @@ from ..errors import CorruptChunkError
 __all__ = ["blosc", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into"]
 
 Data = bytes | bytearray | memoryview
+#: decodes ``data[i]`` into ``outs[i]`` for every i (``zstd_into``, ``blosc_into``)
+IntoBatch = Callable[[Sequence[Data], Sequence[memoryview]], None]
 
 _local = threading.local()
 
@@ -58,23 +60,31 @@ def zstd(data: Data, expected: int | None) -> Data:
         raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
 
 
-def zstd_into(data: Data, out: memoryview) -> None:
-    """One zstd frame decoded straight into ``out``, which it must fill exactly: a frame
-    claiming another size is refused before decoding, one without a claim is streamed into
-    ``out`` and refused if anything is left over."""
-    try:
-        claimed = zstandard.frame_content_size(data)
-        if claimed >= 0:
-            _claim("zstd", claimed, len(out))
-        reader = _zstd_decompressor().stream_reader(data, read_across_frames=False)
-        total = 0
-        while total < len(out) and (n := reader.readinto(out[total:])):
-            total += n
-        if total != len(out) or (claimed < 0 and reader.read(1)):
-            raise CorruptChunkError(f"zstd: the data decodes to {'fewer' if total < len(out) else 'more'} "
-                                    f"than the chunk's {len(out)} bytes")
-    except zstandard.ZstdError as exc:
-        raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
+def zstd_into(frames: Sequence[Data], outs: Sequence[memoryview]) -> None:
+    """Zstd frames decoded straight into their buffers (``frames[i]`` into ``outs[i]``,
+    bytes), each of which it must fill exactly: a frame claiming another size is refused
+    before decoding, one without a claim is streamed and refused if anything is left over.
+    One call per batch keeps the Python work per frame to a few steps (the frames of a
+    shard are many and small). A failure names its frame as the error's ``item``."""
+    content_size = zstandard.frame_content_size
+    reader = _zstd_decompressor().stream_reader
+    for i, (data, out) in enumerate(zip(frames, outs)):
+        size = len(out)
+        try:
+            claimed = content_size(data)
+            if claimed >= 0 and claimed != size:
+                _claim("zstd", claimed, size)
+            stream = reader(data, read_across_frames=False)
+            total = stream.readinto(out)
+            while total < size and (n := stream.readinto(out[total:])):
+                total += n
+            if total != size or (claimed < 0 and stream.read(1)):
+                raise CorruptChunkError(f"zstd: the data decodes to {'fewer' if total < size else 'more'} "
+                                        f"than the chunk's {size} bytes")
+        except zstandard.ZstdError as exc:
+            raise CorruptChunkError(f"zstd: cannot decompress ({exc})").at(i) from exc
+        except CorruptChunkError as exc:
+            raise exc.at(i)
 
 
 def _zstd_stream(data: Data, expected: int | None) -> bytes:
@@ -152,13 +162,17 @@ def blosc(data: Data, expected: int | None) -> Data:
         raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
 
 
-def blosc_into(data: Data, out: memoryview) -> None:
-    """A blosc buffer decoded straight into ``out``, whose size its header must claim."""
-    _blosc_header(data, len(out))
-    try:
-        _blosc.decompress(data, out)
-    except (RuntimeError, ValueError) as exc:
-        raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+def blosc_into(buffers: Sequence[Data], outs: Sequence[memoryview]) -> None:
+    """Blosc buffers decoded straight into theirs (``buffers[i]`` into ``outs[i]``), whose
+    sizes their headers must claim; a failure names its buffer as the error's ``item``."""
+    for i, (data, out) in enumerate(zip(buffers, outs)):
+        try:
+            _blosc_header(data, len(out))
+            _blosc.decompress(data, out)
+        except (RuntimeError, ValueError) as exc:
+            if not isinstance(exc, CorruptChunkError):
+                exc = CorruptChunkError(f"blosc: cannot decompress ({exc})")
+            raise exc.at(i) from None
 
 
 def _blosc_header(data: Data, expected: int | None) -> None:
@@ -196,13 +210,13 @@ def for_numcodecs(impl: Any) -> Callable[[Data, int | None], Data] | None:
     return _BY_ID.get(codec_id)
 
 
-def into_for_numcodecs(impl: Any) -> Callable[[Data, memoryview], None] | None:
-    """The decompressor writing into a caller's buffer for a numcodecs compressor object,
-    where the format allows one (zstd, blosc), else None."""
+def into_for_numcodecs(impl: Any) -> IntoBatch | None:
+    """The batch decompressor writing into callers' buffers for a numcodecs compressor
+    object, where the format allows one (zstd, blosc), else None."""
     return _INTO_BY_ID.get(getattr(impl, "codec_id", None))
 
 
 _BY_ID: dict[str, Callable[[Data, int | None], Data]] = {
     "zstd": zstd, "gzip": gzip, "zlib": zlib_, "bz2": bz2_, "blosc": blosc, "lz4": lz4,
 }
-_INTO_BY_ID: dict[str, Callable[[Data, memoryview], None]] = {"zstd": zstd_into, "blosc": blosc_into}
+_INTO_BY_ID: dict[str, IntoBatch] = {"zstd": zstd_into, "blosc": blosc_into}

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.extension import NamedConfig
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, byte_view, check_decoded_size
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item, byte_view, check_decoded_size
 from .registry import get_codec_class, registered_codecs
 
 __all__ = ["CodecPipeline", "build_codecs"]
@@ -127,16 +127,25 @@ class CodecPipeline:
             array = codec.decode(array, spec)
         return array
 
-    def decode_into(self, data: bytes | memoryview, out: np.ndarray) -> None:
-        """Decode one stored chunk into ``out`` (C-contiguous, ``spec``'s shape and data
-        type): straight into its memory when the chain allows (no array->array codec, an
+    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray,
+                    slots: Sequence[int] | None = None) -> None:
+        """Decode stored chunks into the stack ``out`` (C-contiguous, ``(n, *spec.shape)`` of
+        the spec's data type): ``data[i]`` into ``out[slots[i]]`` (default: in order).
+        Straight into its memory when the chain allows (no array->array codec, an
         array->bytes codec that only views the bytes, a first bytes->bytes codec that can
-        write into a buffer, as zstd does), else decoded and copied."""
+        write into a buffer, as zstd does), else decoded and copied. One call per batch, so
+        a shard's many small chunks cost few Python steps each; a failure names its chunk
+        as the error's ``item`` (a position in ``data``)."""
+        slots = range(len(data)) if slots is None else slots
         if not self.decodes_into:
-            out[...] = self.decode(data)
+            for i, (item, k) in enumerate(zip(data, slots)):
+                out[k] = batch_item(i, self.decode, item)
             return
-        data = self.decode_bytes_stage(data, stop=1)
-        self.bytes_bytes[0].decode_into(data, byte_view(out))
+        if len(self.bytes_bytes) > 1:
+            data = [batch_item(i, self.decode_bytes_stage, item, 1) for i, item in enumerate(data)]
+        memory = byte_view(out)
+        size = memory.nbytes // max(len(out), 1)
+        self.bytes_bytes[0].decode_into(data, [memory[k * size: (k + 1) * size] for k in slots])
 
     def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
         """Undo the bytes->bytes codecs (the last ``stop`` left undone), each held to the

@@ -109,10 +109,13 @@ class ShardIndex:
 
     def locate(self, position: int) -> tuple[int, int] | None:
         """``(start, stop)`` of the inner chunk at ``position`` in the C-ordered grid, or None."""
-        off = self._entries[2 * position]
-        if off == _MISSING_INT:
-            return None
-        return off, off + self._entries[2 * position + 1]
+        return self.spans(position, 1)[0]
+
+    def spans(self, start: int, count: int) -> list[tuple[int, int] | None]:
+        """:meth:`locate` for the ``count`` positions from ``start``, in one step."""
+        entries, stop = self._entries, 2 * (start + count)
+        return [None if off == _MISSING_INT else (off, off + size)
+                for off, size in zip(entries[2 * start: stop: 2], entries[2 * start + 1: stop: 2])]
 
     def table(self) -> np.ndarray:
         """The index as the spec's ``(*grid, 2)`` uint64 array."""

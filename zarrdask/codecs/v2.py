@@ -9,7 +9,7 @@ decoding it would run code from the store.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numcodecs
@@ -19,7 +19,7 @@ from ..dtypes import stored_dtype_v2
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
 from . import decompress
-from .base import byte_view
+from .base import batch_item, byte_view
 from .vlen import check_item_count
 
 __all__ = ["V2Pipeline"]
@@ -63,17 +63,23 @@ class V2Pipeline:
         #: decode_into writes straight into the chunk's memory (no copy)
         self.decodes_into = self._into is not None
 
-    def decode_into(self, data: bytes | memoryview, out: np.ndarray) -> None:
-        """Decode one chunk into ``out`` (C-contiguous, the chunk's shape and data type):
-        straight into its memory when only a zstd or blosc compressor stands between, else
-        decoded and copied."""
+    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray,
+                    slots: Sequence[int] | None = None) -> None:
+        """Decode chunks into the stack ``out`` (C-contiguous, ``(n, *shape)``): ``data[i]``
+        into ``out[slots[i]]`` (default: in order), as :meth:`CodecPipeline.decode_into`
+        does: straight into its memory when only a zstd or blosc compressor stands between,
+        else decoded and copied. A failure names its chunk as the error's ``item``."""
+        slots = range(len(data)) if slots is None else slots
         if self._into is None:
-            out[...] = self.decode(data)
+            for i, (item, k) in enumerate(zip(data, slots)):
+                out[k] = batch_item(i, self.decode, item)
             return
+        memory = byte_view(out)
+        size = memory.nbytes // max(len(out), 1)
         try:
-            self._into(data, byte_view(out))
+            self._into(data, [memory[k * size: (k + 1) * size] for k in slots])
         except CorruptChunkError as exc:
-            raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
+            raise type(exc)(f"v2 chunk cannot be decoded: {exc}").at(exc.item) from None
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
         n = math.prod(self.shape)

@@ -13,7 +13,7 @@ faster (figures in benchmarks/README.md), and a sharded read is thousands of suc
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import zstandard
@@ -62,5 +62,5 @@ class ZstdCodec(BytesBytesCodec):
     def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
         return decompress.zstd(data, expected)
 
-    def decode_into(self, data: bytes | memoryview, out: memoryview) -> None:
-        decompress.zstd_into(data, out)
+    def decode_into(self, data: Sequence[bytes | memoryview], outs: Sequence[memoryview]) -> None:
+        decompress.zstd_into(data, outs)

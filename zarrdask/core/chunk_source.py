@@ -275,9 +275,9 @@ def _decoded(pipeline: Any, blob: bytes, shape: tuple[int, ...], dtype: np.dtype
     if not pipeline.decodes_into:
         yield pipeline.decode(blob)
         return
-    with scratch(shape, dtype) as chunk:
-        pipeline.decode_into(blob, chunk)
-        yield chunk
+    with scratch((1, *shape), dtype) as chunk:
+        pipeline.decode_into([blob], chunk)
+        yield chunk[0, ...]  # (a 0-d view, not an element, for 0-d chunks)
 
 
 class _InnerJob:
@@ -390,7 +390,6 @@ class ShardedChunkSource(ChunkSource):
         ``block_placement.py``); the slabs are spread over the threads."""
         key, inner, order = unit.key, codec.inner, self._inverse
         assert inner is not None
-        locate, decode_into = index.locate, inner.decode_into
         needed = {item.position: item for item in unit.chunks}  # (at an edge, not every chunk)
 
         def run(slab: Slab) -> None:
@@ -399,18 +398,21 @@ class ShardedChunkSource(ChunkSource):
                 return
             with scratch(slab.shape, self.spec.dtype.dtype) as stack:
                 slots = stack.reshape(slab.count, *codec.chunk_shape)
-                for k in range(slab.count):
+                todo, frames, at = [], [], []
+                for k, span in enumerate(index.spans(slab.start, slab.count)):
                     item = needed.get(slab.start + k)
                     if item is None:
                         continue
-                    where = locate(item.position)
-                    if where is None:
+                    if span is None:
                         self._missing(f"shard {key}, inner chunk {item.coords}", slots, k)
                         continue
-                    try:
-                        decode_into(view[where[0]: where[1]], slots[k])
-                    except CodecError as exc:
-                        raise _with_key(exc, key, item.coords) from exc
+                    todo.append(item)
+                    frames.append(view[span[0]: span[1]])
+                    at.append(k)
+                try:
+                    inner.decode_into(frames, slots, at)
+                except CodecError as exc:
+                    raise _with_key(exc, key, None if exc.item is None else todo[exc.item].coords) from exc
                 place_block(stack, target[region], order)
 
         run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
