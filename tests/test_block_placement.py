@@ -263,28 +263,33 @@ def test_scratch_is_safe_across_threads():
 @settings(max_examples=60, deadline=None)
 @given(fmt=st.sampled_from([2, 3]), compressor=st.sampled_from(["zstd", "blosc", "gzip", None]),
        dtype=st.sampled_from(["uint8", "int16", "float32", ">f8"]), order=st.sampled_from(["C", "F"]),
-       seed=st.integers(0, 2**16))
-def test_chunks_decoded_into_scratch_read_back_exactly(fmt, compressor, dtype, order, seed):
+       shape=st.lists(st.integers(1, 7), min_size=0, max_size=3), seed=st.integers(0, 2**16), data=st.data())
+def test_chunks_decoded_into_scratch_read_back_exactly(fmt, compressor, dtype, order, shape, seed, data):
+    """Unsharded arrays of 0 to 3 dimensions (a 0-d chunk is an array, not an element)."""
+    shape = tuple(shape)
+    chunks = tuple(data.draw(st.integers(1, n)) for n in shape)
     if fmt == 3:
         dtype = dtype.replace(">", "")
         codecs = {"zstd": [ZSTD], "blosc": [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 1,
                                                                                    "shuffle": "bitshuffle"}}],
                   "gzip": [GZIP], None: []}[compressor]
-        kwargs = dict(compressors=codecs or None, filters=[_transpose((1, 0))] if order == "F" else None)
+        reverse = _transpose(tuple(reversed(range(len(shape))))) if order == "F" and shape else None
+        kwargs = dict(compressors=codecs or None, filters=[reverse] if reverse else None)
     else:
         configs = {"zstd": {"id": "zstd", "level": 1}, "blosc": {"id": "blosc", "cname": "lz4", "clevel": 1,
                                                                   "shuffle": 1}, "gzip": {"id": "gzip", "level": 1},
                    None: None}
         kwargs = dict(compressors=configs[compressor], order=order)
     store = MemoryStore()
-    a = zarrdask.create_array(store, shape=(7, 5), dtype=dtype, chunks=(3, 2), zarr_format=fmt, **kwargs)
-    values = _values(np.random.default_rng(seed), dtype, (7, 5), False)
+    a = zarrdask.create_array(store, shape=shape, dtype=dtype, chunks=chunks, zarr_format=fmt, **kwargs)
+    values = _values(np.random.default_rng(seed), dtype, shape, False)
     a[...] = values
     for threads in (None, 1):
-        got = zarrdask.open_array(store, threads=threads)[...]  # (v2 '>f8' reads as the native float64)
-        assert got.astype(values.dtype).tobytes() == values.tobytes()
-    part = zarrdask.open_array(store)[1:6, 1:4]
-    assert part.astype(values.dtype).tobytes() == values[1:6, 1:4].tobytes()
+        got = np.asarray(zarrdask.open_array(store, threads=threads)[...])  # (0-d: a scalar, as numpy's [()])
+        assert got.shape == shape and got.astype(values.dtype).tobytes() == values.tobytes()  # (v2 '>f8': native)
+    window = tuple(slice(n // 3, n - n // 3) for n in shape)
+    part = np.asarray(zarrdask.open_array(store)[window])
+    assert part.astype(values.dtype).tobytes() == values[(*window, ...)].tobytes()
 
 
 def test_decodes_into_only_where_the_chain_allows():
@@ -295,3 +300,18 @@ def test_decodes_into_only_where_the_chain_allows():
         for chain in listed:
             named = [parse_named_config(c, ("codecs", i), []) for i, c in enumerate(chain)]
             assert CodecPipeline.from_metadata(named, spec).decodes_into is expected, chain
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("value", [np.array(b"foobar"), np.array("foobar"), np.array(1.5e9)])
+def test_zero_dimensional_chunks_read_back_as_arrays(fmt, value):
+    """A 0-d chunk decoded into scratch is placed as a 0-d array (once an element slipped
+    through, which bytes and str values could not be indexed as); the read returns the
+    value as a scalar, as numpy's ``a[()]`` and zarr-python do."""
+    store = MemoryStore()
+    compressors = {"id": "zstd", "level": 1} if fmt == 2 else [ZSTD]
+    a = zarrdask.create_array(store, shape=(), dtype=value.dtype, zarr_format=fmt, compressors=compressors)
+    a[...] = value
+    got = zarrdask.open_array(store)[...]
+    assert np.ndim(got) == 0 and np.asarray(got).dtype == value.dtype
+    assert np.asarray(got).tobytes() == value.tobytes()
