@@ -21,8 +21,8 @@ import numpy as np
 from ..dtypes import DataType
 from ..errors import CodecError, CorruptChunkError
 
-__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "byte_view",
-           "check_decoded_size"]
+__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item",
+           "byte_view", "check_decoded_size", "decode_each", "slot_views"]
 
 Loc = tuple[str | int, ...]
 
@@ -167,3 +167,17 @@ def batch_item(i: int, fn: Callable[..., Any], *args: Any) -> Any:
 def byte_view(array: np.ndarray) -> memoryview:
     """A C-contiguous array's memory as writable bytes, for codecs that decode into it."""
     return memoryview(array.reshape(-1).view(np.uint8))
+
+
+def slot_views(stack: np.ndarray, slots: Sequence[int]) -> list[memoryview]:
+    """The writable bytes of ``stack[k]`` for each ``k`` in ``slots`` (a C-contiguous stack)."""
+    memory = byte_view(stack)
+    size = memory.nbytes // max(len(stack), 1)
+    return [memory[k * size: (k + 1) * size] for k in slots]
+
+
+def decode_each(decode: Callable[[Any], np.ndarray], data: Sequence[Any], stack: np.ndarray,
+                slots: Sequence[int]) -> None:
+    """``stack[slots[i]] = decode(data[i])`` for a batch, a failure naming its item."""
+    for i, (item, k) in enumerate(zip(data, slots)):
+        stack[k] = batch_item(i, decode, item)

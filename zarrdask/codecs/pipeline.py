@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.extension import NamedConfig
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item, byte_view, check_decoded_size
+from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item,
+                   check_decoded_size, decode_each, slot_views)
 from .registry import get_codec_class, registered_codecs
 
 __all__ = ["CodecPipeline", "build_codecs"]
@@ -138,14 +139,11 @@ class CodecPipeline:
         as the error's ``item`` (a position in ``data``)."""
         slots = range(len(data)) if slots is None else slots
         if not self.decodes_into:
-            for i, (item, k) in enumerate(zip(data, slots)):
-                out[k] = batch_item(i, self.decode, item)
+            decode_each(self.decode, data, out, slots)
             return
         if len(self.bytes_bytes) > 1:
             data = [batch_item(i, self.decode_bytes_stage, item, 1) for i, item in enumerate(data)]
-        memory = byte_view(out)
-        size = memory.nbytes // max(len(out), 1)
-        self.bytes_bytes[0].decode_into(data, [memory[k * size: (k + 1) * size] for k in slots])
+        self.bytes_bytes[0].decode_into(data, slot_views(out, slots))
 
     def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
         """Undo the bytes->bytes codecs (the last ``stop`` left undone), each held to the

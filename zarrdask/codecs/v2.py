@@ -19,7 +19,7 @@ from ..dtypes import stored_dtype_v2
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
 from . import decompress
-from .base import batch_item, byte_view
+from .base import decode_each, slot_views
 from .vlen import check_item_count
 
 __all__ = ["V2Pipeline"]
@@ -71,13 +71,10 @@ class V2Pipeline:
         else decoded and copied. A failure names its chunk as the error's ``item``."""
         slots = range(len(data)) if slots is None else slots
         if self._into is None:
-            for i, (item, k) in enumerate(zip(data, slots)):
-                out[k] = batch_item(i, self.decode, item)
+            decode_each(self.decode, data, out, slots)
             return
-        memory = byte_view(out)
-        size = memory.nbytes // max(len(out), 1)
         try:
-            self._into(data, [memory[k * size: (k + 1) * size] for k in slots])
+            self._into(data, slot_views(out, slots))
         except CorruptChunkError as exc:
             raise type(exc)(f"v2 chunk cannot be decoded: {exc}").at(exc.item) from None
 
