@@ -398,7 +398,7 @@ class ShardedChunkSource(ChunkSource):
                 return
             with scratch(slab.shape, self.spec.dtype.dtype) as stack:
                 slots = stack.reshape(slab.count, *codec.chunk_shape)
-                todo, frames, at = [], [], []
+                frames, at = [], []  # (the stored chunks and their slots)
                 for k, span in enumerate(index.spans(slab.start, slab.count)):
                     item = needed.get(slab.start + k)
                     if item is None:
@@ -406,13 +406,13 @@ class ShardedChunkSource(ChunkSource):
                     if span is None:
                         self._missing(f"shard {key}, inner chunk {item.coords}", slots, k)
                         continue
-                    todo.append(item)
                     frames.append(view[span[0]: span[1]])
                     at.append(k)
                 try:
                     inner.decode_into(frames, slots, at)
                 except CodecError as exc:
-                    raise _with_key(exc, key, None if exc.item is None else todo[exc.item].coords) from exc
+                    failed = None if exc.item is None else needed[slab.start + at[exc.item]].coords
+                    raise _with_key(exc, key, failed) from exc
                 place_block(stack, target[region], order)
 
         run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
