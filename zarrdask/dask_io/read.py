@@ -3,7 +3,7 @@
 The graph is built through the public ``da.from_array`` on a tiny picklable
 :class:`~zarrdask.core.block_reader.BlockReader`, so it is a lazily materialised Blockwise layer (a million blocks
 cost nothing until computed). With dask's array query planning on, ``from_array``
-ignores ``name=``, so ``compat.dask.named_from_array`` builds the same ``FromArray``
+ignores ``name=``, so ``compat.dask.named_from_array`` builds the same from-array
 expression under zarrdask's name instead (private dask API, kept there).
 """
 
@@ -64,7 +64,7 @@ def from_zarr(
     # The annotation keeps the read layer out of Blockwise fusion, so progress bars and the
     # dashboard still show the reads (dask's low-level fusion then merges each read with a
     # single consumer into one task named "zarrdask-read-<op>": still one task per shard).
-    # Query planning ignores annotations but does not fuse the FromArray expression either.
+    # Query planning ignores annotations but does not fuse the from-array expression either.
     with dask.annotate(zarrdask="read"):
         return named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
                                 inline_array=True, meta=np.empty((0,) * array.ndim, dtype=array.dtype))
