@@ -15,7 +15,11 @@ import multiprocessing
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -153,9 +157,47 @@ def _completed(future, killed: type[Exception], timeout: float = 120) -> bool:
     return future.status == "finished"
 
 
+@contextmanager
+def _process_cluster(tmp_path: Path, workers: int) -> Iterator[str]:
+    """A scheduler and ``workers`` nanny-managed workers in processes of their own, started
+    as a deployment starts them (``dask scheduler``, ``dask worker --nanny``); yields the
+    scheduler file. (Not ``LocalCluster``: its bookkeeping of workers dies on a KeyError when
+    workers come and go fast, dask/distributed#5407, and fails its close.) Everything it
+    started is stopped with its process group."""
+    scheduler_file = tmp_path / "scheduler.json"
+    # (a worker killed while another fetches from it: fail the fetch in seconds, not 30)
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"}
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str, *args: str) -> None:
+        with open(tmp_path / f"{name}.log", "wb") as log:
+            procs.append(subprocess.Popen([sys.executable, "-m", f"distributed.cli.dask_{name}", *args], env=env,
+                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        start("scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", "127.0.0.1:0",
+              "--scheduler-file", str(scheduler_file))
+        deadline = time.monotonic() + 60
+        while not (scheduler_file.exists() and scheduler_file.read_text().rstrip().endswith("}")):
+            assert time.monotonic() < deadline and procs[0].poll() is None, "the scheduler did not start"
+            time.sleep(0.1)
+        start("worker", "--scheduler-file", str(scheduler_file), "--nworkers", str(workers), "--nthreads", "1",
+              "--nanny", "--host", "127.0.0.1", "--no-dashboard", "--local-directory", str(tmp_path / "workers"))
+        yield str(scheduler_file)
+    finally:
+        for proc in reversed(procs):
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 @pytest.mark.distributed
 def test_sigkill_distributed_workers(tmp_path: Path) -> None:
-    import dask
     import dask.array as da
     import distributed
 
@@ -168,10 +210,9 @@ def test_sigkill_distributed_workers(tmp_path: Path) -> None:
         x = da.full(SHAPE, value, dtype="float32", chunks=(4, 128, 256))  # 4 source blocks per shard
         return client.compute(zarrdask.to_zarr(x, url, mode="r+", compute=False))
 
-    # (a worker killed while another fetches from it: fail the fetch in seconds, not 30)
-    with dask.config.set({"distributed.comm.timeouts.connect": "5s"}), \
-            distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) \
-            as cluster, distributed.Client(cluster, set_as_default=False) as client:
+    with _process_cluster(tmp_path, workers=2) as scheduler_file, \
+            distributed.Client(scheduler_file=scheduler_file, set_as_default=False) as client:
+        client.wait_for_workers(2, timeout=120)
         started = time.perf_counter()
         write(999).result(timeout=120)
         duration = time.perf_counter() - started
