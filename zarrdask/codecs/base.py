@@ -12,7 +12,7 @@ Kinds, in chain order: ``ArrayArrayCodec``* -> exactly one ``ArrayBytesCodec`` -
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,7 +22,7 @@ from ..dtypes import DataType
 from ..errors import CodecError, CorruptChunkError
 
 __all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item",
-           "byte_view", "check_decoded_size", "decode_each", "slot_views"]
+           "byte_view", "check_decoded_size", "decode_each", "Frames", "Slots", "slot_views"]
 
 Loc = tuple[str | int, ...]
 
@@ -169,11 +169,54 @@ def byte_view(array: np.ndarray) -> memoryview:
     return memoryview(array.reshape(-1).view(np.uint8))
 
 
-def slot_views(stack: np.ndarray, slots: Sequence[int]) -> list[memoryview]:
+class Frames(Sequence[memoryview]):
+    """Stored items of a batch that lie in one buffer: item ``i`` is
+    ``buffer[starts[i]:ends[i]]`` (a shard's inner chunks). To a codec that decodes item
+    by item it is a plain sequence; one that can decode items lying back to back in one
+    call (zstd) reads the offsets."""
+
+    __slots__ = ("buffer", "starts", "ends")
+
+    def __init__(self, buffer: memoryview, starts: Sequence[int], ends: Sequence[int]) -> None:
+        self.buffer, self.starts, self.ends = buffer, starts, ends
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i: int) -> memoryview:  # type: ignore[override]
+        return self.buffer[self.starts[i]: self.ends[i]]
+
+    def __iter__(self) -> Iterator[memoryview]:
+        buffer = self.buffer
+        return (buffer[s:e] for s, e in zip(self.starts, self.ends))
+
+
+class Slots(Sequence[memoryview]):
+    """The writable bytes of some slots of a C-contiguous stack: item ``i`` is slot
+    ``slots[i]``, the ``size`` bytes from ``slots[i] * size`` of ``memory``. A plain
+    sequence of buffers to most codecs; zstd reads which slots are neighbours."""
+
+    __slots__ = ("memory", "size", "slots")
+
+    def __init__(self, memory: memoryview, size: int, slots: Sequence[int]) -> None:
+        self.memory, self.size, self.slots = memory, size, slots
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __getitem__(self, i: int) -> memoryview:  # type: ignore[override]
+        k = self.slots[i]
+        return self.memory[k * self.size: (k + 1) * self.size]
+
+    def __iter__(self) -> Iterator[memoryview]:
+        memory, size = self.memory, self.size
+        return (memory[k * size: (k + 1) * size] for k in self.slots)
+
+
+def slot_views(stack: np.ndarray, slots: Sequence[int]) -> Slots:
     """The writable bytes of ``stack[k]`` for each ``k`` in ``slots`` (a C-contiguous stack)."""
     memory = byte_view(stack)
-    size = memory.nbytes // max(len(stack), 1)
-    return [memory[k * size: (k + 1) * size] for k in slots]
+    return Slots(memory, memory.nbytes // max(len(stack), 1), slots)
 
 
 def decode_each(decode: Callable[[Any], np.ndarray], data: Sequence[Any], stack: np.ndarray,

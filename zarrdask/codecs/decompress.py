@@ -19,13 +19,17 @@ import lzma
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import zstandard
 from numcodecs import blosc as _blosc
+from numcodecs import zstd as _numcodecs_zstd
 
 from ..errors import CorruptChunkError
+from .base import Frames, Slots
+from .zstd_frames import exact_frames
 
 __all__ = ["blosc", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into"]
 
@@ -64,27 +68,68 @@ def zstd_into(frames: Sequence[Data], outs: Sequence[memoryview]) -> None:
     """Zstd frames decoded straight into their buffers (``frames[i]`` into ``outs[i]``,
     bytes), each of which it must fill exactly: a frame claiming another size is refused
     before decoding, one without a claim is streamed and refused if anything is left over.
-    One call per batch keeps the Python work per frame to a few steps (the frames of a
-    shard are many and small). A failure names its frame as the error's ``item``."""
-    content_size = zstandard.frame_content_size
-    reader = _zstd_decompressor().stream_reader
-    for i, (data, out) in enumerate(zip(frames, outs)):
-        size = len(out)
+    Frames that lie back to back both in their buffer and in the output (a shard's
+    :class:`~.base.Frames` into a stack's neighbouring :class:`~.base.Slots`) are decoded
+    in one libzstd call when each is exactly one frame of its slot's size
+    (``zstd_frames.exact_frames``) and slots are at most :data:`RUN_FRAME_BYTES`; that call releases the GIL once for all of them, where
+    a frame at a time takes it back after every frame. A failure names its frame as the
+    error's ``item``."""
+    rest: Iterable[int] = range(len(frames))
+    if isinstance(frames, Frames) and isinstance(outs, Slots) and len(frames) > 1 and outs.size <= RUN_FRAME_BYTES:
+        rest = _zstd_runs_into(frames, outs)
+    for i in rest:
         try:
-            claimed = content_size(data)
-            if claimed >= 0 and claimed != size:
-                _claim("zstd", claimed, size)
-            stream = reader(data, read_across_frames=False)
-            total = stream.readinto(out)
-            while total < size and (n := stream.readinto(out[total:])):
-                total += n
-            if total != size or (claimed < 0 and stream.read(1)):
-                raise CorruptChunkError(f"zstd: the data decodes to {'fewer' if total < size else 'more'} "
-                                        f"than the chunk's {size} bytes")
+            _zstd_frame_into(frames[i], outs[i])
         except zstandard.ZstdError as exc:
             raise CorruptChunkError(f"zstd: cannot decompress ({exc})").at(i) from exc
         except CorruptChunkError as exc:
             raise exc.at(i)
+
+
+#: frames decoding to more bytes are decoded one at a time: the GIL hand-off after each is
+#: then small beside its decode, and walking its blocks would cost more than joining saves
+RUN_FRAME_BYTES = 256 << 10
+
+
+def _zstd_runs_into(frames: Frames, outs: Slots) -> list[int]:
+    """Decode the runs of neighbouring exact frames (at least two) with one call each;
+    return the positions left to decode one at a time: frames in no run, and the frames
+    of a run libzstd refused (decoded alone again, so the error names the frame)."""
+    starts, ends = np.asarray(frames.starts, dtype=np.int64), np.asarray(frames.ends, dtype=np.int64)
+    slots = np.asarray(outs.slots, dtype=np.int64)
+    joins = (ends[:-1] == starts[1:]) & (slots[1:] == slots[:-1] + 1)  # i joins i + 1
+    if not joins.any():
+        return list(range(len(starts)))
+    exact = exact_frames(np.frombuffer(frames.buffer, dtype=np.uint8), starts, ends, outs.size)
+    joins &= exact[:-1] & exact[1:]
+    rest: list[int] = []
+    i, n = 0, len(starts)
+    for stop in [*np.flatnonzero(~joins).tolist(), n - 1]:  # a run ends where a join is missing
+        if stop > i:
+            try:
+                _numcodecs_zstd.decompress(frames.buffer[starts[i]: ends[stop]],
+                                           outs.memory[slots[i] * outs.size: (slots[stop] + 1) * outs.size])
+            except (RuntimeError, ValueError):  # (numcodecs' errors)
+                rest.extend(range(i, stop + 1))
+        else:
+            rest.append(i)
+        i = stop + 1
+    return rest
+
+
+def _zstd_frame_into(data: Data, out: memoryview) -> None:
+    """One frame into ``out``, which it must fill exactly (see :func:`zstd_into`)."""
+    size = len(out)
+    claimed = zstandard.frame_content_size(data)
+    if claimed >= 0 and claimed != size:
+        _claim("zstd", claimed, size)
+    stream = _zstd_decompressor().stream_reader(data, read_across_frames=False)
+    total = stream.readinto(out)
+    while total < size and (n := stream.readinto(out[total:])):
+        total += n
+    if total != size or (claimed < 0 and stream.read(1)):
+        raise CorruptChunkError(f"zstd: the data decodes to {'fewer' if total < size else 'more'} "
+                                f"than the chunk's {size} bytes")
 
 
 def _zstd_stream(data: Data, expected: int | None) -> bytes:

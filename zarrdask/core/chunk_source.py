@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..codecs.base import ChunkSpec
+from ..codecs.base import ChunkSpec, Frames
 from ..codecs.sharding import ShardIndex, ShardingCodec, is_empty_chunk
 from ..grid import AxisGrid, RegularAxis, stored_shape
 from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
@@ -398,7 +398,7 @@ class ShardedChunkSource(ChunkSource):
                 return
             with scratch(slab.shape, self.spec.dtype.dtype) as stack:
                 slots = stack.reshape(slab.count, *codec.chunk_shape)
-                frames, at = [], []  # (the stored chunks and their slots)
+                starts, ends, at = [], [], []  # (the stored chunks' bytes and their slots)
                 for k, span in enumerate(index.spans(slab.start, slab.count)):
                     item = needed.get(slab.start + k)
                     if item is None:
@@ -406,10 +406,11 @@ class ShardedChunkSource(ChunkSource):
                     if span is None:
                         self._missing(f"shard {key}, inner chunk {item.coords}", slots, k)
                         continue
-                    frames.append(view[span[0]: span[1]])
+                    starts.append(span[0])
+                    ends.append(span[1])
                     at.append(k)
                 try:
-                    inner.decode_into(frames, slots, at)
+                    inner.decode_into(Frames(view, starts, ends), slots, at)
                 except CodecError as exc:
                     failed = None if exc.item is None else needed[slab.start + at[exc.item]].coords
                     raise _with_key(exc, key, failed) from exc
