@@ -71,9 +71,10 @@ def zstd_into(frames: Sequence[Data], outs: Sequence[memoryview]) -> None:
     Frames that lie back to back both in their buffer and in the output (a shard's
     :class:`~.base.Frames` into a stack's neighbouring :class:`~.base.Slots`) are decoded
     in one libzstd call when each is exactly one frame of its slot's size
-    (``zstd_frames.exact_frames``) and slots are at most :data:`RUN_FRAME_BYTES`; that call releases the GIL once for all of them, where
-    a frame at a time takes it back after every frame. A failure names its frame as the
-    error's ``item``."""
+    (``zstd_frames.exact_frames``) and slots are at most :data:`RUN_FRAME_BYTES`. That
+    call releases the GIL once for all of them, where a frame at a time takes it back
+    after every frame; anything it cannot take, or refuses, goes frame by frame, so the
+    result or the error is the same. A failure names its frame as the error's ``item``."""
     rest: Iterable[int] = range(len(frames))
     if isinstance(frames, Frames) and isinstance(outs, Slots) and len(frames) > 1 and outs.size <= RUN_FRAME_BYTES:
         rest = _zstd_runs_into(frames, outs)
