@@ -4,10 +4,11 @@ Spec: https://github.com/zarr-developers/zarr-extensions/tree/main/codecs/zstd
 Example: ``{"name": "zstd", "configuration": {"level": 1, "checksum": false}}``
 (negative levels are the fast modes; 0 means libzstd's default).
 
-``zstandard`` rather than numcodecs' Zstd: it releases the GIL and decodes small chunks
-faster (figures in benchmarks/README.md), and a sharded read is thousands of such calls.
-(De)compressor objects are not thread-safe, so each thread keeps its own; decoding is
-``decompress.zstd``, held to the chunk's size.
+``zstandard`` rather than numcodecs' Zstd for compressing and for single frames: it
+decodes small chunks faster (figures in benchmarks/README.md), and a sharded read is
+thousands of such calls; neighbouring frames of a shard share one numcodecs call instead
+(``decompress.zstd_into``). (De)compressor objects are not thread-safe, so each thread
+keeps its own; decoding is ``decompress.zstd``, held to the chunk's size.
 """
 
 from __future__ import annotations
