@@ -14,10 +14,24 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-with warnings.catch_warnings():
-    # numcodecs warns on import when the ``crc32c`` package (a zarrdask dependency) is installed.
-    warnings.filterwarnings("ignore", "crc32c usage is deprecated", DeprecationWarning)
-    import numcodecs  # noqa: F401
+
+
+def _import_numcodecs() -> None:
+    """Import numcodecs without its crc32c deprecation warning.
+
+    numcodecs >= 0.16.4 warns on import when the ``crc32c`` package (zarrdask's crc32c
+    codec) is installed, through a filter of its own that outranks an "ignore" one; so the
+    import's warnings are recorded and every other one is passed on.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import numcodecs  # noqa: F401
+    for w in caught:
+        if not str(w.message).startswith("crc32c usage is deprecated"):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+_import_numcodecs()
 
 from . import codecs as codecs
 from .core.api import open, open_array, open_group, plan_read

@@ -38,6 +38,7 @@ __all__ = [
     "ShapeMismatchError",
     "ChunkAlignmentError",
     "InvalidModeError",
+    "UnexpectedKeywordError",
     "DatasetError",
     "DatasetTypeError",
     "DatasetKeyError",
@@ -206,6 +207,11 @@ class DatasetKeyError(ZarrdaskError, KeyError):
 
 class InvalidModeError(ZarrdaskError, ValueError):
     """An unknown access mode or a bad combination of arguments."""
+
+
+class UnexpectedKeywordError(ZarrdaskError, TypeError):
+    """A keyword the called function does not take (named with the function, and the
+    nearest keyword it does take)."""
 
 
 class StaleConsolidatedMetadataWarning(UserWarning):
