@@ -50,7 +50,7 @@ def test_scale_offset_integer_range_reduction_and_errors():
         a[0] = 5  # 5 - 1000 is not a uint16
     with pytest.raises(MetadataError, match="integer scale of 0"):
         _array("int32", [{"name": "scale_offset", "configuration": {"scale": 0}}, BYTES])
-    with pytest.raises(MetadataError, match="unknown settings"):
+    with pytest.raises(MetadataError, match="unknown key .shift."):
         _array("int32", [{"name": "scale_offset", "configuration": {"shift": 1}}, BYTES])
 
 

@@ -26,12 +26,14 @@ from typing import Any
 import numpy as np
 
 from .errors import MetadataError, Problem, UnknownExtensionError, UnsupportedDataTypeError
+from .keywords import did_you_mean
 
 __all__ = [
     "DataType",
     "parse_data_type_v3",
     "parse_dtype_v2",
     "data_type_from_numpy",
+    "as_numpy_dtype",
     "register_data_type",
     "fill_from_json_v2",
     "fill_to_json_v2",
@@ -671,27 +673,46 @@ def _parse_data_type_v3(value: JSON, loc: Loc) -> DataType:
         factory = _V3_REGISTRY.get(name)
     if factory is None:
         raise UnknownExtensionError(
-            [Problem(loc, f"unknown data type {name!r} (data types are must-understand; known: "
-                     f"{', '.join(sorted(_V3_REGISTRY))}, r<bits>)")]
+            [Problem(loc, f"unknown data type {name!r}{did_you_mean(name, _V3_REGISTRY)} (data types are "
+                     f"must-understand); known: {', '.join(sorted(_V3_REGISTRY))}, r<bits>")]
         )
     dtype = factory(config, loc)
     return DataType(dtype.name, dtype.dtype, dtype.family, dtype.configuration, json=value, fields=dtype.fields)
 
 
+def _dtype_names() -> list[str]:
+    """The data type spellings a user may mean: v3 names, and the numpy names and
+    typestrs of the dtypes zarrdask can store (for "did you mean")."""
+    names = set(_V3_REGISTRY)
+    for name in np.sctypeDict:
+        if isinstance(name, str) and len(name) > 1:
+            dt = np.dtype(name)
+            if dt.str[1:] in _NUMPY_TO_V3 or dt.kind in "MmOSU":
+                names.update((name, dt.str))
+    return sorted(names)
+
+
+def as_numpy_dtype(dtype: Any, loc: Loc = ("data_type",)) -> np.dtype:
+    """``np.dtype(dtype)``; what numpy does not understand is an error naming the nearest name."""
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
+        hint = did_you_mean(dtype, _dtype_names()) if isinstance(dtype, str) else ""
+        raise UnsupportedDataTypeError([Problem(loc, f"{dtype!r} is not a data type{hint}: {exc}")]) from None
+
+
 def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
     """The data type zarrdask writes for a numpy dtype (or dtype-like / v3 name)."""
     if zarr_format == 2:
-        return parse_dtype_v2(np.dtype(dtype).str if np.dtype(dtype).fields is None else np.dtype(dtype).descr)
+        dt = as_numpy_dtype(dtype, ("dtype",))
+        return parse_dtype_v2(dt.str if dt.fields is None else dt.descr)
     if isinstance(dtype, str) and (dtype in _V3_REGISTRY or _RAW.match(dtype)):
         return parse_data_type_v3(dtype)
     if dtype is str:
         return parse_data_type_v3("string")
     if dtype is bytes:
         return parse_data_type_v3("variable_length_bytes")
-    try:
-        dt = np.dtype(dtype)
-    except (TypeError, ValueError) as exc:
-        raise UnsupportedDataTypeError([Problem(("data_type",), f"{dtype!r} is not a data type: {exc}")]) from None
+    dt = as_numpy_dtype(dtype)
     if dt.name in _ML_DTYPES:
         return parse_data_type_v3(dt.name)
     if _is_complex_pair(dt):
@@ -740,7 +761,8 @@ def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
         else:
             raise TypeError(f"expected a typestr or a list of fields, got {value!r}")
     except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
-        raise MetadataError([Problem(loc, f"invalid v2 dtype {value!r}: {exc}")]) from None
+        hint = did_you_mean(value, _dtype_names()) if isinstance(value, str) else ""
+        raise MetadataError([Problem(loc, f"invalid v2 dtype {value!r}{hint}: {exc}")]) from None
     if stored.kind == "O":
         return DataType(value, stored, "object", json=value)
     native = stored.newbyteorder("=") if stored.fields is None else stored

@@ -58,9 +58,29 @@ class Problem:
     #: the problem is a name this implementation does not know (UnknownExtensionError)
     unknown_extension: bool = False
 
+    def __post_init__(self) -> None:
+        # An inner layer's error re-raised at an outer ``loc`` arrives as a message that
+        # starts with its own, longer path ("codecs/1/configuration/level: ..."): that
+        # path becomes ``loc``, so every problem prints its full path exactly once.
+        if not self.loc:
+            return
+        where = _path(self.loc)
+        head, sep, rest = self.message.partition(": ")
+        while sep and (head == where or head.startswith(f"{where}/")):
+            tail = head[len(where) + 1:]
+            if tail:
+                object.__setattr__(self, "loc", (*self.loc, *(int(s) if s.isdigit() else s for s in tail.split("/"))))
+                where = head
+            object.__setattr__(self, "message", rest)
+            head, sep, rest = rest.partition(": ")
+
     def __str__(self) -> str:
-        where = "/".join(str(part) for part in self.loc) or "<document>"
-        return f"{where}: {self.message}"
+        return f"{_path(self.loc) or '<document>'}: {self.message}"
+
+
+def _path(loc: Sequence[str | int]) -> str:
+    """A JSON path as printed in messages: ``codecs/1/configuration``."""
+    return "/".join(str(part) for part in loc)
 
 
 class MetadataError(ZarrdaskError, ValueError):

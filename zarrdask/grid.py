@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .errors import MetadataError, Problem, UnknownExtensionError
+from .keywords import did_you_mean
 from .metadata.extension import NamedConfig
 
 __all__ = [
@@ -417,11 +418,17 @@ def _lookup(registry: dict[str, Callable[..., Any]], group: str, name: str) -> C
     return registry.get(name)
 
 
+def _unknown(what: str, name: str, registry: dict[str, Callable[..., Any]], group: str, loc: Loc) -> Problem:
+    """The problem of an unknown extension name: the nearest known name, and every known one."""
+    known = sorted({*registry, *(ep.name for ep in entry_points(group=group))})
+    return Problem((*loc, "name"), f"unknown {what} {name!r}{did_you_mean(name, known)}; "
+                                   f"known: {', '.join(map(repr, known))}", unknown_extension=True)
+
+
 def parse_chunk_grid(named: NamedConfig, ndim: int, loc: Loc, problems: list[Problem]) -> Any:
     factory = _lookup(_GRIDS, "zarrdask.chunk_grids", named.name)
     if factory is None:
-        problems.append(Problem((*loc, "name"), f"unknown chunk grid {named.name!r} (known: {sorted(_GRIDS)})",
-                                unknown_extension=True))
+        problems.append(_unknown("chunk grid", named.name, _GRIDS, "zarrdask.chunk_grids", loc))
         return None
     return factory(named.configuration, ndim, loc, problems)
 
@@ -429,10 +436,7 @@ def parse_chunk_grid(named: NamedConfig, ndim: int, loc: Loc, problems: list[Pro
 def parse_chunk_key_encoding(named: NamedConfig, loc: Loc, problems: list[Problem]) -> Any:
     factory = _lookup(_KEY_ENCODINGS, "zarrdask.chunk_key_encodings", named.name)
     if factory is None:
-        problems.append(
-            Problem((*loc, "name"), f"unknown chunk key encoding {named.name!r} (known: {sorted(_KEY_ENCODINGS)})",
-                    unknown_extension=True)
-        )
+        problems.append(_unknown("chunk key encoding", named.name, _KEY_ENCODINGS, "zarrdask.chunk_key_encodings", loc))
         return None
     return factory(named.configuration, loc, problems)
 
