@@ -22,7 +22,6 @@ from ..errors import (
     MetadataError,
     Problem,
     ReadOnlyError,
-    SelectionError,
     ShapeMismatchError,
     TooLargeError,
     UnknownExtensionError,
@@ -32,8 +31,10 @@ from ..indexing import Selection, basic_selection, orthogonal_selection, point_s
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
+from .codec_parts import chunk_counts, codec_parts
 from .node import Node
 from .output import format_bytes, output_array
+from .selection_methods import SelectionMethods, point_values
 from ..tools.describe import NodeInfo, array_info
 from ..tools.html import array_html
 from ..tools.stats import StorageStatistics, storage_statistics, stored_unit_keys
@@ -117,9 +118,10 @@ _DEFAULT_OPTIONS = ArrayOptions()  # immutable, so shared
 _NO_INDEX_CACHE = IndexCache(0)
 
 
-class Array(Node):
-    """A Zarr array. ``a[sel]`` reads, ``a[sel] = v`` writes; ``oindex``/``vindex`` for
-    orthogonal and coordinate selections. Open with :func:`zarrdask.open_array`."""
+class Array(SelectionMethods, Node):
+    """A Zarr array. ``a[sel]`` reads, ``a[sel] = v`` writes; ``oindex``/``vindex``/``blocks``
+    for orthogonal, coordinate and block selections, and zarr-python's named selection
+    methods (``get_orthogonal_selection``, ...). Open with :func:`zarrdask.open_array`."""
 
     def __init__(self, store: Store, path: str, metadata: Any, options: ArrayOptions | None = None) -> None:
         self._store = store
@@ -171,6 +173,11 @@ class Array(Node):
     def shape(self) -> tuple[int, ...]:
         return tuple(self._metadata.shape)
 
+    @shape.setter
+    def shape(self, value: Sequence[int]) -> None:
+        """``a.shape = new`` resizes (as zarr-python)."""
+        self.resize(value)
+
     @property
     def dtype(self) -> np.dtype:
         return self._metadata.data_type.dtype
@@ -184,8 +191,17 @@ class Array(Node):
         return math.prod(self.shape)
 
     @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
+
+    @property
+    def order(self) -> str:
+        """The memory order of chunks: a v2 array's ``order``; "C" for v3 (results are C order)."""
+        return self._metadata.order if self.zarr_format == 2 else "C"
 
     @property
     def chunks(self) -> tuple[int, ...]:
@@ -224,6 +240,33 @@ class Array(Node):
     def info_complete(self) -> NodeInfo:
         """:attr:`info` plus chunks and shards stored and the compression ratio (lists the keys)."""
         return array_info(self, storage=True)
+
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        """Chunks per dimension (inner chunks when sharded), as zarr-python."""
+        return chunk_counts(self.unit_grid, self.chunks)
+
+    @property
+    def nchunks(self) -> int:
+        """Chunks in the array (inner chunks when sharded), stored or not."""
+        return math.prod(self.cdata_shape)
+
+    @property
+    def filters(self) -> tuple[dict[str, Any], ...]:
+        """The array->array codecs (v3 JSON; inside the shards when sharded), or the v2
+        filters (numcodecs configs); each can be passed back to ``create_array(filters=)``."""
+        return codec_parts(self)[0]
+
+    @property
+    def serializer(self) -> dict[str, Any] | None:
+        """The array->bytes codec as v3 JSON (inside the shards when sharded); None for v2."""
+        return codec_parts(self)[1]
+
+    @property
+    def compressors(self) -> tuple[dict[str, Any], ...]:
+        """The bytes->bytes codecs as v3 JSON (inside the shards when sharded), or the v2
+        compressor's numcodecs config; can be passed back to ``create_array(compressors=)``."""
+        return codec_parts(self)[2]
 
     @property
     def nchunks_initialized(self) -> int:
@@ -429,10 +472,5 @@ class _VIndex:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         sel, shape = point_selection(selection, self._array.shape)
-        values = np.asarray(value, dtype=self._array.dtype)
-        try:
-            values = np.broadcast_to(values, shape).reshape(sel.shape)
-        except ValueError:
-            raise SelectionError(f"cannot assign values of shape {values.shape} to {shape} points") from None
-        self._array._write(sel, values)
+        self._array._write(sel, point_values(value, self._array.dtype, shape, sel))
 

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
+import numpy as np
+
 from ..errors import (
     ContainsNodeError,
     InvalidKeyError,
+    InvalidValueError,
     MemberNotFoundError,
     MetadataError,
     NodeNotFoundError,
     Problem,
+    ReadOnlyError,
+    ShapeMismatchError,
     StaleConsolidatedMetadataWarning,
 )
+from ..keywords import check_keywords, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.v3 import GroupMetadataV3
 from ..storage.base import Store, join_path, normalize_key
@@ -127,33 +135,70 @@ class Group(Node):
             node._parent_copy = (self._consolidated, name)
         return node
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, path: str, default: Any = None) -> Any:
+        """The member at ``path``, or ``default`` when there is none."""
         try:
-            return self[name]
+            return self[path]
         except MemberNotFoundError:
             return default
 
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.get(name) is not None
+    def __contains__(self, member: object) -> bool:
+        return isinstance(member, str) and self.get(member) is not None
 
-    def members(self) -> tuple[tuple[str, Member], ...]:
-        """Direct children as ``(name, node)`` pairs, sorted by name."""
+    def __delitem__(self, name: str) -> None:
+        """Delete the member ``name`` and everything below it (and its consolidated entries)."""
+        node = self[name]
+        if self.read_only:
+            raise ReadOnlyError(f"group {self.name!r} is read-only; open it with mode='r+' to delete {name!r}")
+        self._store.delete_prefix(node.path)
+        rel = node.path[len(self._path):].strip("/")
         if self._consolidated is not None:
-            found = {k: v for k, v in self._consolidated.items() if "/" not in k}
+            self._consolidated = {k: v for k, v in self._consolidated.items() if not _below(k, rel)}
+        own = getattr(self._metadata, "consolidated", None)
+        if own is None:
+            return
+        if self.zarr_format == 3:
+            self._update_metadata(self._metadata.evolve(consolidated=dict(self._consolidated or {})))
+            return
+        kept = {k: v for k, v in own.items() if not _below(k.rsplit("/", 1)[0] if "/" in k else "", rel)}
+        self._store.set(join_path(self._path, ".zmetadata"), dumps(zmetadata_document(kept)))
+        self._metadata = self._metadata.evolve(consolidated=kept)
+
+    def _member_metadata(self, max_depth: int | None) -> dict[str, NodeMetadata]:
+        """Members down to ``max_depth`` levels below the direct ones (None: all), by
+        relative path, level by level and by name within a level."""
+        if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
+            raise InvalidValueError(f"max_depth must be None or an int >= 0, got {max_depth!r}")
+        if self._consolidated is not None:
+            found = {k: v for k, v in self._consolidated.items() if max_depth is None or k.count("/") <= max_depth}
         else:
-            _, dirs = self._store.list_dir(self._path)
-            metas = read_nodes(self._store, [join_path(self._path, d) for d in dirs], self.zarr_format)
-            found = {d: m for d, m in zip(dirs, metas) if m is not None}
-        return tuple((name, self._member(name, meta)) for name, meta in sorted(found.items()))
+            found = walk(self._store, self._path, self._metadata, max_depth)
+        return dict(sorted(found.items(), key=lambda kv: (kv[0].count("/"), kv[0])))
+
+    def members(self, max_depth: int | None = 0, *,
+                use_consolidated_for_children: bool = True) -> tuple[tuple[str, Member], ...]:
+        """Members as ``(relative path, node)`` pairs: direct children (``max_depth=0``), or
+        down to ``max_depth`` levels further (None: all). A group opened with consolidated
+        metadata lists from it, including its children
+        (``use_consolidated_for_children=False`` is refused)."""
+        if not use_consolidated_for_children:
+            raise refuse("Group.members", "use_consolidated_for_children",
+                         "open the group with zarrdask.open_group(..., use_consolidated=False) to list the store")
+        return tuple((name, self._member(name, meta)) for name, meta in self._member_metadata(max_depth).items())
+
+    def nmembers(self, max_depth: int | None = 0) -> int:
+        """How many members ``members(max_depth)`` lists."""
+        return len(self._member_metadata(max_depth))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(name for name, _ in self.members())
+        return iter(self.keys())
 
     def __len__(self) -> int:
-        return len(self.members())
+        return self.nmembers()
 
-    def keys(self) -> list[str]:
-        return list(self)
+    def keys(self) -> tuple[str, ...]:
+        """The direct members' names, sorted."""
+        return tuple(self._member_metadata(0))
 
     def arrays(self) -> tuple[tuple[str, Array], ...]:
         return tuple((n, m) for n, m in self.members() if isinstance(m, Array))
@@ -161,31 +206,73 @@ class Group(Node):
     def groups(self) -> tuple[tuple[str, Group], ...]:
         return tuple((n, m) for n, m in self.members() if isinstance(m, Group))
 
-    def array_keys(self) -> list[str]:
-        return [n for n, _ in self.arrays()]
+    def array_keys(self) -> tuple[str, ...]:
+        return tuple(n for n, m in self._member_metadata(0).items() if m.node_type == "array")
 
-    def group_keys(self) -> list[str]:
-        return [n for n, _ in self.groups()]
+    def group_keys(self) -> tuple[str, ...]:
+        return tuple(n for n, m in self._member_metadata(0).items() if m.node_type == "group")
+
+    def array_values(self) -> tuple[Array, ...]:
+        return tuple(m for _, m in self.arrays())
+
+    def group_values(self) -> tuple[Group, ...]:
+        return tuple(m for _, m in self.groups())
 
     # -- creation -----------------------------------------------------------------------
-    def create_array(self, name: str, **kwargs: Any) -> Array:
-        """Create an array below this group (arguments as :func:`zarrdask.create_array`)."""
+    def _create_array(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
         from .create import create_array
 
-        kwargs.setdefault("zarr_format", self.zarr_format)
+        check_keywords(f"Group.{method}", kwargs, _array_keywords())
+        zarr_format = kwargs.pop("zarr_format", None) or self.zarr_format
+        if zarr_format != self.zarr_format:
+            raise InvalidValueError(f"Group.{method}(zarr_format={zarr_format!r}): a v{self.zarr_format} group "
+                                    f"holds v{self.zarr_format} arrays; leave zarr_format out")
         self._consolidated = None
-        return create_array(self._store, path=join_path(self._path, name), **kwargs)
+        return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format, **kwargs)
 
-    def create_group(self, name: str, *, attributes: Mapping[str, Any] | None = None,
-                     overwrite: bool = False) -> Group:
+    def create_array(self, name: str, **kwargs: Any) -> Array:
+        """Create an array below this group; the keywords are :func:`zarrdask.create_array`'s
+        (``shape``, ``dtype``, ``data``, ``chunks``, ``shards``, ...), checked here."""
+        return self._create_array("create_array", name, kwargs)
+
+    def create(self, name: str, **kwargs: Any) -> Array:
+        """:meth:`create_array` under its other zarr-python name."""
+        return self._create_array("create", name, kwargs)
+
+    def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
+                      **kwargs: Any) -> Array:
+        """The member array ``name`` when its shape is ``shape`` and its dtype casts safely to
+        ``dtype`` (equals it with ``exact=True``; unchecked when None), else an error;
+        created with the other keywords (as :meth:`create_array`) when absent."""
+        node = self.get(name)
+        if node is None:
+            return self._create_array("require_array", name, {"shape": shape, "dtype": dtype, **kwargs})
+        check_keywords("Group.require_array", kwargs, _array_keywords())
+        if not isinstance(node, Array):
+            raise ContainsNodeError(f"Group.require_array({name!r}): {node.name!r} is a group, not an array")
+        wanted = (shape,) if isinstance(shape, int) else tuple(shape)
+        if wanted != node.shape:
+            raise ShapeMismatchError(f"Group.require_array({name!r}, shape={wanted}): the array has shape "
+                                     f"{node.shape}; pass shape={node.shape} or use another name")
+        if dtype is not None:
+            want = np.dtype(dtype)
+            if (node.dtype != want) if exact else not np.can_cast(node.dtype, want):
+                raise ShapeMismatchError(f"Group.require_array({name!r}, dtype={want}): the array's dtype is "
+                                         f"{node.dtype}; pass dtype={str(node.dtype)!r}")
+        return node
+
+    def create_group(self, name: str, *, overwrite: bool = False,
+                     attributes: Mapping[str, Any] | None = None) -> Group:
         from .create import create_group
 
         self._consolidated = None
         return create_group(self._store, path=join_path(self._path, name), attributes=attributes,
                             zarr_format=self.zarr_format, overwrite=overwrite)
 
-    def require_group(self, name: str) -> Group:
-        """The member group ``name``, created if absent."""
+    def require_group(self, name: str, overwrite: bool = False) -> Group:
+        """The member group ``name``, created if absent (replaced by a new one with ``overwrite``)."""
+        if overwrite:
+            return self.create_group(name, overwrite=True)
         node = self.get(name)
         if node is None:
             return self.create_group(name)
@@ -193,31 +280,62 @@ class Group(Node):
             raise ContainsNodeError(f"{join_path(self._path, name)!r} is an array, not a group")
         return node
 
+    def require_groups(self, *names: str) -> tuple[Group, ...]:
+        return tuple(self.require_group(name) for name in names)
+
     # -- display ----------------------------------------------------------------------------
-    def tree(self) -> str:
-        """The hierarchy below this group as indented text."""
+    def tree(self, expand: bool | None = None, level: int | None = None, *, max_nodes: int = 500,
+             plain: bool = False) -> str:
+        """The hierarchy below this group as indented text, ``level`` levels deep (None: all),
+        at most ``max_nodes`` members. The text is always plain (``plain`` changes nothing)."""
+        if expand is not None:
+            raise refuse("Group.tree", "expand", "the tree always shows every member; leave expand out")
+        found = list(self.members(max_depth=level))
+        truncated = len(found) > max_nodes
+        children: dict[str, list[tuple[str, Member]]] = {}
+        for key, node in sorted(found[:max_nodes]):
+            children.setdefault(key.rsplit("/", 1)[0] if "/" in key else "", []).append((key, node))
         lines = [self.name]
 
-        def visit(group: Group, prefix: str) -> None:
-            members = group.members()
-            for i, (name, node) in enumerate(members):
+        def visit(parent: str, prefix: str) -> None:
+            members = children.get(parent, [])
+            for i, (key, node) in enumerate(members):
                 last = i == len(members) - 1
-                branch = "└── " if last else "├── "
-                if isinstance(node, Array):
-                    lines.append(f"{prefix}{branch}{name} {node.shape} {node.dtype}")
-                else:
-                    lines.append(f"{prefix}{branch}{name}")
-                    visit(node, prefix + ("    " if last else "│   "))
+                name = key.rsplit("/", 1)[-1]
+                shown = f"{name} {node.shape} {node.dtype}" if isinstance(node, Array) else name
+                lines.append(f"{prefix}{'└── ' if last else '├── '}{shown}")
+                visit(key, prefix + ("    " if last else "│   "))
 
-        visit(self, "")
-        return "\n".join(lines)
+        visit("", "")
+        note = f"Truncated at max_nodes={max_nodes}, some nodes and their children may be missing\n" if truncated else ""
+        return note + "\n".join(lines)
 
 
-def walk(store: Store, path: str, metadata: NodeMetadata) -> dict[str, NodeMetadata]:
-    """Every node below ``path`` by listing (ignores consolidated metadata); relative paths."""
+def _below(key: str, rel: str) -> bool:
+    """``key`` is ``rel`` or a path below it."""
+    return key == rel or key.startswith(rel + "/")
+
+
+def _array_keywords() -> frozenset[str]:
+    """The keywords :func:`zarrdask.create_array` takes besides the store and the place
+    (its named parameters, and :class:`ArrayOptions` when it takes those as keywords)."""
+    from .create import create_array
+
+    params = inspect.signature(create_array).parameters.values()
+    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        names |= {f.name for f in dataclasses.fields(ArrayOptions)}
+    return frozenset(names - {"store", "path", "name"})
+
+
+def walk(store: Store, path: str, metadata: NodeMetadata, max_depth: int | None = None) -> dict[str, NodeMetadata]:
+    """Every node below ``path`` by listing (ignores consolidated metadata), down to
+    ``max_depth`` levels below the direct members (None: all); relative paths."""
     found: dict[str, NodeMetadata] = {}
     level = [""]
-    while level:
+    depth = 0
+    while level and (max_depth is None or depth <= max_depth):
+        depth += 1
         children = []
         for rel in level:
             _, dirs = store.list_dir(join_path(path, rel))

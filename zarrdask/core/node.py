@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from ..errors import ReadOnlyError
 from ..storage.base import Store
@@ -10,6 +11,8 @@ from .attributes import Attributes
 from .node_io import write_node
 
 __all__ = ["Node"]
+
+_N = TypeVar("_N", bound="Node")
 
 
 class Node:
@@ -54,6 +57,12 @@ class Node:
     def attrs(self) -> Attributes:
         """User attributes; every change is written at once."""
         return Attributes(lambda: self._metadata.attributes, self._set_attributes)
+
+    def update_attributes(self: _N, new_attributes: Mapping[str, Any]) -> _N:
+        """Merge ``new_attributes`` into the attributes (one write); returns this node, as
+        zarr-python."""
+        self.attrs.update(new_attributes)
+        return self
 
     def _set_attributes(self, attributes: dict[str, Any]) -> None:
         self._update_metadata(self._metadata.evolve(attributes=attributes))
