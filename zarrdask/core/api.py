@@ -1,79 +1,220 @@
-"""Opening nodes: ``open``, ``open_array``, ``open_group`` (v2 or v3, detected)."""
+"""Opening nodes with zarr-python 3's modes and keywords: ``open``, ``open_array``,
+``open_group`` (v2 or v3, detected).
+
+Modes: ``"r"`` read an existing node; ``"r+"`` read/write an existing node; ``"a"``
+read/write, creating the node when nothing is there; ``"w"`` create, replacing what is
+there; ``"w-"`` create, failing if a node is there. Every keyword is validated before
+anything is created or deleted, so a call that fails leaves the store as it was.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Union
 
-from ..errors import ArrayNotFoundError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
+from ..errors import ArrayNotFoundError, ContainsNodeError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
 from ..indexing import basic_selection
+from ..keywords import check_keywords, refuse
 from ..plan.fetch_plan import ReadPlan
 from ..storage import open_store
-from ..storage.base import node_path
+from ..storage.base import Store, join_path, node_path
 from .array import Array, ArrayOptions
-from .create import create_group
+from .array_keywords import REFUSED, ArraySpec, split_array_keywords
+from .create import commit_array, make_group, plan_array
 from .group import Group, node_from_metadata
-from .node_io import read_node
+from .node_io import NodeMetadata, explain_missing, read_nodes
 
 __all__ = ["open", "open_array", "open_group", "plan_read"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
+_REPLACE_HINT = "use mode='w' to replace it, or mode='a' (or 'r+') to open it"
+_GROUP_REFUSED = ("cache_attrs", "synchronizer", "chunk_store", "meta_array", "zarr_version")
+#: what open() compares with an existing array instead of creating one
+_EXPECTED = ("shape", "dtype", "chunks", "shards")
 
 
-def open(store: Any, *, mode: str = "r", path: str | None = None, storage_options: dict[str, Any] | None = None,
-         zarr_format: int | None = None, **options: Any) -> Union[Array, Group]:  # noqa: A001
-    """Open the array or group at ``path`` (v2 or v3, detected).
-
-    ``mode``: ``"r"`` read-only, ``"r+"`` read/write an existing node, ``"a"`` read/write
-    (a group is created when nothing exists), ``"w"`` create a group, replacing what is
-    there, ``"w-"`` create a group, failing if something exists. Keyword ``options`` are
-    :class:`ArrayOptions` for arrays (``missing_chunks="raise"``, ``threads=1``, ...).
-    """
-    return _open(store, mode, path, storage_options, zarr_format, True, options)
-
-
-def _open(store: Any, mode: str, path: str | None, storage_options: dict[str, Any] | None,
-          zarr_format: int | None, consolidated: bool, options: dict[str, Any]) -> Union[Array, Group]:
-    """``open``; ``consolidated=False`` leaves a group's consolidated metadata unread."""
+def _check_mode(function: str, mode: str) -> None:
     if mode not in _MODES:
-        raise InvalidModeError(f"mode must be one of {_MODES}, got {mode!r}")
-    path = node_path(path)
+        raise InvalidModeError(f"{function}(): mode must be one of {_MODES}, got {mode!r}")
+
+
+def _where(path: str) -> str:
+    return repr(path or "<root>")
+
+
+def _find(store: Store, path: str, zarr_format: int | None, consolidated: bool) -> NodeMetadata | None:
+    """The node's metadata, None when there is none; a node of the other Zarr version than
+    ``zarr_format`` is an error (never silently created over)."""
+    meta = read_nodes(store, [path], zarr_format, consolidated)[0]
+    if meta is None and zarr_format is not None and read_nodes(store, [path], None, False)[0] is not None:
+        raise explainexplain_missing(store, path, zarr_format)
+    return meta
+
+
+def _not_an_array(function: str, store: Store, path: str, meta: NodeMetadata) -> ArrayNotFoundError:
+    """A group where an array was asked for: the error lists the group's arrays."""
+    group = Group(store, path, meta)
+    arrays = group.array_keys()
+    if arrays:
+        shown = ", ".join(repr(a) for a in arrays[:10]) + (", ..." if len(arrays) > 10 else "")
+        fix = (f"it holds the arrays {shown}: open one with {function}(store, "
+               f"path={join_path(path, arrays[0])!r})")
+    else:
+        groups = group.group_keys()
+        fix = ("it holds no arrays" + (f", only the groups {', '.join(repr(g) for g in groups[:10])}" if groups
+                                        else "") + "; zarrdask.open_group opens it")
+    return ArrayNotFoundError(f"{function}(): the node at {_where(path)} in {store!r} is a group, not an array; "
+                              f"{fix}")
+
+
+def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, spec: dict[str, Any],
+                    options: dict[str, Any]) -> Array:
+    """An existing array opened where the call could also create one: ``shape``/``dtype``/
+    ``chunks``/``shards`` must match it; the other creation keywords are validated (a typo
+    is an error) but, as in zarr-python, only used when the array is created."""
+    array = node_from_metadata(store, path, meta, options=ArrayOptions(**options))
+    assert isinstance(array, Array)
+    array.check_expectations(spec.get("shape"), spec.get("dtype"), spec.get("chunks") if spec.get("chunks") != "auto"
+                             else None)
+    shards = spec.get("shards")
+    if shards is not None and tuple(shards) != array.shards:
+        raise ContainsNodeError(f"{function}(): the array at {_where(path)} has shards {array.shards}, not "
+                                f"{tuple(shards)} (mode='w' replaces it)")
+    if set(spec) - set(_EXPECTED) - {"attributes"}:
+        full = {"shape": array.shape, "dtype": array.dtype, **{k: v for k, v in spec.items() if k != "chunks"}}
+        plan_array(store, path, ArraySpec(**full), meta.zarr_format, options, function)
+    return array
+
+
+def _open_array(function: str, store: Store, path: str, mode: str, zarr_format: int | None,
+                spec: dict[str, Any], options: dict[str, Any]) -> Array:
+    """``open_array``'s modes: create with ``shape``/``dtype`` in "a", "w", "w-"."""
+    if mode in ("w", "w-"):  # validated in full before anything is deleted
+        plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
+        return commit_array(plan, mode == "w", _REPLACE_HINT)
+    meta = _find(store, path, zarr_format, True)
+    if meta is None:
+        if mode == "a" and "shape" in spec:
+            plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
+            return commit_array(plan, False, _REPLACE_HINT)
+        fix = (f"{function}(mode='a', shape=..., dtype=...) creates an array there" if mode != "a" or "shape" in spec
+               else f"to create an array there, pass shape= and dtype= to {function}(mode='a')")
+        raise ArrayNotFoundError(str(explain_missing(store, path, zarr_format, fix)))
+    if meta.node_type != "array":
+        raise _not_an_array(function, store, path, meta)
+    return _existing_array(function, store, path, meta, spec, options)
+
+
+def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
+         storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+         **kwargs: Any) -> Union[Array, Group]:
+    """Open the array or group at ``path`` (v2 or v3, detected), as ``zarr.open`` does.
+
+    ``mode`` (see the module docstring; default ``"r"``). With ``shape=`` (and the other
+    keywords of :func:`zarrdask.create_array`, or of ``zarr.create``: ``chunk_shape``,
+    ``compressor``, ``dimension_separator``, ``config``) the call opens or creates an
+    array: ``"a"`` creates it when nothing is there, ``"w"`` replaces what is there. An
+    existing array must match the given ``shape``/``dtype``/``chunks``/``shards``. Without
+    ``shape=``, ``"a"``/``"w"``/``"w-"`` create a group (``attributes=``). Other keywords
+    are :class:`ArrayOptions` (``missing_chunks="raise"``, ``threads=1``, ...) and
+    ``use_consolidated`` (groups).
+    """
+    function = "zarrdask.open"
+    _check_mode(function, mode)
+    kwargs = dict(kwargs)
+    use_consolidated = kwargs.pop("use_consolidated", None)
+    spec, options = split_array_keywords(function, kwargs)
     s = open_store(store, mode=mode, storage_options=storage_options)
+    path = node_path(path)
+    if "shape" in spec:
+        if use_consolidated is not None:
+            raise refuse(function, "use_consolidated", "it applies to groups, and shape= opens or creates an array")
+        return _open_array(function, s, path, mode, zarr_format, spec, options)
+    array_only = sorted(k for k in kwargs if k != "attributes")
+    no_group = (f"{function}(mode={mode!r}) without shape= creates a group, which takes none of {array_only}: "
+                "pass shape= (and dtype=) to create an array (nothing was changed)")
     if mode in ("w", "w-"):
-        return create_group(s, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")
-    try:
-        meta = read_node(s, path, zarr_format, consolidated)
-    except NodeNotFoundError:
-        if mode == "a":
-            return create_group(s, path=path, zarr_format=zarr_format or 3)
-        raise
-    return node_from_metadata(s, path, meta, options=ArrayOptions(**options) if options else None)
+        if array_only:
+            raise InvalidModeError(no_group)
+        return make_group(s, path, zarr_format, mode == "w", spec.get("attributes"), False, _REPLACE_HINT)
+    meta = _find(s, path, zarr_format, use_consolidated is not False)
+    if meta is None:
+        if mode != "a":
+            raise explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there (with shape=, an array)")
+        if array_only:
+            raise InvalidModeError(f"nothing at {_where(path)}: {no_group}")
+        return make_group(s, path, zarr_format, False, spec.get("attributes"), False, _REPLACE_HINT)
+    if meta.node_type == "array":
+        if use_consolidated is not None:
+            raise refuse(function, "use_consolidated", f"it applies to groups; the node at {_where(path)} is an array")
+        return _existing_array(function, s, path, meta, spec, options)
+    if array_only:
+        raise _not_an_array(function, s, path, meta)
+    group = node_from_metadata(s, path, meta)
+    _check_consolidated(group, use_consolidated)
+    return group
 
 
 def open_array(store: Any, *, mode: str = "r", path: str | None = None,
                storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
-               shape: Sequence[int] | None = None, dtype: Any = None, chunks: Sequence[int] | None = None,
-               **options: Any) -> Array:
-    """Open an existing array; ``shape``/``dtype``/``chunks`` are checked when given."""
-    node = open(store, mode="r" if mode == "r" else "r+", path=path, storage_options=storage_options,
-                zarr_format=zarr_format, **options)
-    if not isinstance(node, Array):
-        raise ArrayNotFoundError(f"the node at {path or '<root>'!r} is a group, not an array")
-    node.check_expectations(shape, dtype, chunks)
-    return node
+               **kwargs: Any) -> Array:
+    """Open (or create) an array, as ``zarr.open_array`` does.
+
+    ``mode`` "r"/"r+" open an existing array; "a" opens it or, given ``shape=`` and
+    ``dtype=``, creates it; "w" creates it, replacing what is there; "w-" creates it,
+    failing if a node is there. Keywords: those of :func:`zarrdask.create_array` (and
+    ``zarr.create``'s ``chunk_shape``, ``compressor``, ``dimension_separator``,
+    ``config``), which an existing array must match for ``shape``/``dtype``/``chunks``/
+    ``shards``, and :class:`ArrayOptions` (``missing_chunks``, ``threads``, ``lock``, ...).
+    """
+    function = "zarrdask.open_array"
+    _check_mode(function, mode)
+    if "use_consolidated" in kwargs:
+        raise refuse(function, "use_consolidated", "it applies to groups; use zarrdask.open_group")
+    spec, options = split_array_keywords(function, kwargs)
+    s = open_store(store, mode=mode, storage_options=storage_options)
+    return _open_array(function, s, node_path(path), mode, zarr_format, spec, options)
 
 
-def open_group(store: Any, *, mode: str = "r", path: str | None = None,
+def open_group(store: Any, *, mode: str = "a", path: str | None = None,
                storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
-               use_consolidated: bool | None = None) -> Group:
-    """Open (or with ``mode`` "a"/"w"/"w-" create) a group. Consolidated metadata is used when
+               attributes: dict[str, Any] | None = None, use_consolidated: bool | None = None,
+               **kwargs: Any) -> Group:
+    """Open (or create) a group, as ``zarr.open_group`` does: ``mode`` defaults to "a"
+    (created when nothing is there, with ``attributes``). Consolidated metadata is used when
     present unless ``use_consolidated=False``; ``True`` requires it."""
-    node = _open(store, mode, path, storage_options, zarr_format, use_consolidated is not False, {})
-    if not isinstance(node, Group):
-        raise GroupNotFoundError(f"the node at {path or '<root>'!r} is an array, not a group")
-    if use_consolidated and not node.consolidated:
-        raise NodeNotFoundError(f"group {node.name!r} has no consolidated metadata")
-    return node
+    function = "zarrdask.open_group"
+    _check_mode(function, mode)
+    for name in kwargs:
+        if name in _GROUP_REFUSED:
+            raise refuse(function, name, REFUSED[name])
+    check_keywords(function, kwargs, ("mode", "path", "storage_options", "zarr_format", "attributes",
+                                      "use_consolidated"))
+    if use_consolidated is not None and not isinstance(use_consolidated, bool):
+        raise refuse(function, f"use_consolidated={use_consolidated!r}",
+                     "zarrdask reads consolidated metadata from .zmetadata (v2) or zarr.json (v3) only; "
+                     "pass True, False or None")
+    s = open_store(store, mode=mode, storage_options=storage_options)
+    path = node_path(path)
+    if mode in ("w", "w-"):
+        return make_group(s, path, zarr_format, mode == "w", attributes, False, _REPLACE_HINT)
+    meta = _find(s, path, zarr_format, use_consolidated is not False)
+    if meta is None:
+        if mode == "a":
+            return make_group(s, path, zarr_format, False, attributes, False, _REPLACE_HINT)
+        raise GroupNotFoundError(str(explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there")))
+    if meta.node_type == "array":
+        raise GroupNotFoundError(f"{function}(): the node at {_where(path)} in {s!r} is an array, not a group; "
+                                 f"open it with zarrdask.open_array(store, path={path!r})"
+                                 + (" (mode='w' replaces it with a group)" if mode != "r" else ""))
+    group = node_from_metadata(s, path, meta)
+    _check_consolidated(group, use_consolidated)
+    return group
+
+
+def _check_consolidated(group: Any, use_consolidated: bool | None) -> None:
+    if use_consolidated and not group.consolidated:
+        raise NodeNotFoundError(f"group {group.name!r} has no consolidated metadata; zarrdask.consolidate_metadata "
+                                "writes it, or leave use_consolidated unset to read without it")
 
 
 def plan_read(array: Array, selection: Any = Ellipsis) -> ReadPlan:

@@ -8,33 +8,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..codecs.base import ChunkSpec, Codec
-from ..codecs.blosc import SHUFFLES
-from ..codecs.pipeline import CodecPipeline
 from ..dtypes import DataType, data_type_from_numpy, parse_dtype_v2
-from ..errors import ContainsNodeError, MetadataError, Problem, ShapeMismatchError
+from ..errors import ContainsNodeError, InvalidModeError, MetadataError, Problem, ShapeMismatchError
+from ..keywords import check_keywords
 from ..grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
-from ..storage.base import Store, join_path, new_node_path
+from ..storage.base import Store, new_node_path, node_path
 from .array import Array, ArrayOptions
+from .array_keywords import OPTION_NAMES, ArraySpec, array_config
+from .codec_input import as_list, codec_json_v2, codec_json_v3
 from .group import Group
 from .node_io import encode_node, read_nodes, write_node
 
-__all__ = ["create_array", "create_group"]
+__all__ = ["ArrayPlan", "OVERWRITE_HINT", "commit_array", "create_array", "create_group", "make_group", "plan_array"]
 
 _AUTO_CHUNK_BYTES = 4 << 20
 _AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial reads
 _ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 _ZSTD_V2 = {"id": "zstd", "level": 0}  # no "checksum" member: TensorStore's v2 driver rejects it
 _INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
-_SHUFFLE_NAMES = {v: k for k, v in SHUFFLES.items()}
+#: how to replace an existing node, for create_array / create_group
+OVERWRITE_HINT = "pass overwrite=True to replace it"
 
 
 def _shape(value: Any, name: str) -> tuple[int, ...]:
@@ -67,58 +69,6 @@ def _chunks(value: Any, shape: tuple[int, ...], itemsize: int, name: str = "chun
     return tuple(int(c) for c in chunks)
 
 
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
-
-
-def _codec_json_v3(obj: Any) -> Any:
-    """A codec given as a name, a v3 dict, a numcodecs object/config, or a zarrdask Codec -> v3 JSON."""
-    if isinstance(obj, Codec):
-        return obj.to_json()
-    if hasattr(obj, "get_config"):
-        obj = obj.get_config()
-    if isinstance(obj, str) or (isinstance(obj, Mapping) and "name" in obj):
-        return obj
-    if isinstance(obj, Mapping) and "id" in obj:
-        config = {k: v for k, v in obj.items() if k != "id"}
-        codec_id = obj["id"]
-        if codec_id == "zstd":
-            return {"name": "zstd", "configuration": {"level": config.get("level", 0),
-                                                        "checksum": config.get("checksum", False)}}
-        if codec_id == "gzip":
-            return {"name": "gzip", "configuration": {"level": config.get("level", 5)}}
-        if codec_id == "blosc":
-            return {"name": "blosc", "configuration": {
-                "cname": config.get("cname", "lz4"), "clevel": config.get("clevel", 5),
-                "shuffle": _SHUFFLE_NAMES.get(config.get("shuffle", 1), "shuffle"),
-                "blocksize": config.get("blocksize", 0)}}
-        return {"name": f"numcodecs.{codec_id}", "configuration": config}
-    raise MetadataError(f"cannot interpret {obj!r} as a codec")
-
-
-def _codec_json_v2(obj: Any) -> dict[str, Any]:
-    """A codec -> numcodecs config (``{"id": ...}``) for v2 metadata."""
-    if hasattr(obj, "get_config"):
-        return dict(obj.get_config())
-    if isinstance(obj, str):
-        obj = {"name": obj}
-    if isinstance(obj, Codec):
-        obj = obj.to_json()
-    if isinstance(obj, Mapping) and "id" in obj:
-        return dict(obj)
-    if isinstance(obj, Mapping) and "name" in obj:
-        name, config = obj["name"], dict(obj.get("configuration") or {})
-        if name == "blosc" and isinstance(config.get("shuffle"), str):
-            config["shuffle"] = SHUFFLES[config["shuffle"]]
-            config.pop("typesize", None)
-        return {"id": name.removeprefix("numcodecs."), **config}
-    raise MetadataError(f"cannot interpret {obj!r} as a v2 codec")
-
-
 def _named(values: Sequence[Any], loc: str) -> tuple[NamedConfig, ...]:
     problems: list[Problem] = []
     parsed = [parse_named_config(v, (loc, i), problems) for i, v in enumerate(values)]
@@ -145,74 +95,146 @@ def _v3_codecs(dtype: DataType, chunks: tuple[int, ...], shards: tuple[int, ...]
     if codecs is not None:
         if shards is not None:
             raise MetadataError("pass either codecs= (the whole chain, with chunks= as its grid) or shards=, not both")
-        return [_codec_json_v3(c) for c in _as_list(codecs)]
+        return [codec_json_v3(c, ("codecs", i)) for i, c in enumerate(as_list(codecs))]
     if serializer == "auto":
         serializer = {"string": "vlen-utf8", "bytes": "vlen-bytes"}.get(
             dtype.family, {"name": "bytes", "configuration": {"endian": "little"}})
     if compressors == "auto":
         compressors = [_ZSTD_V3]
-    chain = [_codec_json_v3(c) for c in _as_list(filters)]
-    chain.append(_codec_json_v3(serializer))
-    chain.extend(_codec_json_v3(c) for c in _as_list(compressors))
+    chain = [codec_json_v3(c, ("filters", i)) for i, c in enumerate(as_list(filters))]
+    chain.append(codec_json_v3(serializer, ("serializer",)))
+    chain.extend(codec_json_v3(c, ("compressors", i)) for i, c in enumerate(as_list(compressors)))
     if shards is None:
         return chain
     return [{"name": "sharding_indexed", "configuration": {
         "chunk_shape": list(chunks), "codecs": chain, "index_codecs": _INDEX_CODECS, "index_location": "end"}}]
 
 
-def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int) -> None:
-    """Refuse (or clear) an existing node; create missing parent groups."""
+def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int, exists_hint: str) -> None:
+    """Refuse (or clear) an existing node; create missing parent groups. ``exists_hint``:
+    how the caller's function replaces an existing node."""
     parts = path.split("/") if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts))]
     found = read_nodes(store, [*parents, path])
+    for parent, meta in zip(parents, found):
+        if meta is not None and meta.node_type == "array":
+            raise ContainsNodeError(f"cannot create {path!r}: its parent {parent or '<root>'!r} is an array")
     if found[-1] is not None:
         if not overwrite:
-            raise ContainsNodeError(f"a node already exists at {path or '<root>'!r} in {store!r} (pass overwrite=True)")
+            raise ContainsNodeError(f"a{'n' if found[-1].node_type == 'array' else ''} {found[-1].node_type} "
+                                    f"already exists at {path or '<root>'!r} in {store!r} ({exists_hint})")
         store.delete_prefix(path)
     for parent, meta in zip(parents, found):
         if meta is None:
             write_node(store, parent, GroupMetadataV3() if zarr_format == 3 else GroupMetadataV2(), created=True)
-        elif meta.node_type == "array":
-            raise ContainsNodeError(f"cannot create {path!r}: its parent {parent or '<root>'!r} is an array")
 
 
-def create_array(store: Any, *, shape: Any, dtype: Any, chunks: Any = None, shards: Any = None,
-                 fill_value: Any = None, compressors: Any = "auto", filters: Any = None, serializer: Any = "auto",
-                 codecs: Any = None, dimension_names: Sequence[str | None] | None = None,
-                 attributes: Mapping[str, Any] | None = None, chunk_key_encoding: Any = None,
-                 zarr_format: int = 3, path: str | None = None, overwrite: bool = False,
-                 storage_options: dict[str, Any] | None = None, order: str = "C",
-                 allow_reserved_names: bool = False, **options: Any) -> Array:
-    """Create an array and write its metadata; returns it opened for writing.
+def _zarr_format(value: Any) -> int:
+    if value is None:
+        return 3
+    if value not in (2, 3):
+        raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {value!r}")])
+    return int(value)
 
-    ``chunks`` is the read chunk shape; with ``shards`` the chunks are packed into shards
-    (the write unit). ``codecs`` gives the whole v3 chain instead of ``filters`` /
-    ``serializer`` / ``compressors`` (then ``chunks`` is the chain's grid). Keyword
-    ``options`` are :class:`ArrayOptions` (``write_empty_chunks``, ``threads``, ...).
-    Zarr v3 reserves node names starting with ``__``; ``allow_reserved_names=True`` creates
-    one anyway (xarray names an unnamed variable ``__values__``).
-    """
-    if zarr_format not in (2, 3):
-        raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
-    s = open_store(store, mode="a", storage_options=storage_options)
-    path = new_node_path(path, zarr_format, allow_reserved_names)
+
+@dataclass(frozen=True)
+class ArrayPlan:
+    """A validated array about to be created: nothing has been written yet."""
+
+    store: Store
+    path: str
+    metadata: Any
+    options: ArrayOptions
+    data: np.ndarray | None
+
+
+def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any, options: dict[str, Any],
+               function: str) -> ArrayPlan:
+    """Validate every argument of an array creation and build its metadata; writes nothing,
+    so a bad argument leaves the store untouched. ``function`` names the caller in errors."""
+    zarr_format = _zarr_format(zarr_format)
+    path = new_node_path(path, zarr_format, spec.allow_reserved_names)
     opts = ArrayOptions(**options)
+    shape, dtype, data = spec.shape, spec.dtype, None
+    if spec.data is not None:
+        if shape is not None or dtype is not None:
+            raise InvalidModeError(f"{function}(): pass data= or shape=/dtype=, not both (shape and dtype "
+                                   "are taken from data)")
+        data = np.asarray(spec.data)
+        shape, dtype = data.shape, data.dtype
+    if shape is None or dtype is None:
+        raise InvalidModeError(f"{function}() needs shape= and dtype= (or data=) to create an array "
+                               "(nothing was changed)")
     shape = _shape(shape, "shape")
+    filters = None if isinstance(spec.filters, str) and spec.filters == "auto" else spec.filters
+    order = spec.order or "C"
+    if order not in ("C", "F"):
+        raise InvalidModeError(f"{function}(): order must be 'C' or 'F', got {order!r}")
     if zarr_format == 3:
-        metadata: Any = _metadata_v3(shape, dtype, chunks, shards, fill_value, compressors, filters, serializer,
-                                     codecs, dimension_names, attributes, chunk_key_encoding)
+        if order == "F":
+            raise InvalidModeError(
+                f"{function}(): order='F' is a memory layout in zarr-python's Zarr v3 arrays; zarrdask returns "
+                "C-ordered NumPy arrays (np.asfortranarray(a[...]) gives F order), and a transposed store is "
+                "filters=[{'name': 'transpose', 'configuration': {'order': [...]}}]")
+        metadata: Any = _metadata_v3(shape, dtype, spec.chunks, spec.shards, spec.fill_value, spec.compressors,
+                                     filters, spec.serializer, spec.codecs, spec.dimension_names, spec.attributes,
+                                     spec.chunk_key_encoding)
     else:
-        if shards is not None or codecs is not None:
+        if spec.shards is not None or spec.codecs is not None:
             raise MetadataError("Zarr v2 has no sharding and no v3 codec chain; use zarr_format=3")
-        metadata = _metadata_v2(shape, dtype, chunks, fill_value, compressors, filters, dimension_names,
-                                attributes, chunk_key_encoding, order)
-    array = Array(s, path, metadata, opts)  # validates the codec chain before any write
+        metadata = _metadata_v2(shape, dtype, spec.chunks, spec.fill_value, spec.compressors, filters,
+                                spec.dimension_names, spec.attributes, spec.chunk_key_encoding, order)
+    array = Array(store, path, metadata, opts)  # validates the codec chain before any write
     if zarr_format == 3:
         metadata = metadata.evolve(codecs=_named(array._pipeline.to_json(), "codecs"))
     encode_node(path, metadata)  # validates the attributes before any write
-    _prepare(s, path, overwrite, zarr_format)
-    write_node(s, path, metadata, created=True)
-    return Array(s, path, metadata, opts)
+    return ArrayPlan(store, path, metadata, opts, data if spec.write_data else None)
+
+
+def commit_array(plan: ArrayPlan, overwrite: bool, exists_hint: str) -> Array:
+    """Write a planned array (replacing an existing node only with ``overwrite``) and its data."""
+    _prepare(plan.store, plan.path, overwrite, plan.metadata.zarr_format, exists_hint)
+    write_node(plan.store, plan.path, plan.metadata, created=True)
+    array = Array(plan.store, plan.path, plan.metadata, plan.options)
+    if plan.data is not None and plan.data.size:
+        array[...] = plan.data
+    return array
+
+
+def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtype: Any = None, data: Any = None,
+                 chunks: Any = "auto", shards: Any = None, filters: Any = "auto", compressors: Any = "auto",
+                 serializer: Any = "auto", fill_value: Any = None, order: str | None = None,
+                 zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
+                 chunk_key_encoding: Any = None, dimension_names: Sequence[str | None] | None = None,
+                 storage_options: dict[str, Any] | None = None, overwrite: bool = False,
+                 config: Any = None, write_data: bool = True, codecs: Any = None, path: str | None = None,
+                 allow_reserved_names: bool = False, **options: Any) -> Array:
+    """Create an array and write its metadata (and ``data``); returns it opened for writing.
+
+    The keywords are zarr-python 3's ``zarr.create_array``'s: ``name`` (or ``path``) places
+    it in the store; ``data`` gives the values, and with them shape and dtype. ``chunks``
+    is the read chunk shape; with ``shards`` the chunks are packed into shards (the write
+    unit). ``codecs`` gives the whole v3 chain instead of ``filters`` / ``serializer`` /
+    ``compressors`` (then ``chunks`` is the chain's grid); codecs may be names, dicts,
+    numcodecs or zarr.codecs objects. ``config``: zarr-python's ArrayConfig (or dict) of
+    ``order`` and ``write_empty_chunks``. Keyword ``options`` are :class:`ArrayOptions`
+    (``write_empty_chunks``, ``threads``, ...). Zarr v3 reserves node names starting with
+    ``__``; ``allow_reserved_names=True`` creates one anyway (xarray names an unnamed
+    variable ``__values__``). Everything is validated before anything is written or deleted.
+    """
+    function = "zarrdask.create_array"
+    check_keywords(function, options, OPTION_NAMES)
+    if name is not None and path is not None and node_path(name) != node_path(path):
+        raise InvalidModeError(f"{function}(): name={name!r} and path={path!r} disagree; pass one of them")
+    order = array_config(function, config, order, options)
+    spec = ArraySpec(shape=shape, dtype=dtype, data=data, chunks=chunks, shards=shards, filters=filters,
+                     compressors=compressors, serializer=serializer, codecs=codecs, fill_value=fill_value,
+                     order=order, attributes=attributes, chunk_key_encoding=chunk_key_encoding,
+                     dimension_names=dimension_names, write_data=write_data,
+                     allow_reserved_names=allow_reserved_names)
+    s = open_store(store, mode="a", storage_options=storage_options)
+    plan = plan_array(s, path if path is not None else name, spec, zarr_format, options, function)
+    return commit_array(plan, overwrite, OVERWRITE_HINT)
 
 
 def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, fill_value: Any, compressors: Any,
@@ -286,10 +308,10 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
                  dimension_names: Any, attributes: Any, chunk_key_encoding: Any, order: str) -> ArrayMetadataV2:
     np_dtype = np.dtype(object) if dtype in (str, bytes, "string") else np.dtype(dtype)
     dt = parse_dtype_v2(np_dtype.str if np_dtype.fields is None else [list(f) for f in np_dtype.descr])
-    filter_list = [_codec_json_v2(f) for f in _as_list(filters)]
+    filter_list = [codec_json_v2(f, ("filters", i)) for i, f in enumerate(as_list(filters))]
     if np_dtype.kind == "O" and not filter_list:
         filter_list = [{"id": "vlen-bytes" if dtype is bytes else "vlen-utf8"}]
-    compressor_list = [_ZSTD_V2] if compressors == "auto" else [_codec_json_v2(c) for c in _as_list(compressors)]
+    compressor_list = [_ZSTD_V2] if compressors == "auto" else [codec_json_v2(c, ("compressors", i)) for i, c in enumerate(as_list(compressors))]
     if len(compressor_list) > 1:
         raise MetadataError("Zarr v2 stores at most one compressor")
     attrs = dict(attributes or {})
@@ -306,18 +328,28 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     )
 
 
-def create_group(store: Any, *, path: str | None = None, attributes: Mapping[str, Any] | None = None,
-                 zarr_format: int = 3, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+def create_group(store: Any, *, path: str | None = None, zarr_format: int | None = None, overwrite: bool = False,
+                 attributes: Mapping[str, Any] | None = None, storage_options: dict[str, Any] | None = None,
                  allow_reserved_names: bool = False) -> Group:
-    """Create a group (and any missing parents) and return it (``allow_reserved_names``: as
-    for :func:`create_array`)."""
-    if zarr_format not in (2, 3):
-        raise MetadataError([Problem(("zarr_format",), f"expected 2 or 3, got {zarr_format!r}")])
-    s = open_store(store, mode="a", storage_options=storage_options)
+    """Create a group (and any missing parents) and return it; the keywords are zarr-python
+    3's ``zarr.create_group``'s (``allow_reserved_names``: as for :func:`create_array`)."""
+    return make_group(open_store(store, mode="a", storage_options=storage_options), path, zarr_format, overwrite,
+                      attributes, allow_reserved_names, OVERWRITE_HINT)
+
+
+def make_group(store: Store, path: str | None, zarr_format: Any, overwrite: bool,
+               attributes: Mapping[str, Any] | None, allow_reserved_names: bool, exists_hint: str) -> Group:
+    """Create a group in an opened store; ``exists_hint``: how the caller replaces a node."""
+    zarr_format = _zarr_format(zarr_format)
     path = new_node_path(path, zarr_format, allow_reserved_names)
     meta: Any = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
         GroupMetadataV2(attributes=dict(attributes or {}))
     encode_node(path, meta)
-    _prepare(s, path, overwrite, zarr_format)
-    write_node(s, path, meta, created=True)
-    return Group(s, path, meta)
+    _prepare(store, path, overwrite, zarr_format, exists_hint)
+    write_node(store, path, meta, created=True)
+    return Group(store, path, meta)
+
+
+def _codec_json_v3(obj: Any) -> dict[str, Any]:
+    """A v2 compressor or filter -> v3 codec JSON (for ``tools/migrate.py``)."""
+    return codec_json_v3(obj, ("codecs",))

@@ -7,16 +7,18 @@ Detecting a v3 node costs one read (``zarr.json``); a v2 node one more batched c
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
-from ..errors import MetadataError, NodeNotFoundError
+from ..errors import MetadataError, NodeNotFoundError, StoreError
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.parsed_cache import parse_v3_cached
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_json_document, parse_v3
 from ..storage.base import Store, join_path
+from ..storage.local import LocalStore
 
-__all__ = ["NodeMetadata", "encode_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+__all__ = ["NodeMetadata", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 NodeMetadata = Union[ArrayMetadataV3, GroupMetadataV3, ArrayMetadataV2, GroupMetadataV2]
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
@@ -155,3 +157,41 @@ def _update_consolidated(store: Store, path: str, metadata: NodeMetadata, create
 
 def dumps(doc: Any) -> bytes:
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")
+
+
+def explain_missing(store: Store, path: str, zarr_format: int | None = None,
+                    create_hint: str | None = None) -> NodeNotFoundError:
+    """The error for "no node at ``path``", telling the cases apart: a node of the other
+    Zarr version than ``zarr_format`` asked for, a missing path, a plain file, an empty
+    directory, or a location holding other things but no Zarr metadata. ``create_hint``
+    (how the caller's function creates a node) is added where creating one would work.
+    Costs one batched read and one listing (only on this error path)."""
+    where = f"no array or group at {path or '<root>'!r} in {store!r}"
+    if zarr_format in (2, 3):
+        other = 2 if zarr_format == 3 else 3
+        names = _V2_NAMES[:2] if other == 2 else ("zarr.json",)
+        found = [n for n, blob in zip(names, store.get_many([join_path(path, n) for n in names])) if blob is not None]
+        if found:
+            return NodeNotFoundError(f"{where}: it holds Zarr v{other} metadata ({found[0]}); open with "
+                                     f"zarr_format={other} or leave zarr_format unset")
+    local = None
+    if isinstance(store, LocalStore):
+        local = os.path.join(store.root, *path.split("/")) if path else store.root
+    if local is not None and os.path.isfile(local):
+        return NodeNotFoundError(f"{where}: {local!r} is a file, not a Zarr store (a Zarr store is a directory "
+                                 "holding zarr.json, or .zarray/.zgroup for Zarr v2)")
+    try:
+        files, dirs = store.list_dir(path)
+    except (StoreError, NotImplementedError, OSError):
+        return NodeNotFoundError(where)
+    if files or dirs:
+        shown = ", ".join([*files[:5], *(d + "/" for d in dirs[:5])])
+        return NodeNotFoundError(f"{where}: not a Zarr store: it holds {shown} but no zarr.json (Zarr v3) "
+                                 "or .zarray/.zgroup (Zarr v2)")
+    if local is not None and not os.path.exists(local):
+        reason = f"the path {local!r} does not exist"
+    elif local is not None:
+        reason = f"{local!r} is an empty directory"
+    else:
+        reason = "nothing is stored under it"
+    return NodeNotFoundError(f"{where}: {reason}" + (f"; {create_hint}" if create_hint else ""))
