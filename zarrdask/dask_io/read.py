@@ -24,29 +24,55 @@ from ..compat.dask import named_from_array
 from ..core.api import open_array
 from ..core.array import Array
 from ..core.block_reader import BlockReader
-from ..errors import InvalidModeError
+from ..errors import ArrayNotFoundError, ShapeMismatchError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
+from .dask_keywords import ReadKeywords, merged, read_keywords
+from .sources import Location, locate, node_path, not_an_array
 
 if TYPE_CHECKING:
     from ..storage import StoreLike
 
-__all__ = ["from_zarr", "open_source", "read_chunks"]
+__all__ = ["from_zarr", "open_location", "open_source", "read_chunks"]
+
+FUNCTION = "zarrdask.from_zarr"
+
 
 def from_zarr(
-    source: StoreLike | Array,
+    url: StoreLike | Array | Any,
+    component: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    chunks: Any = None,
+    name: str | bool | None = None,
+    inline_array: bool = True,
     *,
     path: str | None = None,
-    chunks: Any = None,
-    storage_options: dict[str, Any] | None = None,
-    name: str | bool | None = None,
+    zarr_read_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
 ) -> da.Array:
     """A dask array over a Zarr array: one task per shard by default.
 
-    ``source`` is a path, URL, Store or zarrdask ``Array``. ``chunks``: ``None`` = the
-    storage units (shards, else chunks); ``"auto"`` = runs of whole units of about
-    ``array.chunk-size`` (128 MiB); anything ``dask.array.normalize_chunks`` accepts
-    otherwise (a PerformanceWarning when the blocks cut through shards). ``name``: the
-    graph's name (default ``zarrdask-read-<token>``; ``False`` for a random one).
+    Called as ``dask.array.from_zarr`` is (same positions and keywords), so a script
+    changes only its import. ``url``: a path, URL, Store (zarrdask's or zarr-python's), a
+    zarrdask ``Array``/``Group`` or a zarr-python ``Array``/``Group``. ``component`` (or
+    zarrdask's ``path=``): the array's path in the store, or below a given group; a group
+    where an array is expected is an error listing its arrays. ``storage_options``: for
+    fsspec URLs (refused with an opened node, whose store is already open; dask ignores them there).
+    ``chunks``: ``None`` = the storage units (shards, else chunks; dask: the chunks);
+    ``"auto"`` = runs of whole units of about ``array.chunk-size`` (128 MiB); anything
+    ``dask.array.normalize_chunks`` accepts otherwise (a PerformanceWarning when the
+    blocks cut through shards). ``name``: the graph's name (default
+    ``zarrdask-read-<token>``; ``False`` for a random one).
+
+    ``inline_array`` has dask's meaning, but defaults to True where dask's default is
+    False: the reader in each task is a small picklable ``BlockReader`` (store, path,
+    metadata; no open file), so inlining it costs nothing and each read task stands alone.
+    ``False`` puts it once under its own key (``original-<name>``) that every read depends on.
+
+    Extra keywords (dask passes them to ``zarr.open_array``), also accepted as a
+    ``zarr_read_kwargs`` dict: ``zarr_format``, ``shape``, ``dtype`` (checked against the
+    stored array), ``mode`` (``"r"``, ``"r+"`` or ``"a"``: the array is only read) and the
+    :class:`~zarrdask.ArrayOptions` fields (``missing_chunks``, ``threads``, ...). Any
+    other is an UnexpectedKeywordError naming it.
 
     The graph is a single Blockwise layer, one task per block::
 
@@ -54,7 +80,9 @@ def from_zarr(
 
     The keys are the same with dask's ``array.query-planning`` on or off.
     """
-    array = open_source(source, path=path, storage_options=storage_options)
+    given = read_keywords(FUNCTION, merged(FUNCTION, kwargs, zarr_read_kwargs))
+    node_at = node_path(FUNCTION, component=component, path=path)
+    array = open_location(FUNCTION, locate(FUNCTION, url, node_at, storage_options), given, storage_options)
     block_chunks = read_chunks(array, chunks)
     reader = BlockReader(array)
     if name is None or name is True:
@@ -67,22 +95,42 @@ def from_zarr(
     # Query planning ignores annotations but does not fuse the from-array expression either.
     with dask.annotate(zarrdask="read"):
         return named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
-                                inline_array=True, meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+                                inline_array=bool(inline_array),
+                                meta=np.empty((0,) * array.ndim, dtype=array.dtype))
 
 
 def open_source(
-    source: StoreLike | Array,
+    source: StoreLike | Array | Any,
     *,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
     mode: str = "r",
+    function: str = FUNCTION,
 ) -> Array:
-    """The zarrdask Array named by ``source`` (an Array passes through)."""
-    if isinstance(source, Array):
-        if path is not None or storage_options:
-            raise InvalidModeError("path= and storage_options= do not apply to an already opened Array")
-        return source
-    return open_array(source, path=path, mode=mode, storage_options=storage_options)
+    """The zarrdask Array named by ``source`` (see :func:`from_zarr`; an Array passes through)."""
+    location = locate(function, source, path, storage_options)
+    return open_location(function, location, ReadKeywords(mode=mode), storage_options)
+
+
+def open_location(function: str, location: Location, given: ReadKeywords,
+                  storage_options: dict[str, Any] | None) -> Array:
+    """The array at ``location`` opened as ``given`` says; a group there is an error
+    listing its arrays."""
+    array = location.array
+    if array is not None:  # already open: kept as it is (its options, its store's mode)
+        expect = dict(given.expect)
+        fmt = expect.pop("zarr_format", None)
+        if fmt is not None and fmt != array.metadata.zarr_format:
+            raise ShapeMismatchError(
+                f"{function}(): zarr_format={fmt} given, but array {array.name!r} is Zarr v{array.metadata.zarr_format}")
+        array.check_expectations(**expect)
+        return array.with_options(**given.options) if given.options else array
+    try:
+        return open_array(location.store, path=location.path, mode=given.mode,
+                          storage_options=storage_options,
+                          **given.expect, **given.options)
+    except ArrayNotFoundError as exc:
+        raise not_an_array(function, location, exc) from exc
 
 
 def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]:

@@ -16,13 +16,17 @@ import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
 
-from ..core.create import create_array
+from ..core.api import open as open_node
 from ..core.array import Array
-from ..errors import InvalidModeError, NodeNotFoundError, ShapeMismatchError
+from ..core.block_reader import BlockReader
+from ..core.create import create_array
+from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from .progress import compute as run_graphs
-from .read import open_source
+from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, write_keywords
+from .read import from_zarr, open_location, open_source
+from .sources import Location, is_array_node, locate, node_path
 from .write_graph import write_graph
 
 if TYPE_CHECKING:
@@ -31,68 +35,147 @@ if TYPE_CHECKING:
 __all__ = ["plan_write", "to_zarr"]
 
 MODES = ("w-", "w", "r+", "a")
+_EXPECTED = ("shape", "dtype", "chunks", "zarr_format")  # array keywords checked against an existing target
+FUNCTION = "zarrdask.to_zarr"
 
 
 def to_zarr(
-    x: da.Array | np.ndarray,
-    store: StoreLike | Array,
+    arr: da.Array | np.ndarray,
+    url: StoreLike | Array | Any,
+    component: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    region: Sequence[slice] | None = None,
+    compute: bool = True,
+    return_stored: bool = False,
+    mode: str | None = None,
     *,
     path: str | None = None,
+    overwrite: bool | None = None,
     chunks: Any = None,
     shards: Any = None,
     compressors: Any = "auto",
     dimension_names: Sequence[str | None] | None = None,
     attributes: dict[str, Any] | None = None,
     fill_value: Any = None,
-    zarr_format: int = 3,
-    mode: str = "w-",
-    region: Sequence[slice] | None = None,
-    compute: bool = True,
-    storage_options: dict[str, Any] | None = None,
-    write_empty_chunks: bool = False,
+    zarr_format: int | None = None,
+    write_empty_chunks: bool | None = None,
     append_axis: int = 0,
     progress: bool = False,
-) -> Array | Delayed:
-    """Write ``x`` to a Zarr array, one task per owned group of shards; never two writers per key.
+    zarr_array_kwargs: dict[str, Any] | None = None,
+    zarr_read_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Array | Delayed | da.Array:
+    """Write ``arr`` to a Zarr array, one task per owned group of shards; never two writers per key.
 
-    ``mode``: ``"w-"`` creates a new array (error if one exists), ``"w"`` overwrites,
-    ``"r+"`` writes into an existing array (``region=`` a tuple of slices, default the whole
-    array), ``"a"`` appends ``x`` along ``append_axis`` (resizing first; creates the array
-    when absent). ``chunks``, ``shards``, ``compressors``, ``dimension_names``,
-    ``attributes``, ``fill_value`` and ``zarr_format`` apply when an array is created;
-    without ``chunks`` the chunks are the first dask block's shape (when it divides ``shards``).
-    ``chunks="dask"`` (or chunks given dask-style, a tuple of extents per dimension) stores
-    irregular chunks as they are, as a ``rectilinear`` grid: one task per chunk, no rechunk.
-    ``shards`` given dask-style makes rectilinear shards of regular inner ``chunks``.
+    Called as ``dask.array.to_zarr`` is (same positions and keywords), so a script changes
+    only its import. ``url``: a path, URL, Store (zarrdask's or zarr-python's), a group
+    (zarrdask's or zarr-python's; ``component`` goes below it) or an existing array
+    (zarrdask's or zarr-python's: written into, as dask does). ``component`` (or
+    zarrdask's ``path=``, or dask's ``name=``): the array's path in the store.
+
+    ``mode`` (dask's default ``"a"`` is zarrdask's append; with ``mode`` left out the
+    behaviour is dask's): ``"w-"`` creates a new array and fails if one exists (the
+    default for a path, URL, store or group, where dask also fails, as its ``create_array``
+    does not overwrite), ``"w"`` or ``overwrite=True`` replaces it, ``"r+"`` writes into an
+    existing array (``region=`` a tuple of slices, default the whole array; the default
+    when ``url`` is an array or ``region`` is given), ``"a"`` appends ``arr`` along
+    ``append_axis`` (resizing first; creates the array when absent; dask's ``"a"`` fails on
+    an existing array instead). ``overwrite=False`` is ``"w-"``. Every keyword is checked
+    before anything is deleted.
+
+    Array keywords (dask passes them to ``zarr.create_array``; also accepted in a
+    ``zarr_array_kwargs`` dict): ``chunks``, ``shards``, ``compressors``, ``filters``,
+    ``serializer``, ``codecs``, ``fill_value``, ``dimension_names``, ``attributes``,
+    ``chunk_key_encoding``, ``order``, ``zarr_format``, ``dtype``, ``shape`` (must be
+    ``arr``'s), ``allow_reserved_names``, ``config={"write_empty_chunks": ...}`` and the
+    :class:`~zarrdask.ArrayOptions` fields (``threads``, ``lock``, ...). They apply when an
+    array is created; writing into an existing one, ``shape``/``dtype``/``chunks``/
+    ``zarr_format`` are checked against it and the others refused. Any other keyword is an
+    UnexpectedKeywordError naming it. ``zarr_read_kwargs`` (``zarr_format``, ``shape``,
+    ``dtype``, ArrayOptions) apply when an existing array is opened.
+
+    Without ``chunks`` the chunks are the largest dask block along each axis (as dask's,
+    which rechunks irregular blocks to that size; zarrdask writes them as they are) when
+    they divide ``shards``, else the shards. ``chunks="dask"`` (or chunks given dask-style,
+    a tuple of extents per dimension) stores irregular chunks as they are, as a
+    ``rectilinear`` grid: one task per chunk, no rechunk. ``shards`` given dask-style makes
+    rectilinear shards of regular inner ``chunks``.
 
     ``progress=True`` shows a progress bar while the graph runs (distributed's when a
-    client is active, else dask's). Returns the target ``Array`` once written, or with
-    ``compute=False`` a ``Delayed`` that writes when computed (the metadata is already
-    written). The graph (see :func:`~zarrdask.dask_io.write_graph.write_graph`) is
-    generated from the plan when it is materialised, so it builds in the time of the
-    per-axis plan::
+    client is active, else dask's). Returns the target ``Array`` once written (dask:
+    ``None``), or with ``compute=False`` a ``Delayed`` that writes when computed (the
+    metadata is already written). ``return_stored=True`` returns a dask array of the
+    stored data instead: read back from the target after the write (with ``compute=False``
+    computing it writes first). The graph (see
+    :func:`~zarrdask.dask_io.write_graph.write_graph`) is generated from the plan when it
+    is materialised, so it builds in the time of the per-axis plan::
 
         ("zarrdask-write-<id>", i, j) -> write_region(array, region, layout, [(x, k, l), ...])
         "zarrdask-write-done-<id>"   -> None, after every write task (through a tree)
     """
-    if not isinstance(x, da.Array):
-        x = np.asarray(x)
-    target, region = _prepare_target(
-        x, store, path=path, mode=mode, region=region, append_axis=append_axis,
-        storage_options=storage_options,
-        create_kwargs=dict(
-            chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
-            attributes=attributes, fill_value=fill_value, zarr_format=zarr_format,
-        ),
-    )
-    writer = target.with_options(threads=1, write_empty_chunks=write_empty_chunks)
-    source = _as_dask(x, target, region)
+    explicit = {k: v for k, v in dict(
+        chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
+        attributes=attributes, fill_value=fill_value, zarr_format=zarr_format, overwrite=overwrite,
+        write_empty_chunks=write_empty_chunks,
+    ).items() if not (v is None or (k == "compressors" and isinstance(v, str) and v == "auto"))}
+    given = write_keywords(FUNCTION, merged(FUNCTION, explicit, kwargs, zarr_array_kwargs))
+    reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), allow_mode=False)
+    location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
+                      storage_options)
+    mode = write_mode(mode, given.overwrite, region, location.array is not None or is_array_node(url))
+    if progress and not compute:
+        raise InvalidModeError(f"{FUNCTION}(): progress=True draws a bar while to_zarr computes; with "
+                               "compute=False compute the result under dask.diagnostics.ProgressBar()")
+    if not isinstance(arr, da.Array):
+        arr = np.asarray(arr)
+    target, region = _prepare_target(arr, location, mode, region, append_axis, storage_options, given, reading)
+    writer = target.with_options(**{"threads": 1, **given.options})
+    source = _as_dask(arr, target, region)
     plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region)
     delayed = write_graph(source, writer, plan)
-    if not compute:
-        return delayed
-    run_graphs([delayed], progress)
-    return target
+    if compute:
+        run_graphs([delayed], progress)
+        return stored(target) if return_stored else target
+    return stored(target, delayed) if return_stored else delayed
+
+
+def write_mode(mode: str | None, overwrite: bool | None, region: Any, into_array: bool) -> str:
+    """The mode ``to_zarr`` runs in: ``mode``, or dask's behaviour when it is left out;
+    ``overwrite`` that contradicts ``mode`` is an error (never a guess at deleting)."""
+    if mode is not None and mode not in MODES:
+        hint = " (read-only: to_zarr writes)" if mode == "r" else ""
+        raise InvalidModeError(f"{FUNCTION}(): mode must be one of {MODES}, got {mode!r}{hint}")
+    if overwrite is not None:
+        wanted = "w" if overwrite else "w-"
+        if mode is not None and mode != wanted and (overwrite or mode == "w"):
+            raise InvalidModeError(
+                f"{FUNCTION}(): overwrite={overwrite} contradicts mode={mode!r}: pass mode={wanted!r} "
+                f"(or overwrite={overwrite} alone)")
+        mode = mode or (wanted if overwrite or not into_array else "r+")
+    if mode is None:
+        mode = "r+" if into_array or region is not None else "w-"
+    if region is not None and mode != "r+":
+        raise InvalidModeError(f"{FUNCTION}(): region= writes into an existing array: it needs mode='r+' "
+                               f"(got mode={mode!r})")
+    return mode
+
+
+def stored(target: Array, delayed: Delayed | None = None) -> da.Array:
+    """``return_stored``: the target read back, in its storage units. With ``delayed`` (not
+    yet computed) each block is read by a task that runs after the whole write."""
+    back = from_zarr(target, name=False)
+    if delayed is None:
+        return back
+    template = da.broadcast_to(np.False_, back.shape, chunks=back.chunks)  # block positions, no memory
+    return da.map_blocks(_read_after_write, template, delayed, reader=BlockReader(target),
+                         dtype=back.dtype, meta=back._meta)
+
+
+def _read_after_write(_template: np.ndarray, _written: None, reader: BlockReader,
+                      block_info: dict[Any, Any] | None = None) -> np.ndarray:
+    """The stored block at the output block's place (``_written``: the write is done)."""
+    assert block_info is not None
+    return np.asarray(reader[tuple(slice(start, stop) for start, stop in block_info[None]["array-location"])])
 
 
 def plan_write(
@@ -119,23 +202,18 @@ def plan_write(
 
 def _prepare_target(
     x: da.Array | np.ndarray,
-    store: StoreLike | Array,
-    *,
-    path: str | None,
+    location: Location,
     mode: str,
     region: Sequence[slice] | None,
     append_axis: int,
     storage_options: dict[str, Any] | None,
-    create_kwargs: dict[str, Any],
+    given: WriteKeywords,
+    reading: ReadKeywords,
 ) -> tuple[Array, tuple[slice, ...]]:
     """Create, open or resize the target (its metadata is written here) and the region."""
-    if mode not in MODES:
-        raise InvalidModeError(f"mode must be one of {MODES}, got {mode!r}")
-    if region is not None and mode != "r+":
-        raise InvalidModeError(f"region= needs mode='r+' (got mode={mode!r})")
     if mode in ("r+", "a"):
         try:
-            target = open_source(store, path=path, storage_options=storage_options, mode="r+")
+            target = _open_existing(x, location, mode, storage_options, given, reading)
         except NodeNotFoundError:
             if mode == "r+":
                 raise
@@ -143,32 +221,72 @@ def _prepare_target(
             if mode == "r+":
                 return target, _checked_region(x, target, region)
             return _append(x, target, append_axis)
-    if isinstance(store, Array):
-        raise InvalidModeError(f"mode={mode!r} creates an array: pass a store, path or URL, not an Array")
-    if create_kwargs["chunks"] is None:
-        create_kwargs["chunks"] = _default_chunks(x, create_kwargs["shards"])
-    elif isinstance(create_kwargs["chunks"], str) and create_kwargs["chunks"] == "dask":
+    if reading.expect or reading.options:
+        raise InvalidModeError(f"{FUNCTION}(): zarr_read_kwargs apply when an existing array is opened; "
+                               f"mode={mode!r} creates one: pass them as array keywords")
+    create = dict(given.create)
+    shape = tuple(create.pop("shape", x.shape))
+    if shape != tuple(x.shape):
+        raise ShapeMismatchError(f"{FUNCTION}(): shape={shape} given for data of shape {tuple(x.shape)}")
+    chunks = create.pop("chunks", None)
+    if chunks is None:
+        chunks = _default_chunks(x, create.get("shards"))
+    elif isinstance(chunks, str) and chunks == "dask":
         if not isinstance(x, da.Array):
             raise InvalidModeError('chunks="dask" needs a dask array')
-        create_kwargs["chunks"] = x.chunks  # stored as they are: a rectilinear grid, no rechunk
-    target = create_array(
-        store,
-        path=path,
-        shape=x.shape,
-        dtype=x.dtype,
-        overwrite=mode == "w",
-        storage_options=storage_options,
-        **create_kwargs,
-    )
+        chunks = x.chunks  # stored as they are: a rectilinear grid, no rechunk
+    create.setdefault("dtype", x.dtype)
+    create.setdefault("zarr_format", 3)
+    try:
+        target = create_array(location.store, path=location.path, shape=shape, chunks=chunks,
+                              overwrite=mode == "w", storage_options=storage_options, **create, **given.options)
+    except ContainsNodeError as exc:
+        if _node_exists(location, storage_options):
+            raise ContainsNodeError(
+                f"{FUNCTION}(): an array or group already exists at {location.describe()}: pass overwrite=True "
+                "(or mode='w') to replace it, mode='r+' to write into it or mode='a' to append to it") from None
+        raise exc
     return target, tuple(slice(0, n) for n in target.shape)
 
 
+def _open_existing(x: da.Array | np.ndarray, location: Location, mode: str, storage_options: dict[str, Any] | None,
+                   given: WriteKeywords, reading: ReadKeywords) -> Array:
+    """The existing target for ``"r+"``/``"a"``: the array keywords that describe it are
+    checked against it (NodeNotFoundError when absent); those that only create are refused."""
+    expect: dict[str, Any] = {}
+    creating_only = []
+    for key, value in given.create.items():
+        if key in _EXPECTED and not (key == "chunks" and isinstance(value, str)):
+            expect[key] = value
+        else:
+            creating_only.append(key)
+    if creating_only and mode == "r+":
+        raise InvalidModeError(
+            f"{FUNCTION}(): {', '.join(f'{k}=' for k in creating_only)} apply when an array is created; "
+            f"mode='r+' writes into an existing one: leave them out (or pass mode='w' to replace it)")
+    expect = merged(FUNCTION, expect, reading.expect)
+    target = open_location(FUNCTION, location, ReadKeywords("r+", expect, reading.options), storage_options)
+    if creating_only:  # mode "a", and the array exists
+        raise InvalidModeError(
+            f"{FUNCTION}(): {', '.join(f'{k}=' for k in creating_only)} apply when an array is created; "
+            f"mode='a' appends to the existing array at {location.describe()}: leave them out")
+    return target
+
+
+def _node_exists(location: Location, storage_options: dict[str, Any] | None) -> bool:
+    try:
+        open_node(location.store, mode="r", path=location.path, storage_options=storage_options)
+    except ZarrdaskError:
+        return False
+    return True
+
+
 def _default_chunks(x: da.Array | np.ndarray, shards: Sequence[int] | None) -> tuple[int, ...] | None:
-    """Chunks for a new array: the first dask block when it fits (divides the shards), else
+    """Chunks for a new array: the largest dask block (dask's choice) when it divides the shards, else
     the shards themselves; ``None`` (the core's default) for in-memory data without shards."""
     if not isinstance(x, da.Array):
         return None if shards is None else tuple(shards)
-    block = tuple(max(1, c[0]) for c in x.chunks)
+    block = tuple(max(1, *c) for c in x.chunks)
     if shards is None or all(s % b == 0 for s, b in zip(shards, block)):
         return block
     return tuple(shards)
