@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 from xarray.tests import create_test_data
 from xarray.tests.conftest import time_unit, use_dask  # noqa: F401  (fixtures of inherited tests)
-from xarray.tests.test_backends import MASK_AND_SCALE_DATA, CFEncodedBase, create_tmp_file
+from xarray.tests.test_backends import MASK_AND_SCALE_DATA, CFEncodedBase, ZarrBase, create_tmp_file
 
 from zarrdask.xarray_backend import to_zarr
 from zarrdask.xarray_backend.write_store import ZarrdaskWritableStore, open_group_for_write
@@ -30,12 +31,23 @@ class ZarrdaskCFBase(CFEncodedBase):
 
     engine = "zarrdask"
     zarr_format: int
+    #: keywords ``open`` drops, as ``engine="zarr"`` does (see ``test_zarr_fill_value_setting``)
+    dropped_open_keywords: tuple[str, ...] = ()
+
+    @pytest.fixture(autouse=True)
+    def _default_zarr_format(self) -> Iterator[None]:
+        """ZarrBase tests read the format from zarr-python's config (xarray's own
+        ``default_zarr_format`` fixture)."""
+        with zarr.config.set(default_zarr_format=self.zarr_format):
+            yield
 
     def save(self, dataset: xr.Dataset, path: Any, **kwargs: Any) -> Any:
         return to_zarr(dataset, path, zarr_format=self.zarr_format, **kwargs)
 
     @contextlib.contextmanager
     def open(self, path: Any, **kwargs: Any) -> Iterator[xr.Dataset]:
+        for name in self.dropped_open_keywords:
+            kwargs.pop(name, None)
         with xr.open_dataset(path, engine="zarrdask", **kwargs) as ds:
             yield ds
 
@@ -85,6 +97,16 @@ class ZarrdaskCFBase(CFEncodedBase):
         """xarray's async test, run with ``asyncio.run`` (no pytest-asyncio needed)."""
         asyncio.run(super().test_load_async())
 
+    @pytest.mark.parametrize("dtype", [int, float])
+    def test_zarr_fill_value_setting(self, dtype: type) -> None:
+        """xarray's ZarrBase test: v2 ``encoding={"_FillValue": fv}`` sets the Zarr
+        ``fill_value`` (v3: ``encoding={"fill_value": fv}``), and v2 refuses ``fill_value``.
+        Its reads pass ``use_zarr_fill_value_as_mask=False``, which ``engine="zarr"`` drops
+        (it opens with None; xarray#10269) and zarrdask honours, so the reads here drop it
+        too: they are the reads xarray's engine makes, which the expected values assume."""
+        self.dropped_open_keywords = ("use_zarr_fill_value_as_mask",)
+        ZarrBase.test_zarr_fill_value_setting(self, dtype)
+
     def test_append_with_invalid_dim_raises(self) -> None:
         """Zarr's message differs from netCDF's (as in xarray's ZarrBase)."""
         data = create_test_data()
@@ -98,6 +120,11 @@ class ZarrdaskCFBase(CFEncodedBase):
 
 class TestZarrdaskCFv3(ZarrdaskCFBase):
     zarr_format = 3
+
+    def test_zarr_fill_value_in_encoding_on_read(self) -> None:
+        """xarray's ZarrBase test (v3 only there too): the Zarr ``fill_value`` is kept in
+        ``encoding`` on read and survives open -> write -> open."""
+        ZarrBase.test_zarr_fill_value_in_encoding_on_read(self)
 
 
 class TestZarrdaskCFv2(ZarrdaskCFBase):

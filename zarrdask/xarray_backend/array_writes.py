@@ -15,6 +15,7 @@ from dask.delayed import Delayed
 from xarray.namedarray.pycompat import is_chunked_array
 
 from zarrdask.core.array import Array
+from zarrdask.dask_io.progress import compute as run_graphs
 from zarrdask.dask_io.write import to_zarr as dask_to_zarr
 
 __all__ = ["ArrayWrites"]
@@ -54,12 +55,14 @@ class ArrayWrites:
         else:
             target[region] = np.asarray(source)
 
-    def sync(self, compute: bool = True, **compute_kwargs: Any) -> Delayed | None:
-        """Run the dask writes (``compute=True``, with ``dask.compute`` keywords) or
-        return them as one ``Delayed``."""
+    def sync(self, compute: bool = True, progress: bool = False, **compute_kwargs: Any) -> Delayed | None:
+        """Run the dask writes (``compute=True``, with ``dask.compute`` keywords, or with
+        a progress bar) or return them as one ``Delayed``."""
         pending, self._pending = self._pending, []
         if not compute:
             return dask.delayed(_all_written)(*pending)
-        if pending:
+        if pending and progress:
+            run_graphs(pending, progress=True)
+        elif pending:
             dask.compute(*pending, **compute_kwargs)
         return None

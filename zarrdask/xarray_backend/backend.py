@@ -26,6 +26,7 @@ from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
 from zarrdask.errors import InvalidStoreError
 from zarrdask.xarray_backend.decode import decode_cf_variables
+from zarrdask.xarray_backend.public import public
 from zarrdask.xarray_backend.store import ZarrdaskDataStore
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             os.path.isfile(os.path.join(path, key)) for key in _METADATA_KEYS
         )
 
+    @public("xr.open_dataset(engine='zarrdask')")
     def open_dataset(
         self,
         filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,
@@ -224,6 +226,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
                 decode_timedelta=decode_timedelta,
             )
 
+    @public("xr.open_groups(engine='zarrdask')")
     def open_groups_as_dict(
         self,
         filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,
@@ -262,6 +265,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         _preload_index_coordinates([store for _, store in nodes], drop_variables)
         return {path: dataset(store) for path, store in nodes}
 
+    @public("xr.open_datatree(engine='zarrdask')")
     def open_datatree(
         self,
         filename_or_obj: str | os.PathLike[Any] | Group | AbstractDataStore,

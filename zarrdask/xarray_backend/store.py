@@ -23,7 +23,7 @@ from xarray.backends.zarr import DIMENSION_KEY
 from xarray.core import indexing
 from xarray.core.utils import Frozen
 
-from zarrdask.errors import DatasetError
+from zarrdask.errors import DatasetError, DatasetKeyError
 from zarrdask.core.array import Array
 from zarrdask.core.block_reader import BlockReader
 from zarrdask.core.executor import run_waiting
@@ -131,8 +131,9 @@ def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]
     """Dimension names and user attributes of one array.
 
     v3: ``dimension_names``; v2: the ``_ARRAY_DIMENSIONS`` attribute (hidden from
-    the attributes), else NCZarr's ``dimrefs``. Arrays without names get
-    ``dim_0, dim_1, ...`` with a warning (xarray's own engine refuses them).
+    the attributes), else NCZarr's ``dimrefs``. A v2 array with neither is refused, as
+    by xarray's own engine (names made up per array would conflict between arrays);
+    v3 arrays without names get ``dim_0, dim_1, ...`` with a warning (xarray refuses them).
     """
     meta = array.metadata
     # Straight from the (immutable) metadata: ``array.attrs`` re-reads it per key.
@@ -144,6 +145,8 @@ def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]
         names = attrs.pop(DIMENSION_KEY, None)
         if names is None:
             names = _nczarr_dims_maybe(array, attrs)
+        if names is None and array.ndim:
+            raise _missing_v2_dimensions(array)
         attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
     if names is None and array.ndim == 0:
         names = ()
@@ -162,6 +165,19 @@ def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]
             stacklevel=2,
         )
     return tuple(str(name) for name in names), attrs
+
+
+def _missing_v2_dimensions(array: Array) -> DatasetKeyError:
+    """xarray's refusal of a v2 array without dimension names, with the fix."""
+    path = array.path
+    example = [f"{array.basename}_dim_{i}" for i in range(array.ndim)]
+    return DatasetKeyError(
+        f"Zarr v2 array {path!r} is missing the attribute `{DIMENSION_KEY}` (and NCZarr "
+        "dimension references), which xarray needs to give its variable dimensions. Name "
+        f"them (one per axis; arrays sharing a dimension use the same name): "
+        f"zarrdask.open_array(store, path={path!r}, mode='r+').attrs[{DIMENSION_KEY!r}] = "
+        f"{example!r}; or read the array without xarray: zarrdask.open_array(store, path={path!r})"
+    )
 
 
 def _nczarr_dims_maybe(array: Array, attrs: Mapping[str, Any]) -> list[str] | None:

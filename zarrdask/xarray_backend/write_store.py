@@ -10,6 +10,7 @@ there is no ``safe_chunks`` check because misaligned dask chunks cannot race.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from zarrdask.core.create import create_group
 from zarrdask.storage import open_store
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.core.group import Group
-from zarrdask.errors import DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
+from zarrdask.errors import ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.encoding import encode_fill_value_attr, write_layout
 from zarrdask.xarray_backend.region import RegionArg, resolve_region
@@ -52,31 +53,50 @@ def open_group_for_write(
     path: str | None,
     zarr_format: int | None,
     storage_options: dict[str, Any] | None,
+    function: str = "to_zarr",
 ) -> Group:
     """The group a write goes into: created (``w``, ``w-``, and ``a``/``a-`` when
     missing) or opened for update (``a``, ``a-``, ``r+``), over a
     :class:`~zarrdask.storage.write_behind.WriteBehindStore`: the writer sends what it
-    wrote with ``group.store.flush()``, a few concurrent batches whatever the node count."""
+    wrote with ``group.store.flush()``, a few concurrent batches whatever the node count.
+    Errors name ``function`` (the one the user called), the user's ``store`` and
+    the ``mode`` that works."""
     held = WriteBehindStore(open_store(store, mode="a", storage_options=storage_options))
+    where = f"{'group ' + repr(path) + ' of ' if path else ''}{_describe(store)}"
     if mode == "w":  # everything below is replaced: one listing tells what is there
         held.survey(path or "")
     if mode in ("w", "w-"):
-        group = create_group(held, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")
+        try:
+            group = create_group(held, path=path, zarr_format=zarr_format or 3, overwrite=mode == "w")
+        except ContainsNodeError:
+            raise ContainsNodeError(
+                f"{function}(mode={mode!r}): {where} already holds Zarr data; pass mode='w' to "
+                "replace it, or mode='a' to add or overwrite variables in it") from None
         held.survey(path or "")  # "w-": nothing was there, or only keys of no node
         return group
     try:
         group = open_group(held, mode="r+", path=path, use_consolidated=False)
     except NodeNotFoundError:
         if mode == "r+":
-            raise
+            raise NodeNotFoundError(
+                f"{function}(mode='r+'): there is no Zarr group at {where} to write into; pass "
+                "mode='a' (or mode='w-') to create it") from None
         return create_group(held, path=path, zarr_format=zarr_format or 3)
     if zarr_format is not None and group.zarr_format != zarr_format:
         raise MetadataError(
-            f"the existing group is Zarr v{group.zarr_format}; cannot write "
-            f"zarr_format={zarr_format} into it with mode={mode!r}",
+            f"{function}(mode={mode!r}, zarr_format={zarr_format}): {where} is Zarr "
+            f"v{group.zarr_format}; leave zarr_format out (or pass zarr_format={group.zarr_format}) to "
+            f"write into it, or pass mode='w' to replace it with a Zarr v{zarr_format} group",
             key=path,
         )
     return group
+
+
+def _describe(store: Any) -> str:
+    """The user's ``store`` argument as messages show it (a path or URL as given)."""
+    if isinstance(store, str | os.PathLike):
+        return repr(os.fspath(store))
+    return f"the {type(store).__name__} passed as store"
 
 
 class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):

@@ -1,10 +1,14 @@
-"""The Dataset and DataTree writer: ``Dataset.to_zarr`` semantics, zarrdask storage.
+"""The DataArray, Dataset and DataTree writers: ``to_zarr`` semantics, zarrdask storage.
 
 ``xarray.Dataset.to_zarr`` is hard-wired to zarr-python (xarray has no writable
 backend entry point, pydata/xarray#5954), so zarrdask provides its own writer,
-also reachable as ``ds.zarrdask.to_zarr(...)``. CF encoding is xarray's own
-(``dump_to_store`` with the zarr coders); dask variables are written by zarrdask's
-shard-safe Dask writer, so dask chunks that cut through shards are fine.
+also reachable as ``ds.zarrdask.to_zarr(...)`` (and ``da.``/``dt.zarrdask.to_zarr``).
+CF encoding is xarray's own (``dump_to_store`` with the zarr coders); dask variables
+are written by zarrdask's shard-safe Dask writer, so dask chunks that cut through
+shards are fine.
+
+``to_zarr`` and ``datatree_to_zarr`` take exactly xarray's keywords; ``write_dataset``
+and ``write_datatree`` do the work, with zarrdask's ``progress`` as well.
 """
 
 from __future__ import annotations
@@ -13,23 +17,40 @@ from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from dask.delayed import Delayed
-from xarray import Dataset, DataTree
+from xarray import DataArray, Dataset, DataTree
+from xarray.backends.api import DATAARRAY_NAME, DATAARRAY_VARIABLE
 from xarray.backends.writers import dump_to_store
 
 from zarrdask.compat.xarray import choose_default_mode, validate_dataset_names
-from zarrdask.errors import DatasetError
 from zarrdask.core.group import Group, consolidate_metadata
+from zarrdask.errors import DatasetError
+from zarrdask.keywords import refuse
 from zarrdask.storage import MemoryStore
 from zarrdask.xarray_backend.array_writes import ArrayWrites
+from zarrdask.xarray_backend.public import public
 from zarrdask.xarray_backend.region import RegionArg
 from zarrdask.xarray_backend.write_store import ZarrdaskWritableStore, open_group_for_write
 
 if TYPE_CHECKING:
     from xarray.core.types import ZarrWriteModes
 
-__all__ = ["datatree_to_zarr", "to_zarr"]
+__all__ = ["dataarray_as_dataset", "datatree_to_zarr", "to_zarr", "write_dataset", "write_datatree"]
 
 
+def dataarray_as_dataset(da: DataArray) -> Dataset:
+    """The Dataset ``DataArray.to_zarr`` writes: an unnamed array (or one named like a
+    coordinate or dimension) becomes ``__xarray_dataarray_variable__``, the name kept in
+    the ``__xarray_dataarray_name__`` attribute, which ``xr.open_dataarray`` reads back."""
+    if da.name is None:
+        return da.to_dataset(name=DATAARRAY_VARIABLE)
+    if da.name in da.coords or da.name in da.dims:
+        ds = da.to_dataset(name=DATAARRAY_VARIABLE)
+        ds.attrs[DATAARRAY_NAME] = da.name
+        return ds
+    return da.to_dataset()
+
+
+@public("zarrdask.xarray_backend.to_zarr")
 def to_zarr(
     ds: Dataset,
     store: Any = None,
@@ -41,12 +62,39 @@ def to_zarr(
     consolidated: bool | None = None,
     append_dim: Hashable | None = None,
     region: RegionArg = None,
-    zarr_format: Literal[2, 3] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    write_empty_chunks: bool | None = None,
     safe_chunks: bool = True,
     align_chunks: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    zarr_format: Literal[2, 3] | None = None,
+    write_empty_chunks: bool | None = None,
     chunkmanager_store_kwargs: dict[str, Any] | None = None,
+) -> Group | Delayed:
+    """Write a Dataset to a Zarr group, like ``Dataset.to_zarr`` (see ``write_dataset``)."""
+    return write_dataset(
+        ds, store, mode, group, encoding, compute=compute, consolidated=consolidated,
+        append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
+        write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
+        progress=False, function="zarrdask.xarray_backend.to_zarr",
+    )
+
+
+def write_dataset(
+    ds: Dataset,
+    store: Any,
+    mode: ZarrWriteModes | None,
+    group: str | None,
+    encoding: Mapping[Hashable, Mapping[str, Any]] | None,
+    *,
+    compute: bool,
+    consolidated: bool | None,
+    append_dim: Hashable | None,
+    region: RegionArg,
+    storage_options: dict[str, Any] | None,
+    zarr_format: Literal[2, 3] | None,
+    write_empty_chunks: bool | None,
+    chunkmanager_store_kwargs: dict[str, Any] | None,
+    progress: bool,
+    function: str,
 ) -> Group | Delayed:
     """Write a Dataset to a Zarr group, like ``Dataset.to_zarr``.
 
@@ -57,14 +105,14 @@ def to_zarr(
     with ``append_dim``), ``"a-"`` (append, leave other variables alone) or
     ``"r+"`` (existing variables only; default with ``region``). ``region`` is a
     dict of dimension -> slice or ``"auto"``. ``zarr_format`` defaults to 3 for a
-    new group and to the existing group's format otherwise. ``safe_chunks`` and
-    ``align_chunks`` are accepted for compatibility: zarrdask's writer is always
-    shard-safe, whatever the dask chunks. ``chunkmanager_store_kwargs`` go to
-    ``dask.compute``.
+    new group and to the existing group's format otherwise. ``chunkmanager_store_kwargs``
+    go to ``dask.compute``. ``progress=True`` draws a progress bar while the dask data
+    is written. ``function`` is the name the user called, for messages.
 
     Returns the written group, or with ``compute=False`` a ``Delayed`` that writes
     the data (metadata is written at once).
     """
+    _check_progress(function, progress, compute, chunkmanager_store_kwargs)
     validate_dataset_names(ds)
     if store is None:
         store = MemoryStore()
@@ -74,7 +122,8 @@ def to_zarr(
     encoding = {} if encoding is None else encoding
     mode = choose_default_mode(mode=mode, append_dim=append_dim, region=region)
     root = open_group_for_write(
-        store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options
+        store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options,
+        function=function,
     )
     zstore = ZarrdaskWritableStore(
         root, mode=mode, append_dim=append_dim, region=region, write_empty=write_empty_chunks
@@ -84,9 +133,10 @@ def to_zarr(
     dump_to_store(ds, zstore, writes, encoding=encoding)
     if consolidated is not False and mode != "r+":
         consolidate_metadata(root.store)
-    return _finish(writes, root, compute, chunkmanager_store_kwargs)
+    return _finish(writes, root, compute, chunkmanager_store_kwargs, progress)
 
 
+@public("zarrdask.xarray_backend.datatree_to_zarr")
 def datatree_to_zarr(
     dt: DataTree,
     store: Any,
@@ -99,30 +149,64 @@ def datatree_to_zarr(
     *,
     append_dim: Hashable | None = None,
     region: RegionArg = None,
-    zarr_format: Literal[2, 3] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    write_empty_chunks: bool | None = None,
     safe_chunks: bool = True,
     align_chunks: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    zarr_format: Literal[2, 3] | None = None,
+    write_empty_chunks: bool | None = None,
     chunkmanager_store_kwargs: dict[str, Any] | None = None,
+) -> Group | Delayed:
+    """Write a DataTree, one Zarr group per node, like ``DataTree.to_zarr`` (see
+    ``write_datatree``)."""
+    return write_datatree(
+        dt, store, mode, encoding, consolidated, group, write_inherited_coords, compute,
+        append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
+        write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
+        progress=False, function="zarrdask.xarray_backend.datatree_to_zarr",
+    )
+
+
+def write_datatree(
+    dt: DataTree,
+    store: Any,
+    mode: ZarrWriteModes,
+    encoding: Mapping[str, Any] | None,
+    consolidated: bool,
+    group: str | None,
+    write_inherited_coords: bool,
+    compute: bool,
+    *,
+    append_dim: Hashable | None,
+    region: RegionArg,
+    storage_options: dict[str, Any] | None,
+    zarr_format: Literal[2, 3] | None,
+    write_empty_chunks: bool | None,
+    chunkmanager_store_kwargs: dict[str, Any] | None,
+    progress: bool,
+    function: str,
 ) -> Group | Delayed:
     """Write a DataTree, one Zarr group per node, like ``DataTree.to_zarr``.
 
-    ``encoding`` maps node paths to per-variable encodings. As in xarray, ``group``
-    and ``append_dim`` are not supported for trees.
+    ``encoding`` maps node paths to per-variable encodings; ``group`` is the group the
+    tree's root is written to (xarray refuses it; here it works, and
+    ``xr.open_datatree(store, engine="zarrdask", group=group)`` reads the tree back).
+    ``append_dim`` is refused, as by xarray: append node by node with
+    ``Dataset.zarrdask.to_zarr(store, group=<node path>, append_dim=...)``.
     """
-    if group is not None:
-        raise NotImplementedError("specifying a root group for the tree has not been implemented")
     if append_dim is not None:
-        raise NotImplementedError(
-            "specifying ``append_dim`` with ``DataTree.to_zarr`` has not been implemented"
-        )
+        raise refuse(function, "append_dim",
+                     "trees cannot be appended to as a whole; append each node's dataset with "
+                     "Dataset.zarrdask.to_zarr(store, group=<node path>, append_dim=...)")
+    _check_progress(function, progress, compute, chunkmanager_store_kwargs)
     encoding = {} if encoding is None else encoding
     if unknown := set(encoding) - set(dt.groups):
-        raise DatasetError(f"unexpected encoding group name(s) provided: {unknown}")
+        raise DatasetError(
+            f"unexpected encoding group name(s) provided: {unknown}; the tree's groups are "
+            f"{sorted(dt.groups)}")
     mode = choose_default_mode(mode=mode, append_dim=None, region=region)
     root = open_group_for_write(
-        store, mode=mode, path=None, zarr_format=zarr_format, storage_options=storage_options
+        store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options,
+        function=function,
     )
     root_store = ZarrdaskWritableStore(
         root, mode=mode, region=region, write_empty=write_empty_chunks
@@ -138,7 +222,26 @@ def datatree_to_zarr(
         dump_to_store(node_ds, node_store, writes, encoding=node_encoding)
     if consolidated and mode != "r+":
         consolidate_metadata(root.store)
-    return _finish(writes, root, compute, chunkmanager_store_kwargs)
+    return _finish(writes, root, compute, chunkmanager_store_kwargs, progress)
+
+
+def _check_progress(
+    function: str, progress: bool, compute: bool, compute_kwargs: dict[str, Any] | None
+) -> None:
+    """``progress=True`` draws its bar around the compute zarrdask runs: there is none
+    with ``compute=False``, and ``chunkmanager_store_kwargs`` hand it to ``dask.compute``."""
+    if not progress:
+        return
+    if not compute:
+        raise DatasetError(
+            f"{function}(progress=True, compute=False): nothing is written here, so there is "
+            "no bar to draw; compute the returned Delayed inside "
+            "`with dask.diagnostics.ProgressBar():`, or pass compute=True")
+    if compute_kwargs:
+        raise DatasetError(
+            f"{function}(progress=True, chunkmanager_store_kwargs=...): the writes then run "
+            "in dask.compute with those keywords; drop progress=True and make the call inside "
+            "`with dask.diagnostics.ProgressBar():`")
 
 
 def _finish(
@@ -146,9 +249,10 @@ def _finish(
     root: Group,
     compute: bool,
     compute_kwargs: dict[str, Any] | None,
+    progress: bool,
 ) -> Group | Delayed:
     """Send the metadata and in-memory data held by the group's store, then run (or
     defer) the dask writes; the written group, or the deferred writes."""
     root.store.flush()
-    delayed = writes.sync(compute, **(compute_kwargs or {}))
+    delayed = writes.sync(compute, progress=progress, **(compute_kwargs or {}))
     return root if delayed is None else delayed
