@@ -258,3 +258,23 @@ def test_progress_refusals_name_a_progress_bar_that_works(tmp_path, capsys, othe
             written.compute()
     assert "100%" in capsys.readouterr().out
     xr.testing.assert_identical(xr.open_dataset(path, engine="zarrdask").load(), ds.load())
+
+
+def test_misspelt_encoding_key_suggests_the_right_one(tmp_path):
+    ds = xr.Dataset({"a": ("x", np.arange(4))})
+    with pytest.raises(DatasetError, match=re.escape("['chunk'] (did you mean 'chunks'?)")):
+        ds.zarrdask.to_zarr(tmp_path / "e.zarr", encoding={"a": {"chunk": 2}})
+    ds.zarrdask.to_zarr(tmp_path / "e.zarr", encoding={"a": {"chunks": 2}})
+    assert zarrdask.open_array(tmp_path / "e.zarr", path="a").chunks == (2,)
+
+
+def test_encoding_for_an_existing_variable_names_fixes_which_work(tmp_path):
+    path = tmp_path / "x.zarr"
+    ds = xr.Dataset({"a": ("x", np.arange(4))})
+    ds.zarrdask.to_zarr(path)
+    with pytest.raises(DatasetError, match="drop its encoding") as err:
+        ds.zarrdask.to_zarr(path, mode="a", encoding={"a": {"chunks": 2}})
+    assert "mode='w'" in str(err.value)
+    ds.zarrdask.to_zarr(path, mode="a")
+    ds.zarrdask.to_zarr(path, mode="w", encoding={"a": {"chunks": 2}})
+    assert zarrdask.open_array(path, path="a").chunks == (2,)

@@ -22,6 +22,7 @@ from zarrdask.errors import DatasetError, DatasetTypeError
 from zarrdask.codecs import get_codec_class
 from zarrdask.core.array import Array
 from zarrdask.errors import ChunkAlignmentError
+from zarrdask.keywords import did_you_mean
 
 __all__ = [
     "WRITE_ENCODINGS",
@@ -194,8 +195,9 @@ def write_layout(
             if "fill_value" in invalid and zarr_format == 2
             else ""
         )
+        close = "".join(did_you_mean(k, valid) for k in invalid)
         raise DatasetError(
-            f"unexpected encoding parameters for zarr backend:  {invalid!r}." + hint
+            f"unexpected encoding parameters for zarr backend:  {invalid!r}{close}." + hint
         )
     layout: dict[str, Any] = {
         "chunks": _variable_chunks(variable, encoding.get("chunks"), name)

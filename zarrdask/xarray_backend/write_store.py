@@ -148,7 +148,9 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             for name in self.arrays():
                 if name in encoding:
                     raise DatasetError(
-                        f"variable {name!r} already exists, but encoding was provided"
+                        f"variable {name!r} already exists, but encoding was provided; "
+                        "drop its encoding (an existing variable keeps the encoding it is "
+                        "stored with), or pass mode='w' to rewrite the store"
                     )
         return ds
 
