@@ -41,12 +41,13 @@ def _where(path: str) -> str:
     return repr(path or "<root>")
 
 
-def _find(store: Store, path: str, zarr_format: int | None, consolidated: bool) -> NodeMetadata | None:
+def _find(store: Store, path: str, zarr_format: int | None, consolidated: bool,
+          error: type[NodeNotFoundError] = NodeNotFoundError) -> NodeMetadata | None:
     """The node's metadata, None when there is none; a node of the other Zarr version than
-    ``zarr_format`` is an error (never silently created over)."""
+    ``zarr_format`` is an ``error`` (never silently created over)."""
     meta = read_nodes(store, [path], zarr_format, consolidated)[0]
     if meta is None and zarr_format is not None and read_nodes(store, [path], None, False)[0] is not None:
-        raise explainexplain_missing(store, path, zarr_format)
+        raise error(str(explain_missing(store, path, zarr_format)))
     return meta
 
 
@@ -91,7 +92,7 @@ def _open_array(function: str, store: Store, path: str, mode: str, zarr_format: 
     if mode in ("w", "w-"):  # validated in full before anything is deleted
         plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
         return commit_array(plan, mode == "w", _REPLACE_HINT)
-    meta = _find(store, path, zarr_format, True)
+    meta = _find(store, path, zarr_format, True, ArrayNotFoundError)
     if meta is None:
         if mode == "a" and "shape" in spec:
             plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
@@ -197,7 +198,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
     path = node_path(path)
     if mode in ("w", "w-"):
         return make_group(s, path, zarr_format, mode == "w", attributes, False, _REPLACE_HINT)
-    meta = _find(s, path, zarr_format, use_consolidated is not False)
+    meta = _find(s, path, zarr_format, use_consolidated is not False, GroupNotFoundError)
     if meta is None:
         if mode == "a":
             return make_group(s, path, zarr_format, False, attributes, False, _REPLACE_HINT)

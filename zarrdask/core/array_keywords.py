@@ -18,7 +18,7 @@ from ..errors import InvalidModeError, UnexpectedKeywordError
 from ..keywords import check_keywords, did_you_mean, refuse
 from .chunk_source import ArrayOptions
 
-__all__ = ["ArraySpec", "OPTION_NAMES", "REFUSED", "array_config", "split_array_keywords"]
+__all__ = ["DEFAULT_FILL", "ArraySpec", "OPTION_NAMES", "REFUSED", "array_config", "split_array_keywords"]
 
 #: runtime options (ArrayOptions fields): how an opened array reads and writes
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ArrayOptions))
@@ -39,6 +39,11 @@ REFUSED = {
 }
 
 
+#: ``fill_value`` not given: the data type's default (0, "", ...), as zarr-python; for Zarr v2
+#: an explicit ``None`` stores null (no fill value)
+DEFAULT_FILL: Any = type("DefaultFill", (), {"__repr__": lambda self: "<default>"})()
+
+
 @dataclass
 class ArraySpec:
     """What to create: the keywords of :func:`zarrdask.create_array`, not yet validated."""
@@ -52,7 +57,7 @@ class ArraySpec:
     compressors: Any = "auto"
     serializer: Any = "auto"
     codecs: Any = None
-    fill_value: Any = None
+    fill_value: Any = DEFAULT_FILL
     order: Any = None
     attributes: Any = None
     chunk_key_encoding: Any = None

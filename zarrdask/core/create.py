@@ -14,8 +14,15 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import DataType, data_type_from_numpy, parse_dtype_v2
-from ..errors import ContainsNodeError, InvalidModeError, MetadataError, Problem, ShapeMismatchError
-from ..keywords import check_keywords
+from ..errors import (
+    ContainsNodeError,
+    InvalidModeError,
+    MetadataError,
+    Problem,
+    ShapeMismatchError,
+    UnexpectedKeywordError,
+)
+from ..keywords import did_you_mean
 from ..grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
@@ -23,7 +30,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
 from ..storage.base import Store, new_node_path, node_path
 from .array import Array, ArrayOptions
-from .array_keywords import OPTION_NAMES, ArraySpec, array_config
+from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config
 from .codec_input import as_list, codec_json_v2, codec_json_v3
 from .group import Group
 from .node_io import encode_node, read_nodes, write_node
@@ -35,6 +42,10 @@ _AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial read
 _ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 _ZSTD_V2 = {"id": "zstd", "level": 0}  # no "checksum" member: TensorStore's v2 driver rejects it
 _INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+#: create_array's own keywords (for did-you-mean)
+_CREATE_NAMES = ("name", "shape", "dtype", "data", "chunks", "shards", "filters", "compressors", "serializer",
+                 "fill_value", "order", "zarr_format", "attributes", "chunk_key_encoding", "dimension_names",
+                 "storage_options", "overwrite", "config", "write_data", "codecs", "path", "allow_reserved_names")
 #: how to replace an existing node, for create_array / create_group
 OVERWRITE_HINT = "pass overwrite=True to replace it"
 
@@ -176,7 +187,8 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
                 f"{function}(): order='F' is a memory layout in zarr-python's Zarr v3 arrays; zarrdask returns "
                 "C-ordered NumPy arrays (np.asfortranarray(a[...]) gives F order), and a transposed store is "
                 "filters=[{'name': 'transpose', 'configuration': {'order': [...]}}]")
-        metadata: Any = _metadata_v3(shape, dtype, spec.chunks, spec.shards, spec.fill_value, spec.compressors,
+        fill = None if spec.fill_value is DEFAULT_FILL else spec.fill_value
+        metadata: Any = _metadata_v3(shape, dtype, spec.chunks, spec.shards, fill, spec.compressors,
                                      filters, spec.serializer, spec.codecs, spec.dimension_names, spec.attributes,
                                      spec.chunk_key_encoding)
     else:
@@ -203,7 +215,7 @@ def commit_array(plan: ArrayPlan, overwrite: bool, exists_hint: str) -> Array:
 
 def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtype: Any = None, data: Any = None,
                  chunks: Any = "auto", shards: Any = None, filters: Any = "auto", compressors: Any = "auto",
-                 serializer: Any = "auto", fill_value: Any = None, order: str | None = None,
+                 serializer: Any = "auto", fill_value: Any = DEFAULT_FILL, order: str | None = None,
                  zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
                  chunk_key_encoding: Any = None, dimension_names: Sequence[str | None] | None = None,
                  storage_options: dict[str, Any] | None = None, overwrite: bool = False,
@@ -223,7 +235,10 @@ def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtyp
     variable ``__values__``). Everything is validated before anything is written or deleted.
     """
     function = "zarrdask.create_array"
-    check_keywords(function, options, OPTION_NAMES)
+    for key in options:
+        if key not in OPTION_NAMES:
+            raise UnexpectedKeywordError(f"{function}() got an unexpected keyword argument {key!r}"
+                                         f"{did_you_mean(key, [*OPTION_NAMES, *_CREATE_NAMES])}")
     if name is not None and path is not None and node_path(name) != node_path(path):
         raise InvalidModeError(f"{function}(): name={name!r} and path={path!r} disagree; pass one of them")
     order = array_config(function, config, order, options)
@@ -319,6 +334,8 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     if dimension_names is not None:
         attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)
     sep = _key_encoding(chunk_key_encoding, 2).separator
+    if fill_value is DEFAULT_FILL:  # zarr-python's default: the data type's
+        fill_value = None if np_dtype.kind == "O" else dt.default_fill()
     fill = None if fill_value is None or np_dtype.kind == "O" else dt.cast_fill(fill_value)  # v2: null = no fill
     itemsize = np_dtype.itemsize if np_dtype.kind != "O" else 16
     return ArrayMetadataV2(
