@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import math
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -140,7 +141,8 @@ class DataType:
             return ""
         if self.family == "bytes":
             return b""
-        return self.dtype.type(0) if self.dtype.kind not in "SUV" else np.zeros((), self.dtype)[()]
+        # (datetime64/timedelta64 zero needs the dtype's unit, which ``type(0)`` lacks)
+        return self.dtype.type(0) if self.dtype.kind not in "SUVMm" else np.zeros((), self.dtype)[()]
 
     # -- fill values (v3) -------------------------------------------------------
     def fill_from_json(self, value: JSON, loc: Loc = ("fill_value",)) -> Any:
@@ -153,7 +155,7 @@ class DataType:
             raise
         except (ValueError, TypeError, OverflowError, KeyError) as exc:
             raise MetadataError(
-                [Problem(loc, f"invalid fill value {value!r} for data type {self.name}: {exc}")]
+                [Problem(loc, f"invalid fill value {value!r} for data type {self.name}: {_with_expected(self, exc)}")]
             ) from None
 
     def fill_to_json(self, value: Any) -> JSON:
@@ -201,6 +203,31 @@ class DataType:
 # -- fill parsing --------------------------------------------------------------
 
 
+def _with_expected(t: DataType, exc: Exception) -> str:
+    """The reason a fill value was refused, with what its data type takes when the reason
+    (numpy's, say) does not say."""
+    reason = str(exc)
+    if "expected" in reason:
+        return reason
+    dt = t.dtype
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        takes = f"an integer from {info.min} to {info.max}"
+    elif dt.kind == "f":
+        takes = 'a number, "NaN", "Infinity", "-Infinity" or "0x..." hex'
+    elif dt.kind == "c":
+        takes = '[real, imaginary], each a number, "NaN", "Infinity", "-Infinity" or "0x..." hex'
+    elif dt.kind in "Mm":
+        takes = 'an integer count of the unit, or "NaT"'
+    elif dt.kind == "b":
+        takes = "true or false"
+    elif dt.kind == "U":
+        takes = "a string"
+    else:
+        takes = f"the base64 of {dt.itemsize} bytes"
+    return f"{reason} (expected {takes})"
+
+
 def _parse_float(dt: np.dtype, value: JSON) -> Any:
     if isinstance(value, str):
         if value in _FLOAT_WORDS:
@@ -241,7 +268,7 @@ def _parse_int(dt: np.dtype, value: JSON) -> Any:
         raise TypeError("expected an integer")
     info = np.iinfo(dt)
     if not info.min <= value <= info.max:
-        raise OverflowError(f"{value} is outside [{info.min}, {info.max}]")
+        raise OverflowError(f"expected an integer from {info.min} to {info.max}")
     return dt.type(value)
 
 
@@ -574,10 +601,11 @@ def _struct(name: str) -> _V3Factory:
         items = (config or {}).get("fields")
         if not isinstance(items, list) or not items:
             raise MetadataError([Problem(where, f"expected a non-empty list of fields, got {items!r}")])
-        extra = set(config or {}) - {"fields"}
+        extra = sorted(set(config or {}) - {"fields"})
         if extra:
-            raise MetadataError([Problem((*loc, "configuration"), f"unknown settings {sorted(extra)} (allowed: "
-                                                                  "['fields'])")])
+            unknown = ", ".join(f"{k!r}{did_you_mean(k, ['fields'])}" for k in extra)
+            raise MetadataError([Problem((*loc, "configuration"), f"unknown key{'s' if len(extra) > 1 else ''} "
+                                                                  f"{unknown}; allowed: 'fields'")])
         fields: list[StructField] = []
         for i, item in enumerate(items):
             if isinstance(item, Mapping) and set(item) == {"name", "data_type"}:
@@ -673,7 +701,7 @@ def _parse_data_type_v3(value: JSON, loc: Loc) -> DataType:
         factory = _V3_REGISTRY.get(name)
     if factory is None:
         raise UnknownExtensionError(
-            [Problem(loc, f"unknown data type {name!r}{did_you_mean(name, _V3_REGISTRY)} (data types are "
+            [Problem(loc, f"unknown data type {name!r}{_nearest_v3(name)} (data types are "
                      f"must-understand); known: {', '.join(sorted(_V3_REGISTRY))}, r<bits>")]
         )
     dtype = factory(config, loc)
@@ -692,12 +720,31 @@ def _dtype_names() -> list[str]:
     return sorted(names)
 
 
+def _nearest_dtype(name: str, names: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for a data type spelling among ``names``: one with the same
+    letters first (transposed letters, as in ``f<4`` or ``flaot32``), else the closest."""
+    same = [n for n in names if sorted(n) == sorted(name)]
+    return f" (did you mean {same[0]!r}?)" if same else did_you_mean(name, names)
+
+
+def _nearest_v3(name: str) -> str:
+    """`` (did you mean 'x'?)`` for an unknown v3 name: the v3 name of a numpy spelling
+    (``<f4`` -> ``float32``), else the nearest v3 name."""
+    try:
+        with warnings.catch_warnings():  # numpy warns about deprecated aliases ("a")
+            warnings.simplefilter("ignore")
+            v3 = _NUMPY_TO_V3.get(np.dtype(name).str[1:])
+    except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError):  # numpy's parser
+        v3 = None
+    return f" (did you mean {v3!r}?)" if v3 else _nearest_dtype(name, sorted(_V3_REGISTRY))
+
+
 def as_numpy_dtype(dtype: Any, loc: Loc = ("data_type",)) -> np.dtype:
     """``np.dtype(dtype)``; what numpy does not understand is an error naming the nearest name."""
     try:
         return np.dtype(dtype)
     except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
-        hint = did_you_mean(dtype, _dtype_names()) if isinstance(dtype, str) else ""
+        hint = _nearest_dtype(dtype, _dtype_names()) if isinstance(dtype, str) else ""
         raise UnsupportedDataTypeError([Problem(loc, f"{dtype!r} is not a data type{hint}: {exc}")]) from None
 
 
@@ -753,16 +800,14 @@ def _is_complex_pair(dt: np.dtype) -> bool:
 def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
     """Parse a v2 ``dtype`` (typestr or structured list). ``name`` keeps the stored
     typestr (with byte order); ``dtype`` is the native-order in-memory dtype."""
+    expected = "expected a numpy typestr such as '<f4' or a list of [name, typestr] fields"
+    if not isinstance(value, (str, list)):
+        raise MetadataError([Problem(loc, f"{expected}, got {value!r}")])
     try:
-        if isinstance(value, list):
-            stored = np.dtype([tuple(f) for f in value])
-        elif isinstance(value, str):
-            stored = np.dtype(value)
-        else:
-            raise TypeError(f"expected a typestr or a list of fields, got {value!r}")
+        stored = np.dtype([tuple(f) for f in value]) if isinstance(value, list) else np.dtype(value)
     except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
-        hint = did_you_mean(value, _dtype_names()) if isinstance(value, str) else ""
-        raise MetadataError([Problem(loc, f"invalid v2 dtype {value!r}{hint}: {exc}")]) from None
+        hint = _nearest_dtype(value, _dtype_names()) if isinstance(value, str) else ""
+        raise MetadataError([Problem(loc, f"{expected}, got {value!r}{hint} (numpy: {exc})")]) from None
     if stored.kind == "O":
         return DataType(value, stored, "object", json=value)
     native = stored.newbyteorder("=") if stored.fields is None else stored
@@ -809,7 +854,8 @@ def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) 
                 dtype.dtype
             )
     except (ValueError, TypeError, OverflowError) as exc:
-        raise MetadataError([Problem(loc, f"invalid fill value {value!r} for dtype {dtype.name}: {exc}")]) from None
+        raise MetadataError([Problem(loc, f"invalid fill value {value!r} for dtype {dtype.name}: "
+                                          f"{_with_expected(dtype, exc)}")]) from None
     raise MetadataError([Problem(loc, f"cannot parse fill value {value!r} for dtype {dtype.name}")])
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
+from ..keywords import did_you_mean
 
 __all__ = ["NamedConfig", "parse_named_config"]
 
@@ -85,8 +86,9 @@ def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedCo
         problems.append(Problem((*loc, "must_understand"), f"expected true or false, got {must!r}"))
         ok = False
     if not value.keys() <= _FIELDS:
-        extra = set(value) - _FIELDS
-        problems.append(Problem(loc, f"unexpected fields {sorted(extra)} in extension object"))
+        for extra in sorted(set(value) - _FIELDS):
+            problems.append(Problem(loc, f"unexpected field {extra!r}{did_you_mean(extra, _FIELDS)} in an extension "
+                                         f"object; allowed: {', '.join(map(repr, sorted(_FIELDS)))}"))
         ok = False
     return _shared(name, config, must) if ok else None
 

@@ -10,6 +10,7 @@ from typing import Any
 from ..dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
 from ..grid import check_shape, parse_chunk_grid, parse_chunk_key_encoding, raise_problems
+from ..keywords import did_you_mean
 from .extension import NamedConfig, parse_named_config
 
 __all__ = ["ArrayMetadataV3", "GroupMetadataV3", "parse_json_document", "parse_v3"]
@@ -43,8 +44,8 @@ def _extra_fields(doc: Mapping[str, Any], known: set[str], problems: list[Proble
             extra[name] = value
         else:
             problems.append(
-                Problem((name,), f'unknown field {name!r} without "must_understand": false; refusing to open',
-                        unknown_extension=True)
+                Problem((name,), f'unknown field {name!r}{did_you_mean(name, known)} without "must_understand": '
+                                 f"false; refusing to open", unknown_extension=True)
             )
     return extra
 
