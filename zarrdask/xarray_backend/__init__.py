@@ -1,6 +1,6 @@
 """xarray integration: ``engine="zarrdask"`` for reading, ``to_zarr`` for writing.
 
-``import zarrdask`` registers the ``ds.zarrdask`` / ``dt.zarrdask`` accessors (module
+``import zarrdask`` registers the ``da.zarrdask`` / ``ds.zarrdask`` / ``dt.zarrdask`` accessors (module
 ``accessor``); the backend and the writer load on first use.
 """
 

@@ -30,10 +30,11 @@ def public(name: str) -> Callable[[F], F]:
     call = name if name.endswith(")") else f"{name}()"
 
     def decorate(func: F) -> F:
-        params = [p for p in inspect.signature(func).parameters.values() if p.name != "self"]
+        signature = inspect.signature(func).parameters
+        params = [p for p in signature.values() if p.name != "self"]
         allowed = frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
         positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
-        bound = 1 if "self" in inspect.signature(func).parameters else 0
+        bound = 1 if "self" in signature else 0
 
         @functools.wraps(func)
         def checked(*args: Any, **kwargs: Any) -> Any:
