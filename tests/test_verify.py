@@ -198,5 +198,8 @@ def test_sample(store: Path) -> None:
 
 
 def test_not_a_store(tmp_path: Path) -> None:
+    empty = cli("verify", str(tmp_path))  # nothing stored: an error, as for info
+    assert empty.returncode == 2 and "no array or group" in empty.stderr
+    (tmp_path / "stray.txt").write_text("x")  # keys, but no node: a problem found
     result = cli("verify", str(tmp_path))
     assert result.returncode == 1 and "no Zarr array or group" in result.stdout

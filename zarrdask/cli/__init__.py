@@ -1,32 +1,58 @@
-"""The ``zarrdask`` command line: one module per command, each with ``add_parser`` and ``run``."""
+"""The ``zarrdask`` command line: one module per command, each with ``add_parser`` and ``run``.
+
+Exit codes, for every command: 0 clean, 1 problems found (``verify``), 2 an error (a
+missing path, bad arguments, an error zarrdask reports); errors print one line, no traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ..errors import ZarrdaskError
+from ..keywords import did_you_mean
 from . import copy, info, migrate, tree, verify
 
 __all__ = ["main"]
 
 COMMANDS = (info, tree, verify, migrate, copy)
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)'")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, adding the nearest command name to an unknown one."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.search(message)
+        if found and self._subparsers is not None:
+            names = [name for action in self._subparsers._group_actions for name in getattr(action, "choices", {})]
+            message += did_you_mean(found.group(1), names)
+        super().error(message)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="zarrdask", description="Inspect, check, migrate and copy Zarr v2/v3 stores.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from .. import __version__
+
+    p = _Parser(prog="zarrdask", description="Inspect, check, migrate and copy Zarr v2/v3 stores. Exit codes: 0 "
+                                             "clean, 1 problems found, 2 an error.")
+    p.add_argument("--version", action="version", version=f"zarrdask {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
     for command in COMMANDS:
         command.add_parser(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a command; its exit code (2 for an error zarrdask reports, with its message)."""
-    args = parser().parse_args(argv)
+    """Run a command; its exit code (2 for an error, printed as one line on stderr)."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exit_:  # (argparse: --help and --version exit 0, bad arguments 2)
+        return exit_.code if isinstance(exit_.code, int) else 2
     try:
         return args.run(args)
-    except ZarrdaskError as exc:
+    except (ZarrdaskError, OSError) as exc:
         print(f"zarrdask {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -29,6 +29,17 @@ def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
     return options or None
 
 
+def count(text: str) -> int:
+    """An argparse type: an integer, 0 or more (argparse reports anything else, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
 def print_json(doc: Any) -> None:
     json.dump(doc, sys.stdout, indent=2, default=str, allow_nan=True)
     sys.stdout.write("\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..tools.verify import verify
-from ._common import add_store_arguments, print_json, storage_options
+from ._common import add_store_arguments, count, print_json, storage_options
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -13,10 +13,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Checks that every metadata document is valid, that every stored chunk and "
                                    "shard decodes (crc32c checksums, shard indexes in bounds and not "
                                    "overlapping), reports keys that belong to no chunk, leftover temporary files "
-                                   "and stale consolidated metadata. Exit code 0 when clean, 1 when something is "
-                                   "wrong (each bad key is named with why), 2 on an error.")
+                                   "and stale consolidated metadata. Arrays whose chunks carry no checksum "
+                                   "(crc32c, zstd with checksum, gzip, ...) are listed as not verifiable beyond "
+                                   "decoding: a flipped byte that still decodes cannot be seen there. Exit code 0 "
+                                   "when clean, 1 when something is wrong (each bad key is named with why), 2 on an "
+                                   "error (such as a missing path).")
     add_store_arguments(p)
-    p.add_argument("--sample", type=int, metavar="N", help="read at most N stored chunks per array, chosen at random")
+    p.add_argument("--sample", type=count, metavar="N", help="read at most N stored chunks per array, chosen at random")
     p.add_argument("--fix", action="store_true",
                    help="remove leftover temporary files and rewrite stale consolidated metadata "
                         "(run it while nothing writes to the store)")
@@ -37,4 +40,7 @@ def run(args: argparse.Namespace) -> int:
         state = "OK" if report.ok else f"{len(report.findings)} problem(s)"
         print(f"{state}: {report.nodes} node(s), {report.arrays} array(s), {report.units_checked} of "
               f"{report.units_stored} stored chunk(s)/shard(s) read")
+        if report.unverifiable:
+            print(f"not verifiable beyond decoding: {len(report.unverifiable)} array(s) whose chunks carry no "
+                  f"checksum (a flipped byte that still decodes cannot be seen): {', '.join(report.unverifiable)}")
     return 0 if report.ok else 1

@@ -1,130 +1,143 @@
-"""``copy``: a whole hierarchy (or one array) rewritten through the Dask layer.
+"""``copy``: a whole hierarchy (or one array) copied, keeping what it copies.
 
-Each array is read with :func:`zarrdask.from_zarr` (one task per source shard) and written
-with :func:`zarrdask.to_zarr`, whose planner gives every target shard one owner task, so
-any change of chunks or shards is safe; all arrays are written by one graph, on a
-distributed cluster when a client is given. Chunks, shards and compressors can change,
-and the format (v2 <-> v3): dimension names move between ``_ARRAY_DIMENSIONS`` and
-``dimension_names``, and the fill value that xarray masks with moves between the v2
-``fill_value`` and the v3 ``_FillValue`` attribute, so datasets open alike under xarray.
+By default the copy is the source: every array's metadata document (chunks, shards, the
+whole codec chain with levels and checksums, sharding index codecs and location, fill
+value, dimension names, chunk key encoding, attributes) and every group's, and every
+stored chunk or shard byte for byte (nothing is decoded). ``chunks``, ``shards``,
+``compressors`` and ``zarr_format`` change only what they name (see
+:mod:`zarrdask.tools.copy_layout`); arrays whose chunks change are then read with
+:func:`zarrdask.from_zarr` and written with :func:`zarrdask.to_zarr` into a target created
+from the source's metadata, all in one Dask graph (on a cluster when a client is given).
+Every option applies or is an error, before anything is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Union
 
 from ..core.api import open as open_node
-from ..dask_io.progress import compute
 from ..core.array import Array
-from ..core.create import create_group
 from ..core.group import Group, consolidate_metadata, walk
-from ..errors import ShapeMismatchError
+from ..core.node_io import write_node
+from ..dask_io.progress import compute
+from ..errors import ContainsNodeError, InvalidModeError
+from ..metadata.v2 import GroupMetadataV2
+from ..metadata.v3 import GroupMetadataV3
 from ..storage import open_store
-from ..storage.base import join_path
+from ..storage.base import Store, join_path
+from .copy_layout import Options, same_bytes, target_metadata
+from .copy_plan import ArrayPlan, CopyPlan, plan_array
+from .copy_shapes import KEEP, ShapeSpec, check_fits, check_spec
 
-__all__ = ["copy", "resolve_shape"]
+__all__ = ["copy", "KEEP"]
 
-#: a per-dimension shape: positional (applies to arrays of that many dimensions) or by dimension name
-ShapeSpec = Union[Sequence[int], Mapping[str, int], None]
-
-
-def resolve_shape(spec: ShapeSpec, array: Array, default: tuple[int, ...] | None) -> tuple[int, ...] | None:
-    """``spec`` for ``array``: a sequence of its length, one size for every dimension, or
-    ``{dimension name: size}`` (others keep ``default``); -1 is the whole dimension.
-    Anything else keeps ``default``."""
-    if spec is None:
-        return default
-    if isinstance(spec, Mapping):
-        names = array.dimension_names or ()
-        if not any(n in spec for n in names):
-            return default
-        base = default if default is not None else array.shape
-        sizes = [spec.get(n, b) if n is not None else b for n, b in zip(names, base)]
-    else:
-        if len(spec) == 1 and array.ndim:
-            spec = tuple(spec) * array.ndim
-        if len(spec) != array.ndim:
-            return default
-        sizes = list(spec)
-    return tuple(n if s == -1 else min(int(s), max(n, 1)) for s, n in zip(sizes, array.shape))
+_GROUP_DOCS = {3: ("zarr.json",), 2: (".zgroup", ".zattrs", ".zmetadata")}
+_ARRAY_DOCS = {3: ("zarr.json",), 2: (".zarray", ".zattrs")}
+_BATCH = 64  # stored units per raw-copy task
 
 
-def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = None, shards: ShapeSpec = None,
-         compressors: Any = None, zarr_format: int | None = None, overwrite: bool = False, progress: bool = False,
-         client: Any = None, storage_options: dict[str, Any] | None = None,
-         target_storage_options: dict[str, Any] | None = None) -> Union[Array, Group]:
+def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, shards: ShapeSpec = KEEP,
+         compressors: Any = KEEP, zarr_format: int | None = None, overwrite: bool = False, dry_run: bool = False,
+         progress: bool = False, client: Any = None, storage_options: dict[str, Any] | None = None,
+         target_storage_options: dict[str, Any] | None = None) -> Union[Array, Group, CopyPlan]:
     """Copy the node at ``path`` of ``source`` (and everything below it) to ``target``'s root.
 
-    ``chunks``/``shards``: see :func:`resolve_shape` (unset: the source's read chunks, no
-    shards); ``compressors``: as for ``create_array`` (unset: each array's own for the same
-    format, else zarrdask's default); ``zarr_format``: the target's (unset: the source's).
+    ``chunks`` / ``shards``: ``"keep"`` (default, the source's), sizes for arrays of that
+    many dimensions (one size: every dimension; -1: the whole dimension) or
+    ``{dimension name: size}``; ``shards=None`` removes sharding. ``compressors``:
+    ``"keep"``, ``None`` (none) or codecs as for ``create_array``; ``zarr_format``: the
+    target's (default the source's). The target must be empty unless ``overwrite`` (then
+    its contents are replaced). ``dry_run=True`` writes nothing and returns the
+    :class:`~zarrdask.tools.copy_plan.CopyPlan`; else the copied node is returned.
     ``client``: a ``distributed.Client`` to run on; ``progress``: a progress bar."""
+    check_spec("chunks", chunks)
+    check_spec("shards", shards)
+    if zarr_format not in (None, 2, 3):
+        raise InvalidModeError(f"zarr_format={zarr_format!r}: expected 2 or 3 (or None: the source's)")
     src = open_store(source, storage_options=storage_options)
     dst = open_store(target, mode="a", storage_options=target_storage_options)
+    if src.url == dst.url:
+        raise InvalidModeError(f"source and target are the same store ({src.url})")
     root = open_node(src, path=path or None)
+    nodes = _nodes(src, root)
+    arrays = [(rel, n) for rel, n in nodes if isinstance(n, Array)]
+    if isinstance(root, Group):
+        for name, spec in (("chunks", chunks), ("shards", shards)):
+            check_fits(name, spec, [(rel or "/", a.ndim, a.dimension_names) for rel, a in arrays])
+    options = Options(chunks if chunks is not None else KEEP, shards, compressors, zarr_format,
+                      single=isinstance(root, Array))
+    targets = {rel: target_metadata(rel or "/", a, options) for rel, a in arrays}
+    plan = CopyPlan(src.url, dst.url, [plan_array(rel, a, targets[rel], same_bytes(a, targets[rel]), dst,
+                                                  measure=dry_run) for rel, a in arrays], len(nodes) - len(arrays))
+    if dry_run:
+        return plan
+    _check_target(dst, overwrite)
     fmt = zarr_format or root.zarr_format
-    writes = []
-    if isinstance(root, Array):
-        writes.append(_copy_array(root, dst, "", fmt, chunks, shards, compressors, overwrite))
-    else:
-        create_group(dst, attributes=dict(root.attrs), zarr_format=fmt, overwrite=overwrite)
-        for rel, meta in sorted(walk(src, root.path, root.metadata).items()):
-            node = open_node(src, path=join_path(root.path, rel))
-            if isinstance(node, Array):
-                writes.append(_copy_array(node, dst, rel, fmt, chunks, shards, compressors, overwrite))
-            else:
-                create_group(dst, path=rel, attributes=dict(node.attrs), zarr_format=fmt, overwrite=overwrite)
+    for rel, node in nodes:
+        if isinstance(node, Group):
+            _copy_group(src, dst, node, rel, fmt)
+    writes = [w for (rel, array), step in zip(arrays, plan.arrays)
+              for w in _copy_array(src, dst, array, rel, targets[rel], step)]
     compute(writes, progress, client)
-    if isinstance(root, Group) and root.consolidated:
+    if isinstance(root, Group) and root.consolidated and (fmt != root.zarr_format or not plan.unchanged):
         consolidate_metadata(dst)
     return open_node(dst)
 
 
-def _copy_array(array: Array, dst: Any, rel: str, fmt: int, chunks: ShapeSpec, shards: ShapeSpec,
-                compressors: Any, overwrite: bool) -> Any:
-    """The delayed write of one array (its metadata is written now)."""
+def _nodes(store: Store, root: Union[Array, Group]) -> list[tuple[str, Union[Array, Group]]]:
+    """The root and every node below it, by path relative to the root."""
+    out: list[tuple[str, Union[Array, Group]]] = [("", root)]
+    if isinstance(root, Group):
+        for rel in sorted(walk(store, root.path, root.metadata)):
+            out.append((rel, open_node(store, path=join_path(root.path, rel))))
+    return out
+
+
+def _check_target(dst: Store, overwrite: bool) -> None:
+    """An empty target, or one emptied because ``overwrite`` was passed (after every check)."""
+    if next(iter(dst.list_prefix("")), None) is None:
+        return
+    if not overwrite:
+        raise ContainsNodeError(f"the target {dst.url} is not empty: pass overwrite=True (--overwrite) to replace "
+                                "its contents, or choose another target")
+    dst.delete_prefix("")
+
+
+def _copy_documents(src: Store, dst: Store, source_path: str, rel: str, names: tuple[str, ...]) -> None:
+    """A node's metadata documents, byte for byte."""
+    keys = [join_path(source_path, n) for n in names]
+    dst.set_many({join_path(rel, n): blob for n, blob in zip(names, src.get_many(keys)) if blob is not None})
+
+
+def _copy_group(src: Store, dst: Store, group: Group, rel: str, fmt: int) -> None:
+    if fmt == group.zarr_format:
+        _copy_documents(src, dst, group.path, rel, _GROUP_DOCS[fmt])
+    else:
+        cls = GroupMetadataV3 if fmt == 3 else GroupMetadataV2
+        write_node(dst, rel, cls(attributes=dict(group.attrs)))
+
+
+def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step: ArrayPlan) -> list[Any]:
+    """Write the array's metadata now; the delayed tasks that copy its data."""
+    from dask import delayed
+
+    if step.bytes_copied:
+        if meta.zarr_format == array.zarr_format:
+            _copy_documents(src, dst, array.path, rel, _ARRAY_DOCS[meta.zarr_format])
+        else:
+            write_node(dst, rel, meta)
+        keys = sorted(step.source_keys)
+        moved = {k: join_path(rel, k[len(array.path):].lstrip("/")) for k in keys}
+        return [delayed(_copy_keys)(src, dst, {k: moved[k] for k in keys[i:i + _BATCH]})
+                for i in range(0, len(keys), _BATCH)]
     from ..dask_io import from_zarr, to_zarr
 
-    regular = isinstance(array.chunks[0], int) if array.ndim else True
-    inner = resolve_shape(chunks, array, array.chunks if regular else None)
-    outer = resolve_shape(shards, array, None)
-    if outer is not None and fmt == 2:
-        raise ShapeMismatchError(f"array {array.name!r}: Zarr v2 has no shards")
-    if outer is not None and inner is not None and any(s % c for s, c in zip(outer, inner)):
-        inner = tuple(_largest_divisor(s, c) for s, c in zip(outer, inner))
-    attrs = {k: v for k, v in array.attrs.items() if k != "_ARRAY_DIMENSIONS"}
-    fill = array.fill_value
-    if array.dimension_names is not None and fmt != array.zarr_format:
-        attrs, fill = _xarray_fill(array, attrs, fmt)
-    if array.dtype.kind == "O" and not isinstance(fill, (str, bytes)):
-        fill = None  # (a v2 object array's fill value may be any JSON; strings get the empty one)
-    return to_zarr(from_zarr(array), dst, path=rel or None, chunks=inner if inner is not None else "dask",
-                   shards=outer, compressors=_compressors(array, fmt, compressors), attributes=attrs,
-                   dimension_names=array.dimension_names, fill_value=fill, zarr_format=fmt,
-                   mode="w" if overwrite else "w-", compute=False)
+    write_node(dst, rel, meta, created=True)
+    return [to_zarr(from_zarr(array), Array(dst, rel, meta), mode="r+", compute=False)]
 
 
-def _largest_divisor(n: int, at_most: int) -> int:
-    """The largest divisor of ``n`` not above ``at_most`` (inner chunks must divide shards)."""
-    return next(d for d in range(min(n, at_most), 0, -1) if n % d == 0)
-
-
-def _compressors(array: Array, fmt: int, compressors: Any) -> Any:
-    if compressors is not None:
-        return compressors
-    if fmt != array.zarr_format or array.zarr_format == 3:
-        return "auto"
-    compressor = array.metadata.compressor
-    return [] if compressor is None else [dict(compressor)]
-
-
-def _xarray_fill(array: Array, attrs: dict[str, Any], fmt: int) -> tuple[dict[str, Any], Any]:
-    """The fill value xarray masks with, moved to where the target format keeps it."""
-    from ..tools.migrate import xarray_fill_attribute
-    from ..xarray_backend.encoding import decode_fill_value_attr
-
-    if fmt == 3:
-        return xarray_fill_attribute(attrs, array.metadata), array.fill_value
-    fill = attrs.pop("_FillValue", None)
-    return attrs, None if fill is None else decode_fill_value_attr(fill, array)
+def _copy_keys(src: Store, dst: Store, keys: Mapping[str, str]) -> None:
+    """Copy stored units byte for byte (source key -> target key)."""
+    blobs = src.get_many(list(keys))
+    dst.set_many({keys[k]: b for k, b in zip(keys, blobs) if b is not None})

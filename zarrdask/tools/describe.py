@@ -14,29 +14,46 @@ if TYPE_CHECKING:
     from ..core.array import Array
     from ..core.group import Group
 
-__all__ = ["NodeInfo", "array_info", "group_info", "codec_summary"]
+__all__ = ["NodeInfo", "Row", "array_info", "group_info", "codec_summary"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One fact: its ``label`` for people, ``key`` and JSON ``value`` for programs, and
+    ``text``, how people read the value (``400 B (400)``, ``0 of 10``)."""
+
+    label: str
+    key: str
+    value: Any
+    text: str
 
 
 @dataclass(frozen=True)
 class NodeInfo:
-    """Named rows describing a node; ``str()`` is an aligned text table."""
+    """Facts about a node; ``str()`` is an aligned text table, :meth:`to_json` the
+    documented JSON object (``docs/cli-json.md``): snake_case keys, numbers and JSON values."""
 
-    rows: tuple[tuple[str, Any], ...]
+    rows: tuple[Row, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {name: value for name, value in self.rows}
+        return {row.key: row.value for row in self.rows}
 
     def __str__(self) -> str:
-        width = max(len(name) for name, _ in self.rows)
-        return "\n".join(f"{name:<{width}} : {_text(value)}" for name, value in self.rows)
+        width = max(len(row.label) for row in self.rows)
+        return "\n".join(f"{row.label:<{width}} : {row.text}" for row in self.rows)
 
     def __repr__(self) -> str:
         return str(self)
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(name)}</th>"
-                       f"<td style='text-align:left'>{html.escape(_text(value))}</td></tr>" for name, value in self.rows)
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(row.label)}</th>"
+                       f"<td style='text-align:left'>{html.escape(row.text)}</td></tr>" for row in self.rows)
         return f"<table>{body}</table>"
+
+
+def _row(label: str, key: str, value: Any, text: str | None = None) -> Row:
+    value = list(value) if isinstance(value, tuple) else value
+    return Row(label, key, value, _text(value) if text is None else text)
 
 
 def _text(value: Any) -> str:
@@ -77,50 +94,60 @@ def _bytes(n: int) -> str:
 def array_info(array: Array, storage: bool = False) -> NodeInfo:
     """The array's metadata; with ``storage``, also what is stored (a listing of its keys,
     and for sharded arrays their indexes) and the compression ratio."""
-    rows: list[tuple[str, Any]] = [
-        ("Type", f"Array (Zarr v{array.zarr_format})"),
-        ("Path", array.name),
-        ("Shape", array.shape),
-        ("Data type", f"{_text(array.metadata.data_type.to_json())} ({array.dtype})"),
-        ("Chunk shape", array.chunks),
-        ("Shard shape", array.shards),
-        ("Shard grid" if array.shards is not None else "Chunk grid", tuple(axis.count for axis in array.unit_grid)),
-        ("Codecs", codec_summary(array.codecs)),
-        ("Dimension names", array.dimension_names),
-        ("Fill value", _text(array.metadata.to_json().get("fill_value"))),  # its JSON form
-        ("Attributes", len(array.attrs)),
-        ("Store", repr(array.store)),
-        ("Bytes", _bytes(array.nbytes)),
+    data_type = array.metadata.data_type.to_json()
+    fill = array.metadata.to_json().get("fill_value")  # its JSON form
+    rows = [
+        _row("Type", "node_type", "array", f"Array (Zarr v{array.zarr_format})"),
+        _row("Zarr format", "zarr_format", array.zarr_format),
+        _row("Path", "path", array.name),
+        _row("Shape", "shape", array.shape),
+        _row("Data type", "data_type", data_type, f"{_text(data_type)} ({array.dtype})"),
+        _row("Chunk shape", "chunk_shape", _json_shape(array.chunks)),
+        _row("Shard shape", "shard_shape", _json_shape(array.shards)),
+        _row("Shard grid" if array.shards is not None else "Chunk grid", "unit_grid",
+             [axis.count for axis in array.unit_grid]),
+        _row("Codecs", "codecs", array.codecs, codec_summary(array.codecs)),
+        _row("Dimension names", "dimension_names", array.dimension_names),
+        _row("Fill value", "fill_value", fill, _text(fill)),
+        _row("Attributes", "attributes", dict(array.attrs), str(len(array.attrs))),
+        _row("Store", "store", array.store.url, repr(array.store)),
+        _row("Bytes", "bytes", array.nbytes, _bytes(array.nbytes)),
     ]
     if storage:
         stats = storage_statistics(array)
         keys = stored_unit_keys(array)
-        rows.append(("Chunks stored", f"{stats.chunks_stored} of {stats.chunks_total}"))
+        rows.append(_row("Chunks stored", "chunks_stored", stats.chunks_stored,
+                         f"{stats.chunks_stored} of {stats.chunks_total}"))
+        rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))
         if array.shards is not None:
-            rows.append(("Shards stored", f"{len(keys)} of {len(unit_keys(array))}"))
+            total = len(unit_keys(array))
+            rows.append(_row("Shards stored", "shards_stored", len(keys), f"{len(keys)} of {total}"))
+            rows.append(_row("Shards total", "shards_total", total))
         store = array._source.store
         stored = sum(store.size(k) or 0 for k in keys)
-        rows.append(("Bytes stored", _bytes(stored)))
+        rows.append(_row("Bytes stored", "bytes_stored", stored, _bytes(stored)))
         # the stored share of the array's bytes over the bytes that store it
         part = array.nbytes * stats.chunks_stored / stats.chunks_total if stats.chunks_total else 0
-        rows.append(("Compression ratio", f"{part / stored:.2f}" if stored else "-"))
-    return NodeInfo(tuple(_json_value(r) for r in rows))
+        ratio = round(part / stored, 4) if stored else None
+        rows.append(_row("Compression ratio", "compression_ratio", ratio, f"{ratio:.2f}" if stored else "-"))
+    return NodeInfo(tuple(rows))
 
 
-def _json_value(row: tuple[str, Any]) -> tuple[str, Any]:
-    name, value = row
-    return name, list(value) if isinstance(value, tuple) else value
+def _json_shape(shape: Any) -> Any:
+    """A shape as JSON: a list (of ints, or of extents per dimension for irregular chunks)."""
+    return None if shape is None else [list(s) if isinstance(s, tuple) else s for s in shape]
 
 
 def group_info(group: Group) -> NodeInfo:
     members = group.members()
     arrays = sum(1 for _, m in members if m.metadata.node_type == "array")
     return NodeInfo((
-        ("Type", f"Group (Zarr v{group.zarr_format})"),
-        ("Path", group.name),
-        ("Arrays", arrays),
-        ("Groups", len(members) - arrays),
-        ("Attributes", len(group.attrs)),
-        ("Consolidated", group.consolidated),
-        ("Store", repr(group.store)),
+        _row("Type", "node_type", "group", f"Group (Zarr v{group.zarr_format})"),
+        _row("Zarr format", "zarr_format", group.zarr_format),
+        _row("Path", "path", group.name),
+        _row("Arrays", "arrays", arrays),
+        _row("Groups", "groups", len(members) - arrays),
+        _row("Attributes", "attributes", dict(group.attrs), str(len(group.attrs))),
+        _row("Consolidated", "consolidated", group.consolidated),
+        _row("Store", "store", group.store.url, repr(group.store)),
     ))
