@@ -126,7 +126,7 @@ def test_mode_store_engine_and_cache_members(tmp_path):
     rw = xr.open_dataset(path, engine=ZarrdaskBackendEntrypoint, mode="r+")
     xr.testing.assert_identical(ro, rw)
     entry = ZarrdaskBackendEntrypoint()
-    group = zarrdask.open_group(path)
+    group = zarrdask.open_group(path, mode="r")
     with pytest.raises(ReadOnlyError):
         group["v"][0, 0] = 5
     # store=: an opened group or data store is read instead of the path
