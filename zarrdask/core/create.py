@@ -334,8 +334,8 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     if dimension_names is not None:
         attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)
     sep = _key_encoding(chunk_key_encoding, 2).separator
-    if fill_value is DEFAULT_FILL:  # zarr-python's default: the data type's
-        fill_value = None if np_dtype.kind == "O" else dt.default_fill()
+    if fill_value is DEFAULT_FILL:  # zarr-python's default: the data type's (null for objects and records)
+        fill_value = None if np_dtype.kind in "OV" else dt.default_fill()
     fill = None if fill_value is None or np_dtype.kind == "O" else dt.cast_fill(fill_value)  # v2: null = no fill
     itemsize = np_dtype.itemsize if np_dtype.kind != "O" else 16
     return ArrayMetadataV2(
