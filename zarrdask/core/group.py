@@ -307,8 +307,10 @@ class Group(Node):
                 visit(key, prefix + ("    " if last else "│   "))
 
         visit("", "")
-        note = f"Truncated at max_nodes={max_nodes}, some nodes and their children may be missing\n" if truncated else ""
-        return note + "\n".join(lines)
+        text = "\n".join(lines)
+        if truncated:
+            return f"Truncated at max_nodes={max_nodes}, some nodes and their children may be missing\n{text}"
+        return text
 
 
 def _below(key: str, rel: str) -> bool:
