@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import BoundsError, SelectionError, ShapeMismatchError
+from ..errors import BoundsError, InvalidValueError, SelectionError, ShapeMismatchError
 from ..grid import AxisGrid
 from ..indexing import (
     PointSelection,
@@ -129,17 +129,15 @@ class SelectionMethods:
         return target
 
     def _read_into(self: Array, sel: Selection, target: np.ndarray, method: str) -> np.ndarray:
-        """Read straight into ``target`` when its memory can take the selection's layout,
+        """Read straight into ``target`` when it is C-contiguous (the layout reads write),
         else through a result array copied into it."""
         if target.dtype != self.dtype:
-            raise ShapeMismatchError(f"Array.{method}(out=...): out has dtype {target.dtype}, the array "
+            raise InvalidValueError(f"Array.{method}(out=...): out has dtype {target.dtype}, the array "
                                      f"{self.dtype}; pass an array of dtype {self.dtype}")
-        view = target.view()
-        try:
-            view.shape = sel.shape  # raises where the reshape would need a copy
-        except AttributeError:
+        if not target.flags.c_contiguous:
             target[...] = self._read(sel, target.shape)
             return target
+        view = target.reshape(sel.shape)  # a view: C-contiguous
         try:
             self._source.read(sel, view)
         except MemoryError as exc:
