@@ -289,3 +289,11 @@ def test_v2_datetime_without_fill_value_opens():
     array = _open(".zarray", doc)
     assert array.fill_value is None
     assert array.dtype == np.dtype(doc["dtype"])
+
+
+@pytest.mark.parametrize("dtype", ["|S0", "S", "|V0", []])
+def test_v2_dtype_of_zero_bytes_is_refused(dtype):
+    doc = next(copy.deepcopy(d) for n, d in DOCS if n == ".zarray" and d["dtype"] == "<f4")
+    doc["dtype"], doc["fill_value"] = dtype, None
+    assert str(_error(".zarray", doc)) == (f"a/.zarray: dtype: expected a data type of at least 1 byte per item "
+                                           f"(such as '|S5'), got {dtype!r} (0 bytes)")

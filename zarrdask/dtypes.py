@@ -810,6 +810,9 @@ def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
         raise MetadataError([Problem(loc, f"{expected}, got {value!r}{hint} (numpy: {exc})")]) from None
     if stored.kind == "O":
         return DataType(value, stored, "object", json=value)
+    if stored.itemsize == 0:  # ("S", "U0", "V", []: no chunk could hold an item)
+        raise MetadataError([Problem(loc, f"expected a data type of at least 1 byte per item (such as '|S5'), got "
+                                          f"{value!r} (0 bytes)")])
     native = stored.newbyteorder("=") if stored.fields is None else stored
     family = {
         "b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex", "U": "utf32",
