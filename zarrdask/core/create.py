@@ -366,7 +366,3 @@ def make_group(store: Store, path: str | None, zarr_format: Any, overwrite: bool
     write_node(store, path, meta, created=True)
     return Group(store, path, meta)
 
-
-def _codec_json_v3(obj: Any) -> dict[str, Any]:
-    """A v2 compressor or filter -> v3 codec JSON (for ``tools/migrate.py``)."""
-    return codec_json_v3(obj, ("codecs",))

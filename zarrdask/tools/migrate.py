@@ -26,7 +26,7 @@ from typing import Any
 
 from ..codecs.numcodecs_adapter import BYTES_TO_BYTES
 from ..core.array import Array
-from ..core.create import _codec_json_v3
+from ..core.codec_input import codec_json_v3
 from ..core.group import walk
 from ..core.node_io import NodeMetadata, read_node
 from ..dtypes import data_type_from_numpy, parse_data_type_v3, stored_dtype_v2
@@ -153,7 +153,7 @@ def _array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
     chain.append(serializer)
     chain.extend(after)
     if meta.compressor is not None:
-        compressor = _codec_json_v3(meta.compressor)
+        compressor = codec_json_v3(meta.compressor, ("compressor",))
         if compressor.get("name") == "blosc" and typesize is not None and not filters:
             compressor["configuration"]["typesize"] = typesize
         chain.append(compressor)
