@@ -321,6 +321,7 @@ def _build(root, zarr_format: int) -> None:
     assert root.require_array("baz", shape=(3, 4), dtype="i8").name == "/baz"
     root.require_array("made", shape=(2,), dtype="u1", chunks=(1,))
     root.create("via_create", shape=(2, 2), dtype="f8", chunks=(2, 2))
+    root["assigned"] = np.arange(6, dtype="i2").reshape(2, 3)
 
 
 def _names(pairs) -> list[str]:
@@ -350,6 +351,7 @@ def test_group_members_match_zarr_python(tmp_path, zarr_format):
         assert (path in zd) == (path in zp)
     inner = zd["foo/inner"]
     assert (inner.name, inner.path, inner.basename) == (zp["foo/inner"].name, zp["foo/inner"].path, "inner")
+    np.testing.assert_array_equal(zd["assigned"][...], zp["assigned"][...])
     assert inner[0] == 1.5 and zd.get("nope") is None and zd.get("nope", 3) == 3
     assert dict(zd.attrs) == zp.attrs.asdict() and dict(zd["foo"].attrs) == {"k": 1}
     assert zd.tree() + "\n" == repr(zp.tree(plain=True))

@@ -235,6 +235,11 @@ class Group(Node):
         (``shape``, ``dtype``, ``data``, ``chunks``, ``shards``, ...), checked here."""
         return self._create_array("create_array", name, kwargs)
 
+    def __setitem__(self, name: str, value: Any) -> None:
+        """``g[name] = data``: an array of ``data`` with default settings, replacing what is at
+        ``name`` (as zarr-python); :meth:`create_array` takes settings."""
+        self._create_array("__setitem__", name, {"data": value, "overwrite": True})
+
     def create(self, name: str, **kwargs: Any) -> Array:
         """:meth:`create_array` under its other zarr-python name."""
         return self._create_array("create", name, kwargs)
