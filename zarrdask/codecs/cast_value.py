@@ -22,6 +22,7 @@ import numpy as np
 
 from ..dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError
+from ..keywords import did_you_mean
 from ._casting import OUT_OF_RANGE, ROUNDING, Numeric, cast, numeric, values_equal
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayArrayCodec, ChunkSpec, Loc
@@ -124,7 +125,8 @@ def _check_scalar_map(value: Any, loc: Loc) -> None:
         raise config_error(loc, f"expected an object with 'encode' and/or 'decode', got {value!r}")
     extra = set(value) - {"encode", "decode"}
     if extra:
-        raise config_error(loc, f"unknown settings {sorted(extra)} (allowed: ['decode', 'encode'])")
+        raise config_error(loc, f"unknown key {sorted(extra)[0]!r}{did_you_mean(sorted(extra)[0], ('encode', 'decode'))}; "
+                                "allowed: 'decode', 'encode'")
     for direction, pairs in value.items():
         if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
             raise config_error((*loc, direction), f"expected a list of [input, output] pairs, got {pairs!r}")

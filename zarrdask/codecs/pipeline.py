@@ -18,7 +18,7 @@ from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.extension import NamedConfig
 from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item,
                    check_decoded_size, decode_each, slot_views)
-from .registry import get_codec_class, registered_codecs
+from .registry import get_codec_class, unknown_codec
 
 __all__ = ["CodecPipeline", "build_codecs"]
 
@@ -32,9 +32,7 @@ def build_codecs(configs: Sequence[NamedConfig], loc: Loc = ("codecs",)) -> list
             if not named.must_understand:
                 warnings.warn(f"ignoring unknown codec {named.name!r} marked must_understand: false", stacklevel=3)
                 continue
-            raise UnknownExtensionError(
-                [Problem((*loc, i, "name"), f"unknown codec {named.name!r} (known: {', '.join(registered_codecs())})")]
-            )
+            raise UnknownExtensionError([unknown_codec(named.name, (*loc, i, "name"))])
         try:
             codecs.append(cls.from_config(named.configuration, (*loc, i)))
         except CodecError as exc:

@@ -197,7 +197,8 @@ class ShardingCodec(ArrayBytesCodec):
     def validate(self, spec: ChunkSpec, loc: Loc) -> ShardingCodec:
         if len(spec.shape) != len(self.chunk_shape):
             raise config_error((*loc, "configuration", "chunk_shape"),
-                               f"has {len(self.chunk_shape)} dimensions, the shard has {len(spec.shape)}")
+                               f"expected {len(spec.shape)} entries (one per shard dimension), "
+                               f"got {len(self.chunk_shape)}: {list(self.chunk_shape)}")
         if any(s % c for s, c in zip(spec.shape, self.chunk_shape)):
             raise config_error((*loc, "configuration", "chunk_shape"),
                                f"{list(self.chunk_shape)} must divide the shard shape {list(spec.shape)} evenly")

@@ -14,12 +14,14 @@ from typing import Any
 
 import numcodecs
 import numpy as np
+from numcodecs.errors import UnknownCodecError
 
 from ..dtypes import stored_dtype_v2
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
 from . import decompress
 from .base import decode_each, slot_views
+from .registry import unknown_numcodecs_id
 from .vlen import check_item_count
 
 __all__ = ["V2Pipeline"]
@@ -34,10 +36,10 @@ def _codec(config: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
         raise MetadataError([Problem(loc, _REFUSED[codec_id])])
     try:
         return numcodecs.get_codec(dict(config))
-    except ValueError as exc:
-        raise UnknownExtensionError([Problem((*loc, "id"), f"unknown numcodecs codec {codec_id!r}: {exc}")]) from None
-    except TypeError as exc:
-        raise MetadataError([Problem(loc, f"invalid configuration for {codec_id!r}: {exc}")]) from None
+    except UnknownCodecError:
+        raise UnknownExtensionError([unknown_numcodecs_id(codec_id, (*loc, "id"))]) from None
+    except (ValueError, TypeError) as exc:
+        raise MetadataError([Problem(loc, f"expected settings numcodecs' {codec_id!r} codec takes: {exc}")]) from None
 
 
 class V2Pipeline:

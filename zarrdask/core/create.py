@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType, data_type_from_numpy, parse_dtype_v2
+from ..dtypes import DataType, as_numpy_dtype, data_type_from_numpy, parse_dtype_v2
 from ..errors import (
     ContainsNodeError,
     InvalidModeError,
@@ -321,7 +321,7 @@ def _check_dimension_names(names: Any, shape: tuple[int, ...]) -> None:
 
 def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: Any, compressors: Any, filters: Any,
                  dimension_names: Any, attributes: Any, chunk_key_encoding: Any, order: str) -> ArrayMetadataV2:
-    np_dtype = np.dtype(object) if dtype in (str, bytes, "string") else np.dtype(dtype)
+    np_dtype = np.dtype(object) if dtype in (str, bytes, "string") else as_numpy_dtype(dtype, ("dtype",))
     dt = parse_dtype_v2(np_dtype.str if np_dtype.fields is None else [list(f) for f in np_dtype.descr])
     filter_list = [codec_json_v2(f, ("filters", i)) for i, f in enumerate(as_list(filters))]
     if np_dtype.kind == "O" and not filter_list:
