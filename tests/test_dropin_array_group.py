@@ -406,3 +406,16 @@ def test_delete_member_updates_consolidated_metadata(tmp_path, zarr_format):
     assert nested.consolidated and [k for k, _ in nested.members(max_depth=None)] == ["keep"]
     again = zarr.open_group(str(tmp_path / "c.zarr"), use_consolidated=True, zarr_format=zarr_format)
     assert _names(again.members(max_depth=None)) == ["keep"]
+
+
+def test_blocks_and_chunk_counts_on_rectilinear_grids():
+    values = np.arange(60, dtype="i4").reshape(10, 6)
+    plain = zarrdask.create_array(MemoryStore(), shape=(10, 6), dtype="i4", chunks=((3, 7), (1, 5)))
+    plain[...] = values
+    assert plain.cdata_shape == (2, 2) and plain.nchunks == 4
+    np.testing.assert_array_equal(plain.blocks[1, 1], values[3:, 1:])
+    np.testing.assert_array_equal(plain.get_block_selection((slice(0, 2), -2)), values[:, :1])
+    sharded = zarrdask.create_array(MemoryStore(), shape=(10, 6), dtype="i4", chunks=(2, 3), shards=((4, 6), (6,)))
+    sharded.blocks[1] = values[4:]  # blocks are the shards
+    assert sharded.cdata_shape == (5, 2) and sharded.nchunks == 10
+    np.testing.assert_array_equal(sharded[...], np.where(np.arange(10)[:, None] >= 4, values, 0))
