@@ -53,10 +53,16 @@ def schema(title: str) -> dict:
 
 
 def values(path: Path) -> dict[str, np.ndarray]:
-    node = zarrdask.open(path)
-    if isinstance(node, zarrdask.Array):
-        return {"": node[...]}
-    return {name: a[...] for name, a in node.arrays()}
+    """Every array's values below the node at ``path``, by path."""
+    out: dict[str, np.ndarray] = {}
+    pending = [("", zarrdask.open(path))]
+    while pending:
+        name, node = pending.pop()
+        if isinstance(node, zarrdask.Array):
+            out[name] = node[...]
+        else:
+            pending.extend((f"{name}/{n}", m) for n, m in node.members())
+    return out
 
 
 def assert_same_values(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
@@ -90,6 +96,20 @@ def test_corpus_copy_is_identical(case: dict, tmp_path: Path, capsys: pytest.Cap
     code, out, err = run(capsys, "copy", source, tmp_path / "out.zarr", "--no-progress")
     assert code == 0, err
     assert files(tmp_path / "out.zarr") == files(source)  # documents, keys and stored bytes
+
+
+@pytest.mark.parametrize("case", VALID, ids=[c["id"] for c in VALID])
+def test_corpus_copy_to_the_other_format(case: dict, tmp_path: Path) -> None:
+    """Values are kept, or the error says what the other format cannot hold (nothing written)."""
+    source = corpus_dir() / case["path"]
+    target = tmp_path / "out.zarr"
+    try:
+        zarrdask.copy(source, target, zarr_format=5 - case["zarr_format"])
+    except (InvalidModeError, ShapeMismatchError) as exc:
+        assert case["zarr_format"] == 3 and "v2" in str(exc) and not target.exists()
+        return
+    assert_same_values(values(target), values(source))
+    assert zarrdask.verify(target).ok
 
 
 def test_sharded_copy_keeps_layout_and_codecs(sharded: Path, tmp_path: Path) -> None:
@@ -273,7 +293,9 @@ def test_overwrite(sharded: Path, tmp_path: Path, capsys: pytest.CaptureFixture)
     assert code == 2 and "is not empty: pass overwrite=True (--overwrite)" in err
     assert files(target) == {"old.txt": b"old"}
     with pytest.raises(ContainsNodeError):
-        zarrdask.copy(sharded, target)
+        zarrdask.copy(sharded, target, dry_run=True)  # the plan says so too
+    assert zarrdask.copy(sharded, target, dry_run=True, overwrite=True).unchanged
+    assert files(target) == {"old.txt": b"old"}
     assert run(capsys, "copy", sharded, target, "--no-progress", "--overwrite")[0] == 0
     assert files(target) == files(sharded)
 

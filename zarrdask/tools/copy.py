@@ -43,7 +43,7 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
          target_storage_options: dict[str, Any] | None = None) -> Union[Array, Group, CopyPlan]:
     """Copy the node at ``path`` of ``source`` (and everything below it) to ``target``'s root.
 
-    ``chunks`` / ``shards``: ``"keep"`` (default, the source's), sizes for arrays of that
+    ``chunks`` / ``shards``: ``"keep"`` (default, the source's; ``chunks=None`` too), sizes for arrays of that
     many dimensions (one size: every dimension; -1: the whole dimension) or
     ``{dimension name: size}``; ``shards=None`` removes sharding. ``compressors``:
     ``"keep"``, ``None`` (none) or codecs as for ``create_array``; ``zarr_format``: the
@@ -70,9 +70,10 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     targets = {rel: target_metadata(rel or "/", a, options) for rel, a in arrays}
     plan = CopyPlan(src.url, dst.url, [plan_array(rel, a, targets[rel], same_bytes(a, targets[rel]), dst,
                                                   measure=dry_run) for rel, a in arrays], len(nodes) - len(arrays))
+    stale = _check_target(dst, overwrite)
     if dry_run:
         return plan
-    _check_target(dst, overwrite)
+    dst.delete_many(stale)
     fmt = zarr_format or root.zarr_format
     for rel, node in nodes:
         if isinstance(node, Group):
@@ -94,14 +95,14 @@ def _nodes(store: Store, root: Union[Array, Group]) -> list[tuple[str, Union[Arr
     return out
 
 
-def _check_target(dst: Store, overwrite: bool) -> None:
-    """An empty target, or one emptied because ``overwrite`` was passed (after every check)."""
-    if next(iter(dst.list_prefix("")), None) is None:
-        return
-    if not overwrite:
+def _check_target(dst: Store, overwrite: bool) -> list[str]:
+    """The target's keys, which ``overwrite`` replaces (removed after every check); an
+    error when there are some and ``overwrite`` was not passed."""
+    keys = list(dst.list_prefix(""))
+    if keys and not overwrite:
         raise ContainsNodeError(f"the target {dst.url} is not empty: pass overwrite=True (--overwrite) to replace "
                                 "its contents, or choose another target")
-    dst.delete_prefix("")
+    return keys
 
 
 def _copy_documents(src: Store, dst: Store, source_path: str, rel: str, names: tuple[str, ...]) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..codecs.registry import get_codec_class
 from ..core.array import Array
 from ..core.codec_input import codec_json_v2, codec_json_v3
@@ -240,18 +242,34 @@ def _v2_dtype(path: str, array: Array, endian: str) -> str:
         raise refusal
     try:
         text = array.dtype.newbyteorder(">" if endian == "big" else "<").str
-        parse_dtype_v2(text)
+        same = parse_dtype_v2(text).dtype.newbyteorder("<") == array.dtype.newbyteorder("<")
     except (ValueError, TypeError):
         raise refusal from None
+    if not same:  # (bfloat16 and the like would come back as raw bytes)
+        raise refusal
     return text
 
 
 def _xarray_fill_v2(array: Array, attrs: dict[str, Any]) -> Any:
-    """The fill value xarray masks with: v3 keeps it as the ``_FillValue`` attribute, v2 as ``fill_value``."""
+    """The fill value xarray masks with: v3 keeps it as the ``_FillValue`` attribute, v2 as ``fill_value``
+    (a v3 fill value without the attribute is kept unless it is zero, which v2's null gives alike)."""
     from ..xarray_backend.encoding import decode_fill_value_attr
 
     fill = attrs.pop("_FillValue", None)
-    return array.fill_value if fill is None else decode_fill_value_attr(fill, array)
+    if fill is not None:
+        return decode_fill_value_attr(fill, array)
+    return None if _is_zero(array.fill_value, array.dtype) else array.fill_value
+
+
+def _is_zero(value: Any, dtype: np.dtype) -> bool:
+    """Whether ``value`` is the type's zero: stored as v2's null fill value then, which
+    readers fill with the same zero and xarray does not mask with (no ``_FillValue``)."""
+    if dtype.kind == "O":
+        return False
+    try:
+        return np.asarray(value, dtype=dtype).tobytes() == np.zeros((), dtype=dtype).tobytes()
+    except (TypeError, ValueError):
+        return False
 
 
 def target_metadata(path: str, array: Array, options: Options) -> Any:
