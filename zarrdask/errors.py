@@ -39,6 +39,7 @@ __all__ = [
     "ChunkAlignmentError",
     "InvalidModeError",
     "UnexpectedKeywordError",
+    "NodeMismatchError",
     "DatasetError",
     "DatasetTypeError",
     "DatasetKeyError",
@@ -232,6 +233,11 @@ class InvalidModeError(ZarrdaskError, ValueError):
 class UnexpectedKeywordError(ZarrdaskError, TypeError):
     """A keyword the called function does not take (named with the function, and the
     nearest keyword it does take)."""
+
+
+class NodeMismatchError(ContainsNodeError, TypeError):
+    """An existing node that does not match what ``require_*`` asked for (another kind of
+    node, shape or dtype); a ``TypeError`` as in zarr-python."""
 
 
 class StaleConsolidatedMetadataWarning(UserWarning):

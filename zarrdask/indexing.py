@@ -33,6 +33,7 @@ __all__ = [
     "Selection",
     "Projection",
     "basic_selection",
+    "expand_ellipsis",
     "orthogonal_selection",
     "point_selection",
 ]
@@ -204,7 +205,7 @@ def _as_tuple(selection: Any) -> tuple[Any, ...]:
     return selection if isinstance(selection, tuple) else (selection,)
 
 
-def _expand_ellipsis(sel: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+def expand_ellipsis(sel: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     n_ell = sum(1 for s in sel if s is Ellipsis)
     if n_ell > 1:
         raise SelectionError("a selection may contain at most one Ellipsis")
@@ -255,7 +256,7 @@ def _orthogonal(selection: Any, shape: tuple[int, ...], allow_arrays: bool
                 ) -> tuple[OrthogonalSelection, tuple[int, ...]]:
     """Normalise per-dimension ints / slices (/ int or bool arrays); integer-indexed
     dimensions are dropped from the returned result shape."""
-    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    sel = expand_ellipsis(_as_tuple(selection), len(shape))
     dims: list[DimSel] = []
     out_shape: list[int] = []
     for d, (s, n) in enumerate(zip(sel, shape)):

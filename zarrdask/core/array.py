@@ -343,7 +343,8 @@ class Array(SelectionMethods, Node):
     # -- writes --------------------------------------------------------------------------
     def _write(self, selection: Selection, value: Any) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"array {self.name!r} is read-only")
+            raise ReadOnlyError(f"array {self.name!r} is read-only: it was opened with mode='r' (the default of "
+                                f"zarrdask.open and open_array); open it with mode='r+' to write")
         target_shape = selection.shape
         try:
             values = np.asarray(value, dtype=self.dtype)

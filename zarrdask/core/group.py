@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import (
     ContainsNodeError,
+    NodeMismatchError,
     InvalidKeyError,
     InvalidValueError,
     MemberNotFoundError,
@@ -20,7 +21,6 @@ from ..errors import (
     NodeNotFoundError,
     Problem,
     ReadOnlyError,
-    ShapeMismatchError,
     StaleConsolidatedMetadataWarning,
 )
 from ..keywords import check_keywords, refuse
@@ -255,15 +255,15 @@ class Group(Node):
             return self._create_array("require_array", name, {"shape": shape, "dtype": dtype, **kwargs})
         check_keywords("Group.require_array", kwargs, _array_keywords())
         if not isinstance(node, Array):
-            raise ContainsNodeError(f"Group.require_array({name!r}): {node.name!r} is a group, not an array")
+            raise NodeMismatchError(f"Group.require_array({name!r}): {node.name!r} is a group, not an array")
         wanted = (shape,) if isinstance(shape, int) else tuple(shape)
         if wanted != node.shape:
-            raise ShapeMismatchError(f"Group.require_array({name!r}, shape={wanted}): the array has shape "
+            raise NodeMismatchError(f"Group.require_array({name!r}, shape={wanted}): the array has shape "
                                      f"{node.shape}; pass shape={node.shape} or use another name")
         if dtype is not None:
             want = np.dtype(dtype)
             if (node.dtype != want) if exact else not np.can_cast(node.dtype, want):
-                raise ShapeMismatchError(f"Group.require_array({name!r}, dtype={want}): the array's dtype is "
+                raise NodeMismatchError(f"Group.require_array({name!r}, dtype={want}): the array's dtype is "
                                          f"{node.dtype}; pass dtype={str(node.dtype)!r}")
         return node
 
@@ -283,7 +283,7 @@ class Group(Node):
         if node is None:
             return self.create_group(name)
         if not isinstance(node, Group):
-            raise ContainsNodeError(f"{join_path(self._path, name)!r} is an array, not a group")
+            raise NodeMismatchError(f"Group.require_group({name!r}): {join_path(self._path, name)!r} is an array, not a group")
         return node
 
     def require_groups(self, *names: str) -> tuple[Group, ...]:

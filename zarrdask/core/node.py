@@ -69,7 +69,8 @@ class Node:
 
     def _update_metadata(self, metadata: Any) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"{type(self).__name__.lower()} {self.name!r} is read-only")
+            raise ReadOnlyError(f"{type(self).__name__.lower()} {self.name!r} is read-only: it was opened with "
+                                f"mode='r'; open it with mode='r+' to change it")
         write_node(self._store, self._path, metadata)
         self._metadata = metadata
         if self._parent_copy is not None:

@@ -17,7 +17,7 @@ from ..grid import AxisGrid
 from ..indexing import (
     PointSelection,
     Selection,
-    _expand_ellipsis,
+    expand_ellipsis,
     basic_selection,
     orthogonal_selection,
     point_selection,
@@ -36,7 +36,7 @@ def block_slices(selection: Any, grid: tuple[AxisGrid, ...]) -> tuple[slice, ...
     """A block selection (ints and step-1 slices of block indices, as ``dask.Array.blocks``)
     as the array slices it covers. Blocks are the storage units of ``grid`` (the shards of a
     sharded array), as zarr-python's ``blocks``; an int keeps its dimension."""
-    items = _expand_ellipsis(selection if isinstance(selection, tuple) else (selection,), len(grid))
+    items = expand_ellipsis(selection if isinstance(selection, tuple) else (selection,), len(grid))
     out = []
     for d, (item, axis) in enumerate(zip(items, grid)):
         n = axis.count
