@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "write nothing")
     p.add_argument("--json", action="store_true", help="the plan (--dry-run) or the copied arrays as JSON")
     p.add_argument("--scheduler", metavar="ADDRESS", help="a distributed scheduler to run on (tcp://host:port)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (none with --json either)")
     p.set_defaults(run=run, storage_option=[])
 
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tools.copy import KEEP, copy  # (imports Dask)
 
     kwargs = dict(path=args.path, zarr_format=args.zarr_format, overwrite=args.overwrite, dry_run=args.dry_run,
-                  progress=not args.no_progress, storage_options=storage_options(args),
+                  progress=not (args.no_progress or args.json), storage_options=storage_options(args),
                   chunks=getattr(args, "chunks", KEEP), shards=getattr(args, "shards", KEEP),
                   compressors=getattr(args, "codecs", KEEP))
     if args.scheduler:
