@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.array import ArrayOptions
-from ..errors import InvalidModeError
-from ..keywords import check_keywords, refuse
+from ..errors import InvalidModeError, UnexpectedKeywordError
+from ..keywords import did_you_mean, refuse
 
 __all__ = [
     "CREATE_KEYWORDS", "OPTION_KEYWORDS", "READ_KEYWORDS", "WRITE_KEYWORDS", "ReadKeywords", "WriteKeywords",
@@ -85,10 +85,12 @@ def merged(function: str, *sources: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def read_keywords(function: str, given: Mapping[str, Any], *, allow_mode: bool = True) -> ReadKeywords:
-    """``given`` (extra keywords and ``zarr_read_kwargs`` merged) checked and sorted."""
+def read_keywords(function: str, given: Mapping[str, Any], named: tuple[str, ...], *,
+                  allow_mode: bool = True) -> ReadKeywords:
+    """``given`` (extra keywords and ``zarr_read_kwargs`` merged) checked and sorted;
+    ``named``: the calling function's own parameters, for the did-you-mean."""
     allowed = READ_KEYWORDS if allow_mode else tuple(k for k in READ_KEYWORDS if k != "mode")
-    _check(function, given, allowed)
+    _check(function, given, allowed, named)
     mode = given.get("mode", "r")
     if mode not in _READ_MODES:
         raise InvalidModeError(
@@ -99,10 +101,10 @@ def read_keywords(function: str, given: Mapping[str, Any], *, allow_mode: bool =
     return ReadKeywords("r" if mode == "r" else "r+", expect, options)
 
 
-def write_keywords(function: str, given: Mapping[str, Any]) -> WriteKeywords:
+def write_keywords(function: str, given: Mapping[str, Any], named: tuple[str, ...]) -> WriteKeywords:
     """``given`` (to_zarr's array keywords, ``**kwargs`` and ``zarr_array_kwargs`` merged)
     checked and sorted; zarr-python's ``config=`` becomes its ArrayOptions."""
-    _check(function, given, WRITE_KEYWORDS)
+    _check(function, given, WRITE_KEYWORDS, named)
     options = {k: v for k, v in given.items() if k in OPTION_KEYWORDS}
     config = given.get("config")
     if config is not None:
@@ -120,11 +122,16 @@ def write_keywords(function: str, given: Mapping[str, Any]) -> WriteKeywords:
     return WriteKeywords(create, options, overwrite, given.get("name"))
 
 
-def _check(function: str, given: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+def _check(function: str, given: Mapping[str, Any], allowed: tuple[str, ...], named: tuple[str, ...]) -> None:
+    """Refuse the first keyword of ``given`` not in ``allowed``; the did-you-mean also
+    looks at the function's ``named`` parameters (``chunks``, ``storage_options`` ...)."""
     for key in given:
-        if key in _INSTEAD and key not in allowed:
+        if key in allowed:
+            continue
+        if key in _INSTEAD:
             raise refuse(function, key, _INSTEAD[key])
-    check_keywords(function, given, allowed)
+        raise UnexpectedKeywordError(
+            f"{function}() got an unexpected keyword argument {key!r}{did_you_mean(key, (*allowed, *named))}")
 
 
 def _same(a: Any, b: Any) -> bool:

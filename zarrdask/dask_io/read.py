@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["from_zarr", "open_location", "open_source", "read_chunks"]
 
 FUNCTION = "zarrdask.from_zarr"
+_NAMED = ("url", "component", "storage_options", "chunks", "name", "inline_array", "path", "zarr_read_kwargs")
 
 
 def from_zarr(
@@ -80,7 +81,7 @@ def from_zarr(
 
     The keys are the same with dask's ``array.query-planning`` on or off.
     """
-    given = read_keywords(FUNCTION, merged(FUNCTION, kwargs, zarr_read_kwargs))
+    given = read_keywords(FUNCTION, merged(FUNCTION, kwargs, zarr_read_kwargs), _NAMED)
     node_at = node_path(FUNCTION, component=component, path=path)
     array = open_location(FUNCTION, locate(FUNCTION, url, node_at, storage_options), given, storage_options)
     block_chunks = read_chunks(array, chunks)

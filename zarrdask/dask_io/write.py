@@ -37,6 +37,8 @@ __all__ = ["plan_write", "to_zarr"]
 MODES = ("w-", "w", "r+", "a")
 _EXPECTED = ("shape", "dtype", "chunks", "zarr_format")  # array keywords checked against an existing target
 FUNCTION = "zarrdask.to_zarr"
+_NAMED = ("arr", "url", "component", "storage_options", "region", "compute", "return_stored", "mode", "path",
+          "append_axis", "progress", "zarr_array_kwargs", "zarr_read_kwargs")
 
 
 def to_zarr(
@@ -117,9 +119,9 @@ def to_zarr(
         chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
         attributes=attributes, fill_value=fill_value, zarr_format=zarr_format, overwrite=overwrite,
         write_empty_chunks=write_empty_chunks,
-    ).items() if not (v is None or (k == "compressors" and isinstance(v, str) and v == "auto"))}
-    given = write_keywords(FUNCTION, merged(FUNCTION, explicit, kwargs, zarr_array_kwargs))
-    reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), allow_mode=False)
+    ).items() if not (isinstance(v, str) and v == "auto" if k == "compressors" else v is None)}  # given ones
+    given = write_keywords(FUNCTION, merged(FUNCTION, explicit, kwargs, zarr_array_kwargs), _NAMED)
+    reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), _NAMED, allow_mode=False)
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
                       storage_options)
     mode = write_mode(mode, given.overwrite, region, location.array is not None or is_array_node(url))
@@ -135,8 +137,8 @@ def to_zarr(
     delayed = write_graph(source, writer, plan)
     if compute:
         run_graphs([delayed], progress)
-        return stored(target) if return_stored else target
-    return stored(target, delayed) if return_stored else delayed
+        return stored(target, region) if return_stored else target
+    return stored(target, region, delayed) if return_stored else delayed
 
 
 def write_mode(mode: str | None, overwrite: bool | None, region: Any, into_array: bool) -> str:
@@ -160,22 +162,24 @@ def write_mode(mode: str | None, overwrite: bool | None, region: Any, into_array
     return mode
 
 
-def stored(target: Array, delayed: Delayed | None = None) -> da.Array:
-    """``return_stored``: the target read back, in its storage units. With ``delayed`` (not
-    yet computed) each block is read by a task that runs after the whole write."""
-    back = from_zarr(target, name=False)
+def stored(target: Array, region: tuple[slice, ...], delayed: Delayed | None = None) -> da.Array:
+    """``return_stored``: ``region`` of the target read back, in its storage units. With
+    ``delayed`` (not yet computed) each block is read by a task that runs after the write."""
+    back = from_zarr(target, name=False)[region]
     if delayed is None:
         return back
     template = da.broadcast_to(np.False_, back.shape, chunks=back.chunks)  # block positions, no memory
     return da.map_blocks(_read_after_write, template, delayed, reader=BlockReader(target),
-                         dtype=back.dtype, meta=back._meta)
+                         offset=tuple(s.start for s in region), dtype=back.dtype, meta=back._meta)
 
 
-def _read_after_write(_template: np.ndarray, _written: None, reader: BlockReader,
+def _read_after_write(_template: np.ndarray, _written: None, reader: BlockReader, offset: tuple[int, ...],
                       block_info: dict[Any, Any] | None = None) -> np.ndarray:
-    """The stored block at the output block's place (``_written``: the write is done)."""
+    """The stored block at the output block's place in the region that starts at ``offset``
+    (``_written``: the write is done)."""
     assert block_info is not None
-    return np.asarray(reader[tuple(slice(start, stop) for start, stop in block_info[None]["array-location"])])
+    where = block_info[None]["array-location"]
+    return np.asarray(reader[tuple(slice(o + a, o + b) for o, (a, b) in zip(offset, where))])
 
 
 def plan_write(
