@@ -1,0 +1,146 @@
+"""No keyword is ever silently dropped.
+
+Every function and method of the package is introspected: one that takes ``**kwargs``
+must be listed here with the documented destination its keywords go to, and calling it
+with a keyword nobody takes must raise a ``TypeError`` naming that keyword. A new
+``**kwargs`` anywhere fails the first test until it is accounted for here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from typing import Any, Callable, Protocol
+
+import numpy as np
+import pytest
+
+import zarrdask
+
+BOGUS = "zz_no_such_keyword"
+#: private names are skipped, except these ways in
+_DUNDER_ENTRIES = ("__init__", "__new__", "__call__", "__getitem__", "__setitem__")
+
+
+def _callables() -> dict[str, Any]:
+    """Every public function and method defined in the package (and constructors), by
+    ``module:qualname``."""
+    found: dict[str, Any] = {}
+    for info in pkgutil.walk_packages(zarrdask.__path__, "zarrdask."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if name.startswith("_"):
+                continue
+            if inspect.isfunction(obj):
+                found[f"{module.__name__}:{name}"] = obj
+            elif inspect.isclass(obj) and Protocol not in obj.__mro__[1:]:
+                for attr, member in vars(obj).items():
+                    if attr.startswith("_") and attr not in _DUNDER_ENTRIES:
+                        continue
+                    member = getattr(member, "__func__", member)
+                    if inspect.isfunction(member):
+                        found[f"{module.__name__}:{name}.{attr}"] = member
+    return found
+
+
+def _takes_var_keyword(function: Any) -> bool:
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(function).parameters.values())
+
+
+def _array(tmp_path: Any) -> zarrdask.Array:
+    return zarrdask.create_array(str(tmp_path / "a.zarr"), shape=(4,), dtype="i2", chunks=(2,), overwrite=True)
+
+
+def _group(tmp_path: Any) -> zarrdask.Group:
+    return zarrdask.create_group(str(tmp_path / "g.zarr"), overwrite=True)
+
+
+#: ``module:qualname`` -> (where its keywords go, a call passing ``**kw`` with valid arguments otherwise)
+ACCOUNTED: dict[str, tuple[str, Callable[[Any, dict[str, Any]], Any]]] = {
+    "zarrdask.core.api:open": (
+        "array keywords of zarr-python's open, checked by core/array_keywords.py",
+        lambda t, kw: zarrdask.open(str(t / "a.zarr"), mode="a", **kw)),
+    "zarrdask.core.api:open_array": (
+        "array keywords of zarr-python's open_array, checked by core/array_keywords.py",
+        lambda t, kw: zarrdask.open_array(str(t / "a.zarr"), mode="w", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.api:open_group": (
+        "zarr-python's open_group keywords, each accepted or refused by name",
+        lambda t, kw: zarrdask.open_group(str(t / "g.zarr"), **kw)),
+    "zarrdask.core.create:create_array": (
+        "ArrayOptions (runtime options), checked against its fields",
+        lambda t, kw: zarrdask.create_array(str(t / "a.zarr"), shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.group:Group.create_array": (
+        "create_array's keywords, checked against its signature",
+        lambda t, kw: _group(t).create_array("x", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.group:Group.create": (
+        "Group.create_array",
+        lambda t, kw: _group(t).create("x", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.group:Group.require_array": (
+        "create_array's keywords, checked against its signature",
+        lambda t, kw: _group(t).require_array("x", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.array:Array.with_options": (
+        "ArrayOptions fields, through dataclasses.replace",
+        lambda t, kw: _array(t).with_options(**kw)),
+    "zarrdask.core.attributes:Attributes.update": (
+        "dict.update: every keyword is an attribute by that name (zarr-python's attrs.update)",
+        None),
+    "zarrdask.dask_io.read:from_zarr": (
+        "dask's from_zarr **kwargs (zarr.open_array's keywords), checked by dask_io/dask_keywords.py",
+        lambda t, kw: zarrdask.from_zarr(_array(t), **kw)),
+    "zarrdask.dask_io.write:to_zarr": (
+        "dask's to_zarr **kwargs (array-creation keywords), checked by dask_io/dask_keywords.py",
+        lambda t, kw: zarrdask.to_zarr(np.zeros(4), str(t / "w.zarr"), **kw)),
+    "zarrdask.dask_io.sources:node_path": (
+        "internal: the node path under each of its aliases, passed by name by the callers",
+        None),
+    "zarrdask.metadata.v2:ArrayMetadataV2.evolve": ("dataclasses.replace (TypeError on unknown fields)", None),
+    "zarrdask.metadata.v2:GroupMetadataV2.evolve": ("dataclasses.replace (TypeError on unknown fields)", None),
+    "zarrdask.metadata.v3:ArrayMetadataV3.evolve": ("dataclasses.replace (TypeError on unknown fields)", None),
+    "zarrdask.metadata.v3:GroupMetadataV3.evolve": ("dataclasses.replace (TypeError on unknown fields)", None),
+    "zarrdask.compat.dask:named_from_array": ("internal: dask.array.from_array's keywords", None),
+    "zarrdask.compat.dask:private_from_array": ("internal: dask's FromArray expression's keywords", None),
+    "zarrdask.core.chunk_source:ShardedChunkSource.__init__": ("internal: ChunkSource.__init__", None),
+    "zarrdask.xarray_backend.array_writes:ArrayWrites.sync": ("dask.compute's keywords", None),
+}
+
+
+def test_every_var_keyword_is_accounted_for() -> None:
+    found = {name for name, f in _callables().items() if _takes_var_keyword(f)}
+    assert found - ACCOUNTED.keys() == set(), "new **kwargs: forward them to a checked destination and list them here"
+    assert ACCOUNTED.keys() - found == set(), "listed here but no longer taking **kwargs: remove the entry"
+
+
+@pytest.mark.parametrize("name", sorted(k for k, (_, call) in ACCOUNTED.items() if call is not None))
+def test_unknown_keyword_is_named(name: str, tmp_path: Any) -> None:
+    _, call = ACCOUNTED[name]
+    with pytest.raises(TypeError, match=BOGUS):
+        call(tmp_path, {BOGUS: 1})
+
+
+def test_metadata_evolve_refuses_unknown_fields(tmp_path: Any) -> None:
+    meta = _array(tmp_path).metadata
+    with pytest.raises(TypeError, match=BOGUS):
+        meta.evolve(**{BOGUS: 1})
+
+
+def test_attributes_update_stores_every_keyword(tmp_path: Any) -> None:
+    a = _array(tmp_path)
+    a.attrs.update({"x": 1}, units="K")
+    assert dict(zarrdask.open_array(str(tmp_path / "a.zarr")).attrs) == {"x": 1, "units": "K"}
+
+
+def test_internal_forwarders_reach_checked_signatures(tmp_path: Any) -> None:
+    """The internal ``**kwargs`` forward to signatures that have no ``**kwargs`` themselves,
+    or to the documented third-party call."""
+    from zarrdask.core.chunk_source import ChunkSource
+    from zarrdask.dask_io.sources import node_path
+
+    assert not _takes_var_keyword(ChunkSource.__init__)
+    assert node_path("zarrdask.from_zarr", component="a/", path="a") == "a"
+    with pytest.raises(zarrdask.ZarrdaskError, match="two node paths"):
+        node_path("zarrdask.from_zarr", component="a", path="b")
