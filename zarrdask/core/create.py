@@ -35,13 +35,14 @@ from .codec_input import as_list, codec_json_v2, codec_json_v3
 from .group import Group
 from .node_io import encode_node, read_nodes, write_node
 
-__all__ = ["ArrayPlan", "OVERWRITE_HINT", "commit_array", "create_array", "create_group", "make_group", "plan_array"]
+__all__ = ["ArrayPlan", "INDEX_CODECS", "OVERWRITE_HINT", "commit_array", "create_array", "create_group", "make_group", "plan_array"]
 
 _AUTO_CHUNK_BYTES = 4 << 20
 _AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial reads
 _ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 _ZSTD_V2 = {"id": "zstd", "level": 0}  # no "checksum" member: TensorStore's v2 driver rejects it
-_INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+#: the shard index chain zarrdask writes (crc32c-checked, little-endian offsets and sizes)
+INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 #: create_array's own keywords (for did-you-mean)
 _CREATE_NAMES = ("name", "shape", "dtype", "data", "chunks", "shards", "filters", "compressors", "serializer",
                  "fill_value", "order", "zarr_format", "attributes", "chunk_key_encoding", "dimension_names",
@@ -118,7 +119,7 @@ def _v3_codecs(dtype: DataType, chunks: tuple[int, ...], shards: tuple[int, ...]
     if shards is None:
         return chain
     return [{"name": "sharding_indexed", "configuration": {
-        "chunk_shape": list(chunks), "codecs": chain, "index_codecs": _INDEX_CODECS, "index_location": "end"}}]
+        "chunk_shape": list(chunks), "codecs": chain, "index_codecs": INDEX_CODECS, "index_location": "end"}}]
 
 
 def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int, exists_hint: str) -> None:

@@ -26,7 +26,7 @@ import numpy as np
 from ..codecs.registry import get_codec_class
 from ..core.array import Array
 from ..core.codec_input import codec_json_v2, codec_json_v3
-from ..core.create import _INDEX_CODECS
+from ..core.create import INDEX_CODECS
 from ..dtypes import fill_to_json_v2, parse_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem, ShapeMismatchError
 from ..metadata.v2 import ArrayMetadataV2
@@ -139,7 +139,7 @@ def _v3_document(path: str, array: Array, doc: dict[str, Any], options: Options)
         inner = aa + ab + _compressors(options.compressors)
     if shards is not None:
         config = dict(sharding["configuration"]) if sharding is not None else {
-            "index_codecs": _INDEX_CODECS, "index_location": "end"}
+            "index_codecs": INDEX_CODECS, "index_location": "end"}
         config.update(chunk_shape=list(chunks), codecs=inner)
         chain = before + [{"name": "sharding_indexed", "configuration": config}] + after
         unit = shards
@@ -281,9 +281,9 @@ def target_metadata(path: str, array: Array, options: Options) -> Any:
         return _v2_from_v2(path, array, options) if array.zarr_format == 2 else _v2_from_v3(path, array, options)
     key = join_path(path, "zarr.json")
     if array.zarr_format == 2:
-        from .migrate import _array_document
+        from .migrate import array_document
 
-        doc = _array_document(array.metadata, key)
+        doc = array_document(array.metadata, key)
     else:
         doc = array.metadata.to_json()
     return parse_v3(_v3_document(path, array, doc, options), key=key)
@@ -296,9 +296,9 @@ def same_bytes(source: Array, target: Any) -> bool:
         return source.zarr_format == 2 and target.to_json() == source.metadata.to_json()
     if source.zarr_format == 3:
         return _layout(target.to_json()) == _layout(source.metadata.to_json())
-    from .migrate import _array_document
+    from .migrate import array_document
 
-    return _layout(target.to_json()) == _layout(_array_document(source.metadata, ""))
+    return _layout(target.to_json()) == _layout(array_document(source.metadata, ""))
 
 
 def _layout(doc: dict[str, Any]) -> tuple[Any, ...]:

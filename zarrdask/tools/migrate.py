@@ -36,7 +36,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3
 from ..storage import open_store
 from ..storage.base import Store, join_path
 
-__all__ = ["MigratedNode", "migrate", "xarray_fill_attribute"]
+__all__ = ["MigratedNode", "array_document", "migrate", "xarray_fill_attribute"]
 
 _V2_DOCS = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _OBJECT_CODECS = {"vlen-utf8": ("string", ""), "vlen-bytes": ("variable_length_bytes", b"")}
@@ -103,13 +103,15 @@ def _convert(store: Store, path: str, meta: NodeMetadata) -> Any:
         return GroupMetadataV3(attributes=dict(meta.attributes))
     assert isinstance(meta, ArrayMetadataV2)
     key = join_path(path, ".zarray")
-    doc = _array_document(meta, key)
+    doc = array_document(meta, key)
     new = parse_v3(doc, key=key)
     Array(store, path, new)  # the chain builds for this chunk shape, or a MetadataError names the key
     return new
 
 
-def _array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
+def array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
+    """The v3 ``zarr.json`` of a v2 array whose chunks stay where they are (``key``: its
+    ``.zarray``, for errors)."""
     dims = meta.dimension_names
     attrs = dict(meta.attributes)
     if dims is not None:
