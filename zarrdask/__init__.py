@@ -3,7 +3,8 @@
 Core API (no Dask needed): :func:`open`, :func:`open_array`, :func:`open_group`,
 :func:`create_array`, :func:`create_group`, :func:`consolidate_metadata`,
 :func:`plan_read` (what a read will fetch, as data). Tools: :func:`verify` (an fsck),
-:func:`migrate` (v2 metadata to v3 in place), :func:`copy` (rechunk, re-shard, convert),
+:func:`migrate` (v2 metadata to v3 in place), :func:`copy` (keeps everything unless asked;
+rechunk, re-shard, recompress, convert),
 :func:`remove_temporary_files`.
 Dask: :func:`from_zarr`, :func:`to_zarr`, :func:`plan_write`. xarray:
 ``xr.open_dataset(path, engine="zarrdask")`` and ``ds.zarrdask.to_zarr(...)``.
