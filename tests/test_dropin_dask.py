@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import pathlib
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import dask
@@ -143,11 +147,12 @@ def test_group_where_an_array_is_expected(tmp_path):
 )
 def test_from_zarr_keywords(tmp_path, shape, stored, read, inline, zarr_format):
     where, data = _source(tmp_path, shape=shape, chunks=stored, zarr_format=zarr_format)
-    kwargs = dict(storage_options={}, chunks=read, name="drop-in-read", inline_array=inline, zarr_format=zarr_format)
+    kwargs = dict(storage_options={}, chunks=read, name=f"drop-in-{next(_counter)}", inline_array=inline,
+                  zarr_format=zarr_format)
     out = {name: lib.from_zarr(where.as_uri(), **kwargs) for name, lib in LIBS.items()}
     for x in out.values():
         np.testing.assert_array_equal(x.compute(), data)
-        assert x.name == "drop-in-read"
+        assert x.name == kwargs["name"]
         keys = {k if isinstance(k, str) else k[0] for k in dict(x.__dask_graph__())}
         assert any(str(k).startswith("original-") for k in keys) is not inline  # inline_array has its effect
     if read is not None:  # the blocks asked for (None: zarr's chunks for dask, shards/chunks for zarrdask)
@@ -356,3 +361,43 @@ def test_to_zarr_zarrdask_keywords_still_work(tmp_path, capsys):
     zarrdask.to_zarr(da.zeros((4, 4), chunks=2), empty, config={"write_empty_chunks": True})
     zarr_keys = [k for k in contents(empty) if k != "zarr.json"]
     assert len(zarr_keys) == 4
+
+
+def test_to_zarr_file_url_and_numpy(tmp_path):
+    data = _data((5, 7))
+    where = _fresh(tmp_path, "url")
+    zarrdask.to_zarr(data, where.as_uri(), "v", chunks=(2, 7))  # numpy in, file:// without storage_options
+    np.testing.assert_array_equal(zarr.open_array(where, path="v")[...], data)
+    np.testing.assert_array_equal(zarrdask.from_zarr(where.as_uri(), "v").compute(), data)
+
+
+def test_query_planning_on(tmp_path):
+    """With dask's array expressions: the read keywords and return_stored (computed) work;
+    return_stored with compute=False is refused by name."""
+    script = textwrap.dedent(f"""
+        import dask.array as da, numpy as np, zarrdask
+        from zarrdask.errors import InvalidModeError
+        assert da.array_expr_enabled()
+        x = da.arange(12, chunks=5)
+        where = {str(tmp_path / "q.zarr")!r}
+        back = zarrdask.to_zarr(x * 2, where, return_stored=True, chunks=(4,))
+        assert np.array_equal(back.compute(), np.arange(12) * 2)
+        for inline in (True, False):
+            y = zarrdask.from_zarr(where, None, None, (6,), None, inline)
+            keys = {{k if isinstance(k, str) else k[0] for k in dict(y.__dask_graph__())}}
+            assert any(k.startswith("original-") for k in keys) is not inline, keys
+            assert y.chunks == ((6, 6),) and np.array_equal(y.compute(), np.arange(12) * 2)
+        try:
+            zarrdask.to_zarr(x, where, overwrite=True, return_stored=True, compute=False)
+        except InvalidModeError as exc:
+            assert "return_stored=True with compute=False" in str(exc)
+        else:
+            raise AssertionError("not refused")
+        print("ok")
+    """)
+    env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "True"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

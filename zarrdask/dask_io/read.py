@@ -87,7 +87,9 @@ def from_zarr(
     block_chunks = read_chunks(array, chunks)
     reader = BlockReader(array)
     if name is None or name is True:
-        name = f"zarrdask-read-{tokenize(reader, block_chunks)}"
+        # inline_array=False names another graph (query planning caches expressions by name)
+        token = tokenize(reader, block_chunks) if inline_array else tokenize(reader, block_chunks, "original")
+        name = f"zarrdask-read-{token}"
     elif name is False:
         name = f"zarrdask-read-{uuid.uuid4().hex}"
     # The annotation keeps the read layer out of Blockwise fusion, so progress bars and the

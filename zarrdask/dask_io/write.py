@@ -88,7 +88,7 @@ def to_zarr(
     Array keywords (dask passes them to ``zarr.create_array``; also accepted in a
     ``zarr_array_kwargs`` dict): ``chunks``, ``shards``, ``compressors``, ``filters``,
     ``serializer``, ``codecs``, ``fill_value``, ``dimension_names``, ``attributes``,
-    ``chunk_key_encoding``, ``order``, ``zarr_format``, ``dtype``, ``shape`` (must be
+    ``chunk_key_encoding``, ``order``, ``zarr_format`` (default 3, as zarr-python's), ``dtype``, ``shape`` (must be
     ``arr``'s), ``allow_reserved_names``, ``config={"write_empty_chunks": ...}`` and the
     :class:`~zarrdask.ArrayOptions` fields (``threads``, ``lock``, ...). They apply when an
     array is created; writing into an existing one, ``shape``/``dtype``/``chunks``/
@@ -108,7 +108,8 @@ def to_zarr(
     ``None``), or with ``compute=False`` a ``Delayed`` that writes when computed (the
     metadata is already written). ``return_stored=True`` returns a dask array of the
     stored data instead: read back from the target after the write (with ``compute=False``
-    computing it writes first). The graph (see
+    computing it writes first; not with dask's array query planning, which has no
+    ``to_zarr`` itself). The graph (see
     :func:`~zarrdask.dask_io.write_graph.write_graph`) is generated from the plan when it
     is materialised, so it builds in the time of the per-axis plan::
 
@@ -125,6 +126,10 @@ def to_zarr(
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
                       storage_options)
     mode = write_mode(mode, given.overwrite, region, location.array is not None or is_array_node(url))
+    if return_stored and not compute and da.array_expr_enabled():
+        # dask's array expressions lose a Delayed's graph in map_blocks (and have no to_zarr of their own)
+        raise InvalidModeError(f"{FUNCTION}(): return_stored=True with compute=False needs dask's "
+                               "array.query-planning off; with compute=True the stored data is returned")
     if progress and not compute:
         raise InvalidModeError(f"{FUNCTION}(): progress=True draws a bar while to_zarr computes; with "
                                "compute=False compute the result under dask.diagnostics.ProgressBar()")
@@ -168,7 +173,7 @@ def stored(target: Array, region: tuple[slice, ...], delayed: Delayed | None = N
     back = from_zarr(target, name=False)[region]
     if delayed is None:
         return back
-    template = da.broadcast_to(np.False_, back.shape, chunks=back.chunks)  # block positions, no memory
+    template = da.zeros(back.shape, chunks=back.chunks, dtype=bool)  # block positions (broadcast: no memory)
     return da.map_blocks(_read_after_write, template, delayed, reader=BlockReader(target),
                          offset=tuple(s.start for s in region), dtype=back.dtype, meta=back._meta)
 
