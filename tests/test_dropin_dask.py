@@ -319,6 +319,17 @@ def test_to_zarr_memory_store_and_groups(tmp_path):
     np.testing.assert_array_equal(zarrdask.from_zarr(group, "g/v").compute(), x.compute())
 
 
+def test_to_zarr_onto_a_group_names_its_arrays(tmp_path):
+    where, data = _source(tmp_path, component="g/a")
+    for url in (where, zarr.open_group(where, mode="r+")):
+        with pytest.raises(ContainsNodeError) as info:
+            zarrdask.to_zarr(da.from_array(data), url)
+        assert "'g/a'" in str(info.value) and "component=" in str(info.value)
+        with pytest.raises(zarrdask.errors.ArrayNotFoundError, match="'g/a'"):
+            zarrdask.to_zarr(da.from_array(data), url, mode="r+")
+    np.testing.assert_array_equal(zarr.open_array(where, path="g/a")[...], data)
+
+
 def test_to_zarr_refusals_delete_nothing(tmp_path):
     x = da.from_array(_data((4, 4)), chunks=2)
     where = _fresh(tmp_path, "keep")

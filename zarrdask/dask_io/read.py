@@ -133,7 +133,7 @@ def open_location(function: str, location: Location, given: ReadKeywords,
                           storage_options=storage_options,
                           **given.expect, **given.options)
     except ArrayNotFoundError as exc:
-        raise not_an_array(function, location, exc) from exc
+        raise not_an_array(function, location, exc, storage_options) from exc
 
 
 def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]:

@@ -75,11 +75,11 @@ def locate(function: str, url: Any, path: str | None, storage_options: dict[str,
     return Location(url.store, node_at or None, url if isinstance(url, Array) else None)
 
 
-def group_arrays(store: Any, path: str | None) -> list[str] | None:
+def group_arrays(store: Any, path: str | None, storage_options: dict[str, Any] | None = None) -> list[str] | None:
     """The paths (relative to ``path``) of the arrays in the group at ``path``, or ``None``
     when no group is there."""
     try:
-        node = open_node(store, mode="r", path=path)
+        node = open_node(store, mode="r", path=path, storage_options=storage_options)
     except Exception:  # noqa: BLE001 - only asked to enrich a message; the first error stands
         return None
     if not isinstance(node, Group):
@@ -99,10 +99,11 @@ def group_arrays(store: Any, path: str | None) -> list[str] | None:
     return found
 
 
-def not_an_array(function: str, location: Location, cause: ArrayNotFoundError) -> ArrayNotFoundError:
+def not_an_array(function: str, location: Location, cause: ArrayNotFoundError,
+                 storage_options: dict[str, Any] | None = None) -> ArrayNotFoundError:
     """The error for a group where an array is expected: ``cause``'s, naming the group's
     arrays (up to 20) and the ``component=`` that opens one."""
-    arrays = group_arrays(location.store, location.path)
+    arrays = group_arrays(location.store, location.path, storage_options)
     if arrays is None:
         return cause
     base = f"{location.path}/" if location.path else ""

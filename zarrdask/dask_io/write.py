@@ -26,7 +26,7 @@ from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from .progress import compute as run_graphs
 from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, write_keywords
 from .read import from_zarr, open_location, open_source
-from .sources import Location, is_array_node, locate, node_path
+from .sources import Location, group_arrays, is_array_node, locate, node_path
 from .write_graph import write_graph
 
 if TYPE_CHECKING:
@@ -250,12 +250,25 @@ def _prepare_target(
         target = create_array(location.store, path=location.path, shape=shape, chunks=chunks,
                               overwrite=mode == "w", storage_options=storage_options, **create, **given.options)
     except ContainsNodeError as exc:
-        if _node_exists(location, storage_options):
-            raise ContainsNodeError(
-                f"{FUNCTION}(): an array or group already exists at {location.describe()}: pass overwrite=True "
-                "(or mode='w') to replace it, mode='r+' to write into it or mode='a' to append to it") from None
-        raise exc
+        raise _exists_error(location, storage_options) or exc from None
     return target, tuple(slice(0, n) for n in target.shape)
+
+
+def _exists_error(location: Location, storage_options: dict[str, Any] | None) -> ContainsNodeError | None:
+    """The error for a node already at the target, with the fixes that work for to_zarr
+    (a group's arrays are named: replacing a group deletes them all); None if none is there."""
+    arrays = group_arrays(location.store, location.path, storage_options)
+    if arrays is not None:
+        names = ", ".join(repr(a) for a in arrays[:5]) + (" ..." if len(arrays) > 5 else "")
+        return ContainsNodeError(
+            f"{FUNCTION}(): a group is at {location.describe()} (arrays: {names or 'none'}): pass "
+            "component='<name>' to write an array inside it, or overwrite=True (or mode='w') to replace the "
+            "whole group")
+    if not _node_exists(location, storage_options):
+        return None
+    return ContainsNodeError(
+        f"{FUNCTION}(): an array already exists at {location.describe()}: pass overwrite=True (or mode='w') "
+        "to replace it, mode='r+' to write into it or mode='a' to append to it")
 
 
 def _open_existing(x: da.Array | np.ndarray, location: Location, mode: str, storage_options: dict[str, Any] | None,
