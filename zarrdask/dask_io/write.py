@@ -200,7 +200,7 @@ def plan_write(
     Returns the plan's summary: write tasks, shards fully written, read-modify-writes,
     source blocks per task and estimated bytes written and read. Nothing is written.
     """
-    array = open_source(target, path=path, storage_options=storage_options)
+    array = open_source(target, path=path, storage_options=storage_options, function="zarrdask.plan_write")
     if not isinstance(x, da.Array):
         x = np.asarray(x)
     slices = _checked_region(x, array, region)
