@@ -333,7 +333,7 @@ class CountingStore(WrapperStore):
 # --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class IrregularAxis:
-    """Chunks of the given extents (a ``zarrdask.grid.AxisGrid`` that is not regular,
+    """Chunks of the given extents (a ``zarrdask.metadata.grid.AxisGrid`` that is not regular,
     as a rectilinear grid has)."""
 
     edges: tuple[int, ...]

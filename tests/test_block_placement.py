@@ -26,7 +26,7 @@ from zarrdask.codecs import decompress
 from zarrdask.codecs.base import ChunkSpec
 from zarrdask.codecs.pipeline import CodecPipeline
 from zarrdask.core import block_placement, output
-from zarrdask.dtypes import parse_data_type_v3
+from zarrdask.metadata.dtypes import parse_data_type_v3
 from zarrdask.metadata.extension import parse_named_config
 from zarrdask.errors import CorruptChunkError, MissingChunkError, ZarrdaskError
 from zarrdask.storage import MemoryStore

@@ -229,7 +229,7 @@ def test_misspelled_codec_setting_suggests_it(setting, data):
     ("uint8x", 3, "uint8"), ("f<4", 3, "<f4"), ("datetime65", 3, "datetime64"),
 ])
 def test_create_array_dtype_typo_suggests_the_dtype(dtype, zarr_format, suggestion):
-    from zarrdask.dtypes import data_type_from_numpy
+    from zarrdask.metadata.dtypes import data_type_from_numpy
 
     with pytest.raises(UnsupportedDataTypeError, match=re.escape(f"{dtype!r} is not a data type (did you mean "
                                                                  f"{suggestion!r}?)")):

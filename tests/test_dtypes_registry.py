@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.dtypes import data_type_from_numpy, parse_data_type_v3
+from zarrdask.metadata.dtypes import data_type_from_numpy, parse_data_type_v3
 from zarrdask.errors import MetadataError, UnknownExtensionError, UnsupportedDataTypeError
 from zarrdask.storage import MemoryStore
 

@@ -1,4 +1,4 @@
-"""The chunk-grid abstraction: a grid is its axes (``zarrdask.grid.AxisGrid``), and the
+"""The chunk-grid abstraction: a grid is its axes (``zarrdask.metadata.grid.AxisGrid``), and the
 indexing layer projects any selection onto any axes, regular or not. An irregular axis
 defined here (as a rectilinear grid will be) projects exactly like numpy's indexing."""
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from _util import IrregularAxis
 
-from zarrdask.grid import (
+from zarrdask.metadata.grid import (
     RegularAxis,
     RegularChunkGrid,
     all_chunk_coords,

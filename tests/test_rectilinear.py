@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import zarrdask
 from zarrdask.errors import MetadataError
-from zarrdask.grid import RectilinearChunkGrid
+from zarrdask.metadata.grid import RectilinearChunkGrid
 from zarrdask.storage import MemoryStore
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,

@@ -294,7 +294,7 @@ def test_cast_value_agrees_with_cast_value_rs(peer):
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     from zarrdask.codecs._casting import cast, numeric
-    from zarrdask.dtypes import data_type_from_numpy
+    from zarrdask.metadata.dtypes import data_type_from_numpy
     from zarrdask.errors import CodecError
 
     mismatches = []

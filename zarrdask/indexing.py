@@ -7,7 +7,7 @@ A user selection is normalised once into one of two forms:
 * :class:`PointSelection`: broadcast coordinate arrays (``a.vindex[...]``).
 
 ``selection.project(grid)`` gives one :class:`Projection` per chunk touched, for a grid
-given as its axes (:class:`~zarrdask.grid.AxisGrid`, any chunk grid) or as a regular
+given as its axes (:class:`~zarrdask.metadata.grid.AxisGrid`, any chunk grid) or as a regular
 chunk shape: the chunk's grid coordinates, the selection inside the chunk (which becomes
 a Selection on demand, so a shard projects it onto its inner chunks the same way), where
 the values go in the output, and whether the chunk is covered completely (a write needs
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from .errors import BoundsError, SelectionError
-from .grid import AxisGrid, as_axes
+from .metadata.grid import AxisGrid, as_axes
 
 __all__ = [
     "OrthogonalSelection",

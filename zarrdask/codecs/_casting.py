@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType
+from ..metadata.dtypes import DataType
 from ..errors import CodecError
 
 ROUNDING = ("nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away")

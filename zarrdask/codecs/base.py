@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..dtypes import DataType
+from ..metadata.dtypes import DataType
 from ..errors import CodecError, CorruptChunkError
 
 __all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import SUB_BYTE_BITS, DataType
+from ..metadata.dtypes import SUB_BYTE_BITS, DataType
 from ..errors import CorruptChunkError
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Loc

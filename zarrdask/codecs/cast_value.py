@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType, parse_data_type_v3
+from ..metadata.dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError
 from ..keywords import did_you_mean
 from ._casting import OUT_OF_RANGE, ROUNDING, Numeric, cast, numeric, values_equal

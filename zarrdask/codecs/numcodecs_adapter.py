@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numcodecs
 import numpy as np
 
-from ..dtypes import data_type_from_numpy
+from ..metadata.dtypes import data_type_from_numpy
 from ..errors import CodecError, CorruptChunkError
 from . import decompress
 from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, Loc

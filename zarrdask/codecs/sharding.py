@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import data_type_from_numpy
+from ..metadata.dtypes import data_type_from_numpy
 from ..errors import CodecError, CorruptChunkError, MetadataError
 from ..metadata.extension import NamedConfig, parse_named_config
 from ..storage.base import ByteRange, ByteRequest, SuffixRange

@@ -16,7 +16,7 @@ import numcodecs
 import numpy as np
 from numcodecs.errors import UnknownCodecError
 
-from ..dtypes import stored_dtype_v2
+from ..metadata.dtypes import stored_dtype_v2
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
 from . import decompress

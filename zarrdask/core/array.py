@@ -26,7 +26,7 @@ from ..errors import (
     TooLargeError,
     UnknownExtensionError,
 )
-from ..grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
+from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
@@ -216,7 +216,7 @@ class Array(SelectionMethods, Node):
     @property
     def unit_grid(self) -> tuple[AxisGrid, ...]:
         """The storage units (one key each: shards when sharded, else chunks) laid over the
-        array, one :class:`~zarrdask.grid.AxisGrid` per dimension."""
+        array, one :class:`~zarrdask.metadata.grid.AxisGrid` per dimension."""
         return self._source.grid
 
     @property

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..codecs.base import ChunkSpec, Frames
 from ..codecs.sharding import ShardIndex, ShardingCodec, is_empty_chunk
-from ..grid import AxisGrid, RegularAxis, stored_shape
+from ..metadata.grid import AxisGrid, RegularAxis, stored_shape
 from ..errors import CodecError, CorruptChunkError, InvalidModeError, MissingChunkError
 from ..indexing import Projection, Selection
 from ..plan.fetch_plan import ChunkPlacement, ReadPlan, StorageLayout, UnitRead, index_strides, is_view, plan_read

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..codecs.sharding import ShardingCodec
-from ..grid import AxisGrid, RegularAxis, ceil_div
+from ..metadata.grid import AxisGrid, RegularAxis, ceil_div
 
 if TYPE_CHECKING:
     from .array import Array

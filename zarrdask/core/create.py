@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType, as_numpy_dtype, data_type_from_numpy, parse_dtype_v2
+from ..metadata.dtypes import DataType, as_numpy_dtype, data_type_from_numpy, parse_dtype_v2
 from ..errors import (
     ContainsNodeError,
     InvalidModeError,
@@ -23,7 +23,7 @@ from ..errors import (
     UnexpectedKeywordError,
 )
 from ..keywords import did_you_mean
-from ..grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
+from ..metadata.grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BoundsError, InvalidValueError, SelectionError, ShapeMismatchError
-from ..grid import AxisGrid
+from ..metadata.grid import AxisGrid
 from ..indexing import (
     PointSelection,
     Selection,

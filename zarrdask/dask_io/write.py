@@ -21,7 +21,7 @@ from ..core.array import Array
 from ..core.block_reader import BlockReader
 from ..core.create import create_array
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
-from ..grid import cut_at_lines
+from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from .progress import compute as run_graphs
 from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, write_keywords

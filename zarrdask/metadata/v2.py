@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
+from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
 from ..errors import MetadataError, Problem
-from ..grid import MAX_EXTENT, RegularChunkGrid, V2KeyEncoding, check_shape, raise_problems
+from .grid import MAX_EXTENT, RegularChunkGrid, V2KeyEncoding, check_shape, raise_problems
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2"]
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..dtypes import DataType, parse_data_type_v3
+from .dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
-from ..grid import check_shape, parse_chunk_grid, parse_chunk_key_encoding, raise_problems
+from .grid import check_shape, parse_chunk_grid, parse_chunk_key_encoding, raise_problems
 from ..keywords import did_you_mean
 from .extension import NamedConfig, parse_named_config
 

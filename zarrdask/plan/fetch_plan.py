@@ -10,7 +10,7 @@ bytes->bytes codecs after the sharding codec hide its layout; otherwise its inde
 fetched and then only the byte ranges of the chunks it needs. The byte ranges themselves
 depend on the index, which only the executor (``core/chunk_source.py``) reads.
 
->>> from zarrdask.grid import RegularChunkGrid
+>>> from zarrdask.metadata.grid import RegularChunkGrid
 >>> layout = StorageLayout(unit_grid=RegularChunkGrid((4,)).axes((10,)), chunk_shape=(2,),
 ...                        index_strides=lambda coords: (1,), sharded=True, ranged_reads=True,
 ...                        key=lambda c: f"c/{c[0]}")
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ..grid import AxisGrid, ceil_div
+from ..metadata.grid import AxisGrid, ceil_div
 from ..indexing import Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read"]

@@ -4,7 +4,7 @@ Pure code (no Dask, no I/O). A read task that covers whole shards fetches each s
 index once and its inner chunks with coalesced ranges; a block that cuts a shard makes
 two tasks fetch the same index. So the default block is one storage unit (the shard when
 sharded, else the chunk), and ``"auto"`` blocks are runs of whole units. Grids are given
-by their axes (``zarrdask.grid.AxisGrid``) or as a regular unit shape.
+by their axes (``zarrdask.metadata.grid.AxisGrid``) or as a regular unit shape.
 
 >>> default_read_chunks((100, 50), (32, 50))
 ((32, 32, 32, 4), (50,))
@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import Union
 
-from ..grid import AxisGrid, as_axes, edges
+from ..metadata.grid import AxisGrid, as_axes, edges
 
 __all__ = ["auto_read_chunks", "cut_axes", "default_read_chunks"]
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
-from ..grid import AxisGrid, as_axes
+from ..metadata.grid import AxisGrid, as_axes
 
 __all__ = [
     "AxisGroup",

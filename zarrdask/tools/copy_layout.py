@@ -27,7 +27,7 @@ from ..codecs.registry import get_codec_class
 from ..core.array import Array
 from ..core.codec_input import codec_json_v2, codec_json_v3
 from ..core.create import INDEX_CODECS
-from ..dtypes import fill_to_json_v2, parse_dtype_v2
+from ..metadata.dtypes import fill_to_json_v2, parse_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem, ShapeMismatchError
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import parse_v3

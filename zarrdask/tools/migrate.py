@@ -29,7 +29,7 @@ from ..core.array import Array
 from ..core.codec_input import codec_json_v3
 from ..core.group import walk
 from ..core.node_io import NodeMetadata, read_node
-from ..dtypes import data_type_from_numpy, parse_data_type_v3, stored_dtype_v2
+from ..metadata.dtypes import data_type_from_numpy, parse_data_type_v3, stored_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3

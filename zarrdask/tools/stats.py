@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.chunk_source import ShardedChunkSource
 from ..errors import CodecError
-from ..grid import all_chunk_coords
+from ..metadata.grid import all_chunk_coords
 from ..indexing import basic_selection
 from ..plan.fetch_plan import UnitRead
 

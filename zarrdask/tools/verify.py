@@ -24,7 +24,7 @@ from ..core.group import consolidate_metadata
 from ..core.node_io import NodeMetadata, parse_node_documents, read_node
 from ..core.progress import ProgressBar, counted
 from ..errors import InvalidValueError, MetadataError, NodeNotFoundError, ZarrdaskError
-from ..grid import chunk_slices
+from ..metadata.grid import chunk_slices
 from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MetadataError, Problem, UnknownExtensionError, UnsupportedDataTypeError
-from .keywords import did_you_mean
+from ..errors import MetadataError, Problem, UnknownExtensionError, UnsupportedDataTypeError
+from ..keywords import did_you_mean
 
 __all__ = [
     "DataType",

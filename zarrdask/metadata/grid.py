@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import MetadataError, Problem, UnknownExtensionError
-from .keywords import did_you_mean
-from .metadata.extension import NamedConfig
+from ..errors import MetadataError, Problem, UnknownExtensionError
+from ..keywords import did_you_mean
+from .extension import NamedConfig
 
 __all__ = [
     "AxisGrid",
