@@ -139,3 +139,15 @@ def test_xarray_fallbacks_agree_with_xarray(name):
             cases.append((("v", xr.Variable(("x",), np.zeros(2, dtype=old)), xr.Variable(("x",), np.zeros(2, dtype=new))), {}))
     for args, kwargs in cases:
         assert _same_outcome(_outcome(fallback, *args, **kwargs), _outcome(private, *args, **kwargs)), (name, args, kwargs)
+
+
+def test_zarr_python_tunable_codec_settings():
+    """zarr-python's codec objects still mark the settings they fill from the data type
+    (checked on 3.1.6); a release without the marker fails here rather than silently
+    storing placeholder values."""
+    zarr = pytest.importorskip("zarr")
+    from zarrdask.compat.zarr_python import tunable_settings
+
+    assert tunable_settings(zarr.codecs.BloscCodec()) == {"typesize", "shuffle"}
+    assert tunable_settings(zarr.codecs.BloscCodec(typesize=2, shuffle="noshuffle")) == frozenset()
+    assert tunable_settings(zarr.codecs.ZstdCodec()) == frozenset()

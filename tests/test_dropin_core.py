@@ -95,9 +95,11 @@ def run(module, function: str, root: str, mode: str, kwargs: dict):
     return ("array", tuple(node.shape)) if hasattr(node, "shape") else ("group",)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(KINDS), mode=st.sampled_from(MODES), call=st.sampled_from(sorted(CALLS)))
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("call", sorted(CALLS))
 def test_modes_match_zarr_python(tmp_path_factory, kind, mode, call):
+    """Every call x mode x starting state (the whole matrix, not a sample)."""
     base = tmp_path_factory.mktemp("m")
     ref, ours = str(base / "ref.zarr"), str(base / "ours.zarr")
     make(kind, ref)
@@ -169,12 +171,20 @@ CREATE_CASES = [
 ]
 
 
+def _chain(doc: dict) -> object:
+    """The stored codec chain with its settings (v3 ``codecs``; v2 compressor and filters)."""
+    if doc["zarr_format"] == 3:
+        return doc["codecs"]
+    return doc.get("compressor"), doc.get("filters")
+
+
 def _semantics(root: str, name: str) -> dict:
     a = zarr.open_array(root, path=name, mode="r")
     codecs = [type(c).__name__ for c in (*a.filters, *([a.serializer] if a.serializer else []), *a.compressors)]
     return {"shape": a.shape, "chunks": a.chunks, "shards": a.shards, "dtype": str(a.dtype),
             "fill_value": a.fill_value.item() if hasattr(a.fill_value, "item") else a.fill_value,
             "attrs": dict(a.attrs), "format": a.metadata.zarr_format, "codecs": codecs,
+            "chain": _chain(a.metadata.to_dict()),
             "values": a[...].tolist(),  # zarr-python writes an empty .zattrs, zarrdask none: the same attributes
             "keys": sorted(k for k in files(os.path.join(root, name)) if k != ".zattrs")}
 
@@ -182,6 +192,50 @@ def _semantics(root: str, name: str) -> dict:
 @pytest.mark.parametrize("kwargs", CREATE_CASES, ids=range(len(CREATE_CASES)))
 def test_create_array_keywords_match_zarr_python(tmp_path, kwargs):
     ref, ours = str(tmp_path / "ref.zarr"), str(tmp_path / "ours.zarr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zarr.create_array(ref, name="a", **kwargs)
+    zarrdask.create_array(ours, name="a", **kwargs)
+    assert _semantics(ours, "a") == _semantics(ref, "a")
+
+
+@st.composite
+def create_keywords(draw):
+    """create_array keywords as a zarr-python user writes them: shapes, chunks, shards,
+    codecs as zarr-python objects, numcodecs objects or JSON, fill values, names, data."""
+    fmt = draw(st.sampled_from([2, 3]))
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=ndim, max_size=ndim)))
+    chunks = tuple(draw(st.integers(1, n)) for n in shape)
+    dtype = draw(st.sampled_from(["i1", "u2", "i4", "f4", "f8"]))
+    kw: dict = {"chunks": chunks}
+    if draw(st.booleans()):
+        kw["data"] = (np.arange(int(np.prod(shape))) % 100).astype(dtype).reshape(shape)
+    else:
+        kw.update(shape=shape, dtype=dtype, fill_value=draw(st.sampled_from([None, 0, 3])))
+    if fmt == 2:
+        kw["zarr_format"] = 2
+        kw["compressors"] = draw(st.sampled_from([None, numcodecs.Zstd(level=2), numcodecs.GZip(level=1),
+                                                  {"id": "zlib", "level": 3}]))
+    else:
+        if draw(st.booleans()):
+            kw["shards"] = tuple(c * draw(st.integers(1, 2)) for c in chunks)
+        kw["compressors"] = draw(st.sampled_from([
+            None, zarr.codecs.ZstdCodec(level=3), zarr.codecs.GzipCodec(level=2),
+            [zarr.codecs.ZstdCodec(level=1, checksum=True)], {"name": "gzip", "configuration": {"level": 4}},
+            zarr.codecs.BloscCodec(cname="zstd", clevel=2, shuffle="bitshuffle")]))
+        if draw(st.booleans()):
+            kw["dimension_names"] = [f"d{i}" for i in range(ndim)]
+    if draw(st.booleans()):
+        kw["attributes"] = {"units": "K"}
+    return kw
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kwargs=create_keywords())
+def test_generated_create_array_matches_zarr_python(tmp_path_factory, kwargs):
+    base = tmp_path_factory.mktemp("c")
+    ref, ours = str(base / "ref.zarr"), str(base / "ours.zarr")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         zarr.create_array(ref, name="a", **kwargs)

@@ -26,7 +26,7 @@ SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 class BloscCodec(BytesBytesCodec):
     name = "blosc"
 
-    def __init__(self, cname: str = "zstd", clevel: int = 5, shuffle: str = "shuffle",
+    def __init__(self, cname: str = "zstd", clevel: int = 5, shuffle: str | None = "shuffle",
                  typesize: int | None = None, blocksize: int = 0) -> None:
         self.cname, self.clevel, self.shuffle = cname, clevel, shuffle
         self.typesize, self.blocksize = typesize, blocksize
@@ -35,7 +35,8 @@ class BloscCodec(BytesBytesCodec):
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> BloscCodec:
         check_keys(configuration, {"cname", "clevel", "shuffle", "typesize", "blocksize"}, loc)
         cname = get_choice(configuration, "cname", CNAMES, loc)
-        shuffle = get_choice(configuration, "shuffle", tuple(SHUFFLES), loc, default="noshuffle")
+        # left out, the shuffle follows the data type as in zarr-python (see validate)
+        shuffle = get_choice(configuration, "shuffle", tuple(SHUFFLES), loc) if "shuffle" in configuration else None
         typesize = configuration.get("typesize")
         if typesize is not None:  # (c-blosc's limits: a typesize of at most 255, a block below 2 GiB)
             typesize = get_int(configuration, "typesize", loc, low=1, high=255)
@@ -43,16 +44,20 @@ class BloscCodec(BytesBytesCodec):
                    get_int(configuration, "blocksize", loc, default=0, low=0, high=2**31 - 1))
 
     def to_json(self) -> dict[str, Any]:
-        config: dict[str, Any] = {"cname": self.cname, "clevel": self.clevel, "shuffle": self.shuffle}
+        config: dict[str, Any] = {"cname": self.cname, "clevel": self.clevel}
+        if self.shuffle is not None:
+            config["shuffle"] = self.shuffle
         if self.typesize is not None:
             config["typesize"] = self.typesize
         config["blocksize"] = self.blocksize
         return {"name": "blosc", "configuration": config}
 
     def validate(self, spec: ChunkSpec, loc: Loc) -> BloscCodec:
-        if self.typesize is None:
+        if self.typesize is None or self.shuffle is None:
             itemsize = spec.dtype.dtype.itemsize if spec.dtype.dtype.kind != "O" else 1
-            return BloscCodec(self.cname, self.clevel, self.shuffle, itemsize, self.blocksize)
+            shuffle = self.shuffle or ("bitshuffle" if itemsize == 1 else "shuffle")
+            return BloscCodec(self.cname, self.clevel, shuffle, self.typesize or itemsize,
+                              self.blocksize).validate(spec, loc)
         if self.cname not in _blosc.list_compressors():
             raise config_error((*loc, "configuration", "cname"), f"{self.cname!r} is not compiled into this blosc")
         return self

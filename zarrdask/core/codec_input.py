@@ -14,6 +14,7 @@ from typing import Any
 from ..codecs.base import Codec
 from ..codecs.blosc import SHUFFLES
 from ..codecs.registry import get_codec_class, registered_codecs
+from ..compat.zarr_python import tunable_settings
 from ..errors import MetadataError, Problem, UnknownExtensionError
 from ..keywords import did_you_mean
 
@@ -65,7 +66,7 @@ def codec_json_v3(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
     if isinstance(obj, Codec):
         return obj.to_json()
     if hasattr(obj, "to_dict") and not isinstance(obj, Mapping):
-        obj = obj.to_dict()  # a zarr-python codec
+        obj = _zarr_python_codec(obj)
     elif hasattr(obj, "get_config"):
         obj = obj.get_config()  # a numcodecs codec
     if isinstance(obj, str):
@@ -76,6 +77,15 @@ def codec_json_v3(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
     if isinstance(obj, Mapping) and "id" in obj:
         return _numcodecs_to_v3(obj)
     raise _bad(obj, where)
+
+
+def _zarr_python_codec(obj: Any) -> Any:
+    """A zarr-python codec object's JSON, without the settings it leaves to the data type."""
+    doc = obj.to_dict()
+    tunable = tunable_settings(obj)
+    if tunable and isinstance(doc, Mapping) and isinstance(doc.get("configuration"), Mapping):
+        doc = {**doc, "configuration": {k: v for k, v in doc["configuration"].items() if k not in tunable}}
+    return doc
 
 
 def _numcodecs_to_v3(obj: Mapping[str, Any]) -> dict[str, Any]:

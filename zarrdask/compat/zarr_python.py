@@ -1,0 +1,20 @@
+"""Private API of zarr-python codec objects, which zarrdask accepts (duck-typed, never imported).
+
+``_tunable_attrs`` (checked on zarr-python 3.1.6): the settings of a codec object that the
+user left unset and zarr-python fills from the array's data type (blosc's ``typesize`` and
+``shuffle``). ``to_dict()`` shows placeholders for them, so they are dropped and filled
+from the data type as zarr-python does. Without the attribute every setting is taken as
+given (what ``to_dict()`` shows); ``tests/test_compat.py`` fails when a release drops it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["tunable_settings"]
+
+
+def tunable_settings(codec: Any) -> frozenset[str]:
+    """The settings zarr-python would fill in from the array's data type."""
+    tunable = getattr(codec, "_tunable_attrs", None)
+    return frozenset(tunable) if isinstance(tunable, (set, frozenset)) else frozenset()
