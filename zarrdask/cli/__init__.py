@@ -25,11 +25,13 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)'")
 class _Parser(argparse.ArgumentParser):
     """argparse, adding the nearest command name to an unknown one."""
 
+    #: the commands' names (set once they are added)
+    command_names: tuple[str, ...] = ()
+
     def error(self, message: str) -> NoReturn:
         found = _INVALID_CHOICE.search(message)
-        if found and self._subparsers is not None:
-            names = [name for action in self._subparsers._group_actions for name in getattr(action, "choices", {})]
-            message += did_you_mean(found.group(1), names)
+        if found and self.command_names:
+            message += did_you_mean(found.group(1), list(self.command_names))
         super().error(message)
 
 
@@ -42,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
     for command in COMMANDS:
         command.add_parser(sub)
+    p.command_names = tuple(sub.choices)
     return p
 
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 
-def add_store_arguments(p: argparse.ArgumentParser, json_output: bool = True) -> None:
+class Subcommands(Protocol):
+    """Where a command adds its parser (what ``ArgumentParser.add_subparsers`` returns)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def add_store_arguments(p: argparse.ArgumentParser, *, json_output: bool = True) -> None:
     p.add_argument("store", metavar="PATH", help="a local path or URL of the store (s3://, memory://, .zip, ...)")
     p.add_argument("--path", default="", help="the node inside the store (default: its root)")
     p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",

@@ -7,10 +7,10 @@ import argparse
 import json
 from typing import Any
 
-from ._common import print_json, storage_options
+from ._common import Subcommands, print_json, storage_options
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("copy", help="copy a hierarchy as it is, or change its chunks, shards, codecs or format",
                        description="By default DST is SRC: every metadata document and every stored chunk or "
                                    "shard, byte for byte. --chunks, --shards, --codecs and --zarr-format change "

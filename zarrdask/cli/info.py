@@ -6,12 +6,12 @@ import argparse
 
 from ..core.api import open as open_node
 from ..core.array import Array
+from ..core.describe import NodeInfo
 from ..core.group import Group
-from ..tools.describe import array_info
-from ._common import add_store_arguments, print_json, storage_options
+from ._common import Subcommands, add_store_arguments, print_json, storage_options
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("info", help="describe an array, or a group and every array below it",
                        description="Format, shape, data type, chunks and shards, codecs, dimension names, fill "
                                    "value, chunks and shards stored of those possible, bytes stored and the "
@@ -22,12 +22,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     node = open_node(args.store, path=args.path or None, storage_options=storage_options(args))
-    tables = {}
+    tables: dict[str, NodeInfo] = {}
     if isinstance(node, Group):
         tables[node.name] = node.info
         tables.update(_arrays_below(node))
     else:
-        tables[node.name] = array_info(node, storage=True)
+        tables[node.name] = node.info_complete()
     if args.json:
         print_json({name: table.to_json() for name, table in tables.items()})
     else:
@@ -35,11 +35,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _arrays_below(group: Group) -> dict:
+def _arrays_below(group: Group) -> dict[str, NodeInfo]:
     out = {}
     for _, member in group.members():
         if isinstance(member, Array):
-            out[member.name] = array_info(member, storage=True)
+            out[member.name] = member.info_complete()
         else:
             out.update(_arrays_below(member))
     return out

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ..tools.migrate import migrate
-from ._common import add_store_arguments, print_json, storage_options
+from ._common import Subcommands, add_store_arguments, print_json, storage_options
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("migrate", help="convert Zarr v2 metadata to v3 in place, without rewriting chunks",
                        description="Writes a zarr.json for every node (v2 chunk key encoding, the v2 encoding as "
                                    "a v3 codec chain, _ARRAY_DIMENSIONS as dimension_names, null fill values "

@@ -7,10 +7,10 @@ from typing import Any
 
 from ..core.api import open as open_node
 from ..core.array import Array
-from ._common import add_store_arguments, print_json, storage_options
+from ._common import Subcommands, add_store_arguments, print_json, storage_options
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("tree", help="print the hierarchy with shapes and data types",
                        description="The groups and arrays below PATH (through consolidated metadata when present).")
     add_store_arguments(p)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ..tools.verify import verify
-from ._common import add_store_arguments, count, print_json, storage_options
+from ._common import Subcommands, add_store_arguments, count, print_json, storage_options
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("verify", help="check metadata, every chunk and shard, and stray keys (an fsck)",
                        description="Checks that every metadata document is valid, that every stored chunk and "
                                    "shard decodes (crc32c checksums, shard indexes in bounds and not "

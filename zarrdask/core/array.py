@@ -35,8 +35,8 @@ from .codec_parts import chunk_counts, codec_parts
 from .node import Node
 from .output import format_bytes, output_array
 from .selection_methods import SelectionMethods, point_values
-from ..tools.describe import NodeInfo, array_info
-from ..tools.html import array_html
+from .describe import NodeInfo, array_info
+from .html import array_html
 from ..tools.stats import StorageStatistics, storage_statistics, stored_unit_keys
 
 __all__ = ["Array", "ArrayOptions"]

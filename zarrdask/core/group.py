@@ -32,7 +32,7 @@ from .node import Node
 from .node_io import NodeMetadata, dumps, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
-    from ..tools.describe import NodeInfo
+    from .describe import NodeInfo
 
 __all__ = ["Group", "node_from_metadata", "walk", "consolidate_metadata"]
 
@@ -94,12 +94,12 @@ class Group(Node):
     @property
     def info(self) -> NodeInfo:
         """The group as a table: members, attributes, consolidated metadata."""
-        from ..tools.describe import group_info
+        from .describe import group_info
 
         return group_info(self)
 
     def _repr_html_(self) -> str:
-        from ..tools.html import group_html
+        from .html import group_html
 
         return group_html(self)
 

@@ -4,20 +4,23 @@ scale (dask's SVG of a chunked array) and its codec chain; a group's table and t
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .describe import array_info, codec_summary, group_info
+from .describe import DescribedArray, DescribedGroup, array_info, codec_summary, group_info
 
-if TYPE_CHECKING:
-    from ..core.array import Array
-    from ..core.group import Group
+__all__ = ["DrawnGroup", "array_html", "group_html"]
 
-__all__ = ["array_html", "group_html"]
+
+class DrawnGroup(DescribedGroup, Protocol):
+    """A group as drawn: its description and its hierarchy."""
+
+    def tree(self) -> str: ...
+
 
 _STYLE = "display:flex;gap:2em;align-items:flex-start;flex-wrap:wrap"
 
 
-def _grid_svg(array: Array, unit: Any, title: str) -> str:
+def _grid_svg(array: DescribedArray, unit: Any, title: str) -> str:
     """A figure of the array cut into ``unit`` (a shape or dask-style extents), to scale."""
     from dask.array.core import normalize_chunks
     from dask.array.svg import svg
@@ -32,7 +35,7 @@ def _grid_svg(array: Array, unit: Any, title: str) -> str:
     return f"<figure style='margin:0'>{picture}<figcaption>{html.escape(title)}</figcaption></figure>"
 
 
-def array_html(array: Array) -> str:
+def array_html(array: DescribedArray) -> str:
     """The array's table, grid pictures and codec chain as one HTML block."""
     figures = []
     if array.shards is not None:
@@ -40,12 +43,12 @@ def array_html(array: Array) -> str:
     figures.append(_grid_svg(array, array.chunks, f"chunks {array.chunks}"))
     codecs = html.escape(codec_summary(array.codecs))
     return (f"<div><strong>zarrdask.Array {html.escape(array.name)}</strong>"
-            f"<div style='{_STYLE}'>{array_info(array)._repr_html_()}{''.join(figures)}</div>"
+            f"<div style='{_STYLE}'>{array_info(array).to_html()}{''.join(figures)}</div>"
             f"<div>codecs: <code>{codecs}</code></div></div>")
 
 
-def group_html(group: Group) -> str:
+def group_html(group: DrawnGroup) -> str:
     """The group's table and its hierarchy."""
     tree = html.escape(group.tree())
     return (f"<div><strong>zarrdask.Group {html.escape(group.name)}</strong>"
-            f"<div style='{_STYLE}'>{group_info(group)._repr_html_()}<pre>{tree}</pre></div></div>")
+            f"<div style='{_STYLE}'>{group_info(group).to_html()}<pre>{tree}</pre></div></div>")

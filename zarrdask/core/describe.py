@@ -5,16 +5,83 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .stats import storage_statistics, stored_unit_keys, unit_keys
+from ..metadata.grid import AxisGrid
+from ..storage.base import Store
 
-if TYPE_CHECKING:
-    from ..core.array import Array
-    from ..core.group import Group
+__all__ = ["DescribedArray", "DescribedGroup", "NodeInfo", "Row", "array_info", "group_info", "codec_summary"]
 
-__all__ = ["NodeInfo", "Row", "array_info", "group_info", "codec_summary"]
+
+class DescribedArray(Protocol):
+    """What a description reads of an array (``Array``'s public face; this module sits
+    below ``core/array.py``, which calls it)."""
+
+    @property
+    def metadata(self) -> Any: ...
+    @property
+    def zarr_format(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> Any: ...
+    @property
+    def chunks(self) -> Any: ...
+    @property
+    def shards(self) -> Any: ...
+    @property
+    def unit_grid(self) -> tuple[AxisGrid, ...]: ...
+    @property
+    def codecs(self) -> list[dict[str, Any]]: ...
+    @property
+    def dimension_names(self) -> Any: ...
+    @property
+    def attrs(self) -> Any: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def units(self) -> DescribedUnits: ...
+    def storage_statistics(self) -> StoredCounts: ...
+
+
+class StoredCounts(Protocol):
+    """Chunks stored of those possible (``units.interface.StorageStatistics``)."""
+
+    @property
+    def chunks_stored(self) -> int: ...
+    @property
+    def chunks_total(self) -> int: ...
+
+
+class DescribedUnits(Protocol):
+    """What a description reads of an array's stored units (``units.interface.StoredUnits``)."""
+
+    @property
+    def store(self) -> Store: ...
+    def unit_keys(self) -> dict[str, tuple[int, ...]]: ...
+    def stored_keys(self, keys: Collection[str] | None = None) -> set[str]: ...
+
+
+class DescribedGroup(Protocol):
+    """What a description reads of a group."""
+
+    @property
+    def zarr_format(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def attrs(self) -> Any: ...
+    @property
+    def consolidated(self) -> bool: ...
+    @property
+    def store(self) -> Store: ...
+    def members(self) -> Sequence[tuple[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -45,10 +112,14 @@ class NodeInfo:
     def __repr__(self) -> str:
         return str(self)
 
-    def _repr_html_(self) -> str:
+    def to_html(self) -> str:
+        """The table as an HTML ``<table>`` (Jupyter shows it for ``a.info``)."""
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(row.label)}</th>"
                        f"<td style='text-align:left'>{html.escape(row.text)}</td></tr>" for row in self.rows)
         return f"<table>{body}</table>"
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
 
 
 def _row(label: str, key: str, value: Any, text: str | None = None) -> Row:
@@ -91,7 +162,7 @@ def _bytes(n: int) -> str:
     return f"{format_bytes(n)} ({n})"
 
 
-def array_info(array: Array, storage: bool = False) -> NodeInfo:
+def array_info(array: DescribedArray, *, storage: bool = False) -> NodeInfo:
     """The array's metadata; with ``storage``, also what is stored (a listing of its keys,
     and for sharded arrays their indexes) and the compression ratio."""
     data_type = array.metadata.data_type.to_json()
@@ -114,17 +185,17 @@ def array_info(array: Array, storage: bool = False) -> NodeInfo:
         _row("Bytes", "bytes", array.nbytes, _bytes(array.nbytes)),
     ]
     if storage:
-        stats = storage_statistics(array)
-        keys = stored_unit_keys(array)
+        stats = array.storage_statistics()
+        units = array.units
+        keys = units.stored_keys()
         rows.append(_row("Chunks stored", "chunks_stored", stats.chunks_stored,
                          f"{stats.chunks_stored} of {stats.chunks_total}"))
         rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))
         if array.shards is not None:
-            total = len(unit_keys(array))
+            total = len(units.unit_keys())
             rows.append(_row("Shards stored", "shards_stored", len(keys), f"{len(keys)} of {total}"))
             rows.append(_row("Shards total", "shards_total", total))
-        store = array._source.store
-        stored = sum(store.size(k) or 0 for k in keys)
+        stored = sum(units.store.size(k) or 0 for k in keys)
         rows.append(_row("Bytes stored", "bytes_stored", stored, _bytes(stored)))
         # the stored share of the array's bytes over the bytes that store it
         part = array.nbytes * stats.chunks_stored / stats.chunks_total if stats.chunks_total else 0
@@ -138,7 +209,7 @@ def _json_shape(shape: Any) -> Any:
     return None if shape is None else [list(s) if isinstance(s, tuple) else s for s in shape]
 
 
-def group_info(group: Group) -> NodeInfo:
+def group_info(group: DescribedGroup) -> NodeInfo:
     members = group.members()
     arrays = sum(1 for _, m in members if m.metadata.node_type == "array")
     return NodeInfo((
