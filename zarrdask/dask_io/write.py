@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
+from dask.array.utils import meta_from_array
 from dask.delayed import Delayed
 
 from ..core.api import open as open_node
@@ -175,7 +176,7 @@ def stored(target: Array, region: tuple[slice, ...], delayed: Delayed | None = N
         return back
     template = da.zeros(back.shape, chunks=back.chunks, dtype=bool)  # block positions (broadcast: no memory)
     return da.map_blocks(_read_after_write, template, delayed, reader=BlockReader(target),
-                         offset=tuple(s.start for s in region), dtype=back.dtype, meta=back._meta)
+                         offset=tuple(s.start for s in region), dtype=back.dtype, meta=meta_from_array(back))
 
 
 def _read_after_write(_template: np.ndarray, _written: None, reader: BlockReader, offset: tuple[int, ...],
