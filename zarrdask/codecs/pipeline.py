@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -20,7 +20,13 @@ from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec,
                    check_decoded_size, decode_each, slot_views)
 from .registry import get_codec_class, unknown_codec
 
+if TYPE_CHECKING:
+    from .sharding import ShardingCodec
+
 __all__ = ["CodecPipeline", "build_codecs"]
+
+#: the sharding codec's name (``sharding.py`` builds pipelines, so it is not imported here)
+_SHARDING = "sharding_indexed"
 
 
 def build_codecs(configs: Sequence[NamedConfig], loc: Loc = ("codecs",)) -> list[Codec]:
@@ -41,7 +47,8 @@ def build_codecs(configs: Sequence[NamedConfig], loc: Loc = ("codecs",)) -> list
 
 
 class CodecPipeline:
-    """A validated codec chain bound to one chunk spec (the decoded representation)."""
+    """A validated codec chain bound to one chunk spec (the decoded representation); a
+    :class:`~zarrdask.codecs.protocol.ChunkPipeline`."""
 
     def __init__(self, codecs: Sequence[Codec], spec: ChunkSpec, loc: Loc = ("codecs",)) -> None:
         array_array: list[ArrayArrayCodec] = []
@@ -89,6 +96,17 @@ class CodecPipeline:
         #: decode_into writes straight into the chunk's memory (no copy): the codecs before the
         #: first bytes->bytes codec only view its bytes as the array
         self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
+        self._sharding = cast("ShardingCodec", array_bytes) if array_bytes.name == _SHARDING else None
+
+    @property
+    def sharding(self) -> ShardingCodec | None:
+        """The sharding codec when the chain stores shards (its array->bytes codec), else None."""
+        return self._sharding
+
+    @property
+    def has_bytes_stage(self) -> bool:
+        """True when bytes->bytes codecs wrap the serialized chunk (or shard)."""
+        return bool(self.bytes_bytes)
 
     @property
     def axis_permutation(self) -> tuple[int, ...] | None:
@@ -119,14 +137,14 @@ class CodecPipeline:
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.codecs]
 
-    def decode(self, data: bytes | memoryview) -> np.ndarray:
+    def decode(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
         """Decode one stored chunk to an array of ``spec.shape`` (may be read-only)."""
         array = self.array_bytes.decode(self.decode_bytes_stage(data), self.bytes_spec)
         for codec, spec in zip(reversed(self.array_array), reversed(self._aa_specs)):
             array = codec.decode(array, spec)
         return array
 
-    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray,
+    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray[Any, Any],
                     slots: Sequence[int] | None = None) -> None:
         """Decode stored chunks into the stack ``out`` (C-contiguous, ``(n, *spec.shape)`` of
         the spec's data type): ``data[i]`` into ``out[slots[i]]`` (default: in order).
@@ -153,14 +171,17 @@ class CodecPipeline:
                 check_decoded_size(codec.name, memoryview(data).nbytes, size)
         return data
 
-    def encode(self, array: np.ndarray) -> bytes:
+    def encode(self, array: np.ndarray[Any, Any]) -> bytes:
         """Encode one chunk (shape ``spec.shape``) to its stored bytes."""
         for codec, spec in zip(self.array_array, self._aa_specs):
             array = codec.encode(array, spec)
-        data: bytes | memoryview = self.array_bytes.encode(array, self.bytes_spec)
+        return bytes(self.encode_bytes_stage(self.array_bytes.encode(array, self.bytes_spec)))
+
+    def encode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
+        """Apply the bytes->bytes codecs to a serialized chunk (or an assembled shard)."""
         for codec in self.bytes_bytes:
             data = codec.encode(data)
-        return bytes(data)
+        return data
 
     def encoded_size(self) -> int | None:
         """The fixed stored size of a chunk, when every codec's output size is fixed."""

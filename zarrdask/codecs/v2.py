@@ -43,7 +43,10 @@ def _codec(config: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
 
 
 class V2Pipeline:
-    """Encode/decode v2 chunks; the same interface as :class:`CodecPipeline`."""
+    """Encode/decode v2 chunks: a :class:`~zarrdask.codecs.protocol.ChunkPipeline`, its
+    bytes stage the compressor (v2 stores no shards)."""
+
+    sharding = None
 
     def __init__(self, metadata: ArrayMetadataV2) -> None:
         self.shape = metadata.chunk_shape
@@ -65,7 +68,28 @@ class V2Pipeline:
         #: decode_into writes straight into the chunk's memory (no copy)
         self.decodes_into = self._into is not None
 
-    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray,
+    @property
+    def axis_permutation(self) -> tuple[int, ...] | None:
+        """The chunk's axes as stored (reversed in F order), None when filters recode it."""
+        if self.filters or self.is_object:
+            return None
+        axes = tuple(range(len(self.shape)))
+        return axes if self.order == "C" else axes[::-1]
+
+    @property
+    def has_bytes_stage(self) -> bool:
+        return self.compressor is not None
+
+    def without_checksums(self) -> V2Pipeline:
+        """Itself: a v2 chunk's checksum filters are verified by numcodecs as they decode."""
+        return self
+
+    def encoded_size(self) -> int | None:
+        """The stored size of a chunk kept as its plain bytes (no filter, no compressor)."""
+        plain = not self.filters and not self.is_object and self.compressor is None
+        return math.prod(self.shape) * self.stored.itemsize if plain else None
+
+    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray[Any, Any],
                     slots: Sequence[int] | None = None) -> None:
         """Decode chunks into the stack ``out`` (C-contiguous, ``(n, *shape)``): ``data[i]``
         into ``out[slots[i]]`` (default: in order), as :meth:`CodecPipeline.decode_into`
@@ -78,15 +102,23 @@ class V2Pipeline:
         try:
             self._into(data, slot_views(out, slots))
         except CorruptChunkError as exc:
-            raise type(exc)(f"v2 chunk cannot be decoded: {exc}").at(exc.item) from None
+            error = type(exc)(f"v2 chunk cannot be decoded: {exc}")
+            error.item = exc.item
+            raise error from None
 
-    def decode(self, data: bytes | memoryview) -> np.ndarray:
+    def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
+        """Undo the compressor (v2's one bytes->bytes stage; ``stop=1`` leaves it undone)."""
+        if stop or self.compressor is None:
+            return data
+        if self._decompress is not None:
+            return self._decompress(data, self._compressed_size)
+        decoded: bytes | memoryview = self.compressor.decode(data)
+        return decoded
+
+    def decode(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
         n = math.prod(self.shape)
         try:
-            if self._decompress is not None:
-                data = self._decompress(data, self._compressed_size)
-            elif self.compressor is not None:
-                data = self.compressor.decode(data)
+            data = self.decode_bytes_stage(data)
             for f in reversed(self.filters):
                 if f.codec_id in _VLEN_IDS:
                     check_item_count(f.codec_id, data, n)
@@ -112,21 +144,25 @@ class V2Pipeline:
         arr = flat.reshape(self.shape, order=self.order)
         return arr if arr.dtype == self.dtype else arr.astype(self.dtype)
 
-    def encode(self, array: np.ndarray) -> bytes:
+    def encode(self, array: np.ndarray[Any, Any]) -> bytes:
         data: Any = np.asarray(array, dtype=self.stored if not self.is_object else object).ravel(order=self.order)
         try:
             for f in self.filters:
                 data = f.encode(data)
-            if self.compressor is not None:
-                data = self.compressor.encode(data)
+            return self.encode_bytes_stage(data)
         except MemoryError:
             raise
         except Exception as exc:  # a configuration numcodecs accepted but cannot encode with
-            raise CodecError(f"v2 chunk cannot be encoded with {self.to_json()}: {exc}") from exc
-        return bytes(numcodecs.compat.ensure_bytes(data)) if not isinstance(data, bytes) else data
+            raise CodecError(f"v2 chunk cannot be encoded with {self.to_json()[0]}: {exc}") from exc
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def encode_bytes_stage(self, data: bytes | memoryview) -> bytes:
+        """Compress a serialized chunk (with no compressor: its bytes as they are)."""
+        encoded: Any = data if self.compressor is None else self.compressor.encode(data)
+        return encoded if isinstance(encoded, bytes) else bytes(numcodecs.compat.ensure_bytes(encoded))
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """One record: the numcodecs ``filters`` and ``compressor`` configurations."""
+        return [{
             "filters": [f.get_config() for f in self.filters] or None,
             "compressor": self.compressor.get_config() if self.compressor else None,
-        }
+        }]

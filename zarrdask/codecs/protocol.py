@@ -1,0 +1,69 @@
+"""What a chunk pipeline is to its callers: the one interface of the v3 codec chain
+(:class:`~zarrdask.codecs.pipeline.CodecPipeline`) and the v2 encoding
+(:class:`~zarrdask.codecs.v2.V2Pipeline`).
+
+A pipeline encodes and decodes the stored value of one unit (a chunk, or a shard) of a
+fixed chunk spec, whole or in batches straight into a stack, and declares how its units
+are stored (``sharding``), so the chunk source is chosen from the declaration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .sharding import ShardingCodec
+
+__all__ = ["ChunkPipeline"]
+
+
+@runtime_checkable
+class ChunkPipeline(Protocol):
+    """Encode/decode the stored bytes of one unit. ``decodes_into``: :meth:`decode_into`
+    writes straight into the stack's memory (no copy)."""
+
+    decodes_into: bool
+
+    @property
+    def sharding(self) -> ShardingCodec | None:
+        """The sharding codec when each stored unit is a shard of chunks found through an
+        index (the unit's array->bytes codec), else None: the storage kind."""
+
+    @property
+    def axis_permutation(self) -> tuple[int, ...] | None:
+        """The axis order the array->bytes stage sees (``range(ndim)`` when unpermuted), or
+        None when the stages before it do more than permute axes."""
+
+    @property
+    def has_bytes_stage(self) -> bool:
+        """True when bytes->bytes stages (compressors, checksums) wrap the serialized unit."""
+
+    def decode(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
+        """Decode one stored value to an array of the spec's shape (may be read-only)."""
+
+    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray[Any, Any],
+                    slots: Sequence[int] | None = None) -> None:
+        """Decode a batch into the C-contiguous stack ``out``: ``data[i]`` into
+        ``out[slots[i]]`` (default: in order); a failure names its item."""
+
+    def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
+        """Undo the bytes->bytes stages (the first ``stop`` of them left undone)."""
+
+    def encode(self, array: np.ndarray[Any, Any]) -> bytes:
+        """Encode one unit (the spec's shape) to its stored bytes."""
+
+    def encode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
+        """Apply the bytes->bytes stages to a serialized unit (the counterpart of
+        :meth:`decode_bytes_stage`)."""
+
+    def encoded_size(self) -> int | None:
+        """The fixed stored size of a unit, when every stage fixes it."""
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The stages as JSON: the v3 codec objects, or one v2 ``filters``/``compressor`` record."""
+
+    def without_checksums(self) -> ChunkPipeline:
+        """The same pipeline reading without verifying checksums."""

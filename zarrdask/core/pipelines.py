@@ -1,0 +1,85 @@
+"""The chunk pipelines of an array: built from its metadata, per stored unit shape.
+
+A v3 array's codec chain is validated against the shape its units are stored with (a
+rectilinear grid's units each have their own); a v2 array has one encoding. Built v3
+pipelines are immutable and shared between arrays with the same chain and chunk spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..codecs.base import ChunkSpec
+from ..codecs.pipeline import CodecPipeline
+from ..codecs.protocol import ChunkPipeline
+from ..codecs.v2 import V2Pipeline
+from ..errors import MetadataError
+from ..metadata.nodes import ArrayMetadata
+from ..metadata.v3 import ArrayMetadataV3
+
+__all__ = ["PipelineAt", "shape_pipelines"]
+
+#: the pipeline of a unit stored with a given shape
+PipelineAt = Callable[[tuple[int, ...]], ChunkPipeline]
+
+#: built pipelines by (the codec config objects' identities, chunk spec); each entry keeps
+#: its config objects alive, so an identity can't be reused by another object meanwhile
+_PIPELINES: dict[tuple[Any, ...], tuple[tuple[Any, ...], CodecPipeline]] = {}
+_PIPELINES_MAX = 256
+
+
+def shape_pipelines(metadata: ArrayMetadata, key: str, *, verify: bool) -> PipelineAt:
+    """The pipeline of a unit stored with a given shape, validated for that shape (the
+    sharding codec checks its inner chunks divide it), cached per shape; ``verify=False``:
+    reading without checking checksums. ``key``: the metadata document errors name."""
+    if metadata.zarr_format == 2:
+        v2 = V2Pipeline(metadata)
+        return lambda shape: v2  # (v2: a regular grid, one encoding)
+    built: dict[tuple[int, ...], ChunkPipeline] = {}
+
+    def pipeline(shape: tuple[int, ...]) -> ChunkPipeline:
+        found = built.get(shape)
+        if found is None:
+            try:
+                found = _v3_pipeline(metadata, ChunkSpec(shape, metadata.data_type, metadata.fill_value))
+                if not verify:
+                    found = found.without_checksums()
+            except MetadataError as exc:
+                raise type(exc)(exc.problems, key=exc.key or key) from None
+            built[shape] = found
+        return found
+
+    return pipeline
+
+
+def _v3_pipeline(metadata: ArrayMetadataV3, spec: ChunkSpec) -> CodecPipeline:
+    """The codec pipeline of a v3 array. Pipelines are immutable and shared between
+    arrays with the same chain and chunk spec: opening a dataset of many alike
+    variables builds them once. The parser shares one config object per distinct
+    configuration (``metadata/extension.py``), so a chain is keyed by the identities
+    of its objects: equal-comparing settings of another JSON type (``1`` / ``true``)
+    never match."""
+    codecs = tuple(metadata.codecs)
+    key = (tuple(map(id, codecs)), spec.shape, spec.dtype.name, spec.dtype.dtype, _fill_key(spec))
+    hit = _PIPELINES.get(key)
+    if hit is not None:
+        return hit[1]
+    pipeline = CodecPipeline.from_metadata(codecs, spec)
+    if len(_PIPELINES) >= _PIPELINES_MAX:
+        _PIPELINES.pop(next(iter(_PIPELINES)))
+    _PIPELINES[key] = (codecs, pipeline)
+    return pipeline
+
+
+def _fill_key(spec: ChunkSpec) -> object:
+    """The fill value as a hashable key by its bits (NaN payloads and -0.0 kept apart)."""
+    dtype = spec.dtype.dtype
+    if dtype.hasobject:  # (the bytes of an object array are pointers)
+        return (type(spec.fill_value), repr(spec.fill_value))
+    try:
+        return np.asarray(spec.fill_value, dtype=dtype).tobytes()
+    except (TypeError, ValueError):
+        return (type(spec.fill_value), repr(spec.fill_value))
