@@ -89,10 +89,58 @@ def test_xarray_private_names_serve_the_installed_xarray():
     assert isinstance(ds, xr.Dataset) and xr_compat.PRIVATE["construct_dataset"], (
         f"Dataset._construct_direct is gone in xarray {xr.__version__}")
     opened = xr.open_dataset(_small_store(), engine="zarrdask")
-    from xarray.core import indexing
-
-    assert isinstance(xr_compat.lazy_data(opened["a"].variable), indexing.ExplicitlyIndexedNDArrayMixin), (
+    assert xr_compat.lazy_data(opened["a"].variable) is not None and xr_compat.PRIVATE["lazy_data"], (
         f"Variable._data no longer holds the lazy array in xarray {xr.__version__}")
+
+
+def _plain_dataset() -> xr.Dataset:
+    rng = np.random.default_rng(3)
+    return xr.Dataset(
+        {f"v{i}": (("t", "y"), rng.standard_normal((3, 4)).astype("f4"), {"units": "1", "long_name": f"v {i}"})
+         for i in range(6)} | {"packed": (("t", "y"), np.ones((3, 4), "f4"), {"scale_factor": 0.5})},
+        coords={"t": np.arange(3), "y": ("y", np.linspace(0, 1, 4), {"units": "m"})},
+        attrs={"title": "plain"},
+    )
+
+
+@pytest.mark.parametrize("flags", [{}, {"mask_and_scale": False}, {"chunks": {}}])
+def test_xarray_open_shortcuts_are_taken_and_equal_xarrays_own(tmp_path, monkeypatch, flags):
+    """engine="zarrdask"'s two open shortcuts (the direct decode of plain variables and
+    the Dataset assembled by ``Dataset._construct_direct``) run on the installed xarray,
+    and give what xarray's own functions give: the same open with both compat names
+    reporting None (as on a release without them) is identical, encodings included."""
+    from zarrdask.xarray_backend import backend, decode
+
+    path = str(tmp_path / "plain.zarr")
+    _plain_dataset().to_zarr(path, zarr_format=3, consolidated=True)
+    plain: list[bool] = []
+    built: list[bool] = []
+    is_plain = decode.is_plain
+
+    def spy_plain(variable, **kwargs):
+        plain.append(is_plain(variable, **kwargs))
+        return plain[-1]
+
+    def spy_construct(*args):
+        ds = xr_compat.construct_dataset(*args)
+        built.append(ds is not None)
+        return ds
+
+    monkeypatch.setattr(decode, "is_plain", spy_plain)
+    monkeypatch.setattr(backend, "construct_dataset", spy_construct)
+    fast = xr.open_dataset(path, engine="zarrdask", **flags)
+    assert sum(plain) >= 6 and built == [True], (
+        f"the open shortcuts are not taken on xarray {xr.__version__}: plain decodes {plain}, direct Dataset {built}")
+    monkeypatch.setattr(decode, "lazy_data", lambda v: None)
+    monkeypatch.setattr(backend, "construct_dataset", lambda *a: None)
+    own = xr.open_dataset(path, engine="zarrdask", **flags)
+    xr.testing.assert_identical(fast, own)
+    assert list(fast.variables) == list(own.variables)
+    for name in own.variables:
+        assert repr(fast[name].encoding) == repr(own[name].encoding), name  # (NaN fill values)
+        assert type(fast[name].variable._data) is type(own[name].variable._data), name
+    assert fast.encoding == own.encoding
+    xr.testing.assert_identical(fast.load(), own.load())
 
 
 def _small_store():

@@ -11,8 +11,14 @@ there first).
   ``validate_datatypes_for_zarr_append``: what ``Dataset.to_zarr`` checks;
 * ``construct_dataset``: ``Dataset._construct_direct`` (a Dataset without the
   constructor's merge), or None when it is gone (callers use the constructor);
-* ``lazy_data``: a Variable's wrapped data without loading it (``Variable._data``), or
-  None when unavailable (callers take xarray's general path).
+* ``lazy_data``: a Variable's lazily indexed data without loading it (``Variable._data``),
+  or None when unavailable (callers take xarray's general path).
+
+The last two serve engine="zarrdask"'s open shortcuts (``xarray_backend/decode.py``,
+``backend._dataset``); without them the open runs xarray's own ``decode_cf_variables``
+and ``Dataset`` constructor. ``benchmarks/xarray_fast_paths.py`` measures what they save
+(benchmarks/README.md) and ``tests/test_compat.py`` checks that they are taken and agree
+with xarray's own on the installed release.
 """
 
 from __future__ import annotations
@@ -155,5 +161,11 @@ def construct_dataset(variables: Mapping[Hashable, Any], coord_names: set[Hashab
 
 
 def lazy_data(variable: Any) -> Any:
-    """The array a Variable wraps, not loaded (``Variable._data``); None when unavailable."""
-    return getattr(variable, "_data", None)
+    """The lazily indexed array a Variable wraps, not loaded (``Variable._data`` when it is
+    one of xarray's explicitly indexed wrappers, as a backend's variables are); None
+    otherwise, or when this xarray keeps it elsewhere (callers take xarray's general path)."""
+    from xarray.core.indexing import ExplicitlyIndexedNDArrayMixin
+
+    data = getattr(variable, "_data", None)
+    PRIVATE["lazy_data"] = hasattr(variable, "_data")
+    return data if isinstance(data, ExplicitlyIndexedNDArrayMixin) else None

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 from xarray import Variable, conventions
-from xarray.core import indexing
 
 from zarrdask.compat.xarray import lazy_data
 
@@ -71,7 +70,7 @@ def is_plain(variable: Variable, *, use_cftime: Any = None) -> bool:
     dtype = variable.dtype
     if dtype.kind not in _PLAIN_KINDS or not dtype.isnative:
         return False
-    if not isinstance(lazy_data(variable), indexing.ExplicitlyIndexedNDArrayMixin):
+    if lazy_data(variable) is None:
         return False
     if "_FillValue" in variable.encoding:  # xarray would refuse to overwrite it
         return False
