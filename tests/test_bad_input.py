@@ -759,7 +759,7 @@ def test_attributes_not_json_serializable_on_write(tmp_path):
 def test_data_types_parsed_by_name_follow_the_registry():
     """Named data types are parsed once and shared; registering a name again replaces
     the shared instance, and unknown names are still refused every time."""
-    from zarrdask.metadata.dtypes import _BY_NAME, _V3_REGISTRY, DataType, parse_data_type_v3, register_data_type
+    from zarrdask.metadata.dtypes.registry import _BY_NAME, _V3_REGISTRY, DataType, parse_data_type_v3, register_data_type
 
     assert parse_data_type_v3("float32") is parse_data_type_v3("float32")
     for _ in range(2):

@@ -1,0 +1,154 @@
+"""The data type model: :class:`DataType` and the fill-value rules by family.
+
+A :class:`DataType` is the in-memory view of a stored data type: a numpy dtype in
+native byte order (byte order on disk is a codec concern), the JSON it came from,
+and the rules for its fill value JSON. Fill values keep their bit patterns: a
+``"0x7fc00001"`` NaN payload survives a read and a write unchanged. Each family module
+(``numeric``, ``ml``, ``text``, ``times``, ``structs``) adds its rules to
+``FILL_PARSERS`` and ``FILL_WRITERS``; the package imports them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import MetadataError, Problem
+
+__all__ = ["DataType", "FILL_PARSERS", "FILL_WRITERS", "JSON", "Loc", "StructField", "V3Factory", "with_expected"]
+
+JSON = Any
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class StructField:
+    """One named field of a ``struct`` data type."""
+
+    name: str
+    data_type: DataType
+
+
+@dataclass(frozen=True)
+class DataType:
+    """An in-memory data type: numpy dtype (native order) plus the JSON that names it.
+
+    ``family`` selects the fill-value rules: ``bool int uint float complex raw
+    string bytes utf32 ntbytes rawbytes datetime timedelta object struct ml``. A ``complex``
+    type with ``fields`` is a structured ``(real, imag)`` pair (``complex_bfloat16``, ...).
+    """
+
+    name: str
+    dtype: np.dtype
+    family: str
+    configuration: Mapping[str, Any] | None = None
+    json: JSON = field(default=None, compare=False)
+    #: the fields of a ``struct`` in storage order, or ``real``/``imag`` of a complex pair (else empty)
+    fields: tuple[StructField, ...] = ()
+
+    def to_json(self) -> JSON:
+        if self.json is not None:
+            return self.json
+        if self.configuration is None:
+            return self.name
+        return {"name": self.name, "configuration": dict(self.configuration)}
+
+    def default_fill(self) -> Any:
+        """The fill value used when none is given (zero / empty)."""
+        if self.family == "string":
+            return ""
+        if self.family == "bytes":
+            return b""
+        # (datetime64/timedelta64 zero needs the dtype's unit, which ``type(0)`` lacks)
+        return self.dtype.type(0) if self.dtype.kind not in "SUVMm" else np.zeros((), self.dtype)[()]
+
+    # -- fill values (v3) -------------------------------------------------------
+    def fill_from_json(self, value: JSON, loc: Loc = ("fill_value",)) -> Any:
+        """Parse a v3 ``fill_value`` for this type; raise MetadataError naming ``loc`` (a
+        struct's field problems name the field)."""
+        try:
+            return FILL_PARSERS[self.family](self, value, loc)
+        except MetadataError:
+            raise
+        except (ValueError, TypeError, OverflowError, KeyError) as exc:
+            raise MetadataError(
+                [Problem(loc, f"invalid fill value {value!r} for data type {self.name}: {with_expected(self, exc)}")]
+            ) from None
+
+    def fill_to_json(self, value: Any) -> JSON:
+        """The v3 JSON form of a fill value of this type (bit-exact for floats)."""
+        return FILL_WRITERS[self.family](self, value)
+
+    def cast_fill(self, value: Any) -> Any:
+        """Coerce a user-given Python/numpy fill value to this type's scalar."""
+        if value is None:
+            return self.default_fill()
+        if self.family == "bytes" and isinstance(value, list):  # the JSON list of byte values
+            return self.fill_from_json(value)
+        if self.family in ("string", "bytes"):
+            return value
+        if isinstance(value, str) and self.family in ("float", "complex", "ml"):
+            return self.fill_from_json(value)
+        if isinstance(value, (list, tuple)) and self.family == "complex":  # [real, imag], JSON forms allowed
+            return self.fill_from_json(list(value))
+        if self.family == "complex" and self.fields and not isinstance(value, (np.void, np.ndarray)):
+            try:
+                c = complex(value)
+            except (ValueError, TypeError) as exc:
+                raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
+                    from None
+            value = (c.real, c.imag)
+        if self.family == "struct" and isinstance(value, Mapping):
+            missing = [f.name for f in self.fields if f.name not in value]
+            if missing:
+                raise MetadataError([Problem(("fill_value",), f"no value for struct fields {missing}")])
+            value = tuple(f.data_type.cast_fill(value[f.name]) for f in self.fields)
+        if self.fields:
+            try:
+                return np.array(value, dtype=self.dtype)[()]
+            except (ValueError, TypeError) as exc:
+                raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
+                    from None
+        try:
+            if self.family in ("raw", "rawbytes"):
+                return np.void(bytes(value).ljust(self.dtype.itemsize, b"\0"))
+            return np.array(value).astype(self.dtype)[()]
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise MetadataError([Problem(("fill_value",), f"{value!r} is not a valid {self.name} value: {exc}")]) from None
+
+
+#: builds a v3 data type from its ``configuration`` (``loc`` names it in errors)
+V3Factory = Callable[[Mapping[str, Any] | None, Loc], DataType]
+#: a fill value's JSON -> its value, by family (``loc`` names the fill value in errors)
+FILL_PARSERS: dict[str, Callable[[DataType, JSON, Loc], Any]] = {}
+#: a fill value -> its JSON, by family
+FILL_WRITERS: dict[str, Callable[[DataType, Any], JSON]] = {}
+
+
+def with_expected(t: DataType, exc: Exception) -> str:
+    """The reason a fill value was refused, with what its data type takes when the reason
+    (numpy's, say) does not say."""
+    reason = str(exc)
+    if "expected" in reason:
+        return reason
+    dt = t.dtype
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        takes = f"an integer from {info.min} to {info.max}"
+    elif dt.kind == "f":
+        takes = 'a number, "NaN", "Infinity", "-Infinity" or "0x..." hex'
+    elif dt.kind == "c":
+        takes = '[real, imaginary], each a number, "NaN", "Infinity", "-Infinity" or "0x..." hex'
+    elif dt.kind in "Mm":
+        takes = 'an integer count of the unit, or "NaT"'
+    elif dt.kind == "b":
+        takes = "true or false"
+    elif dt.kind == "U":
+        takes = "a string"
+    else:
+        takes = f"the base64 of {dt.itemsize} bytes"
+    return f"{reason} (expected {takes})"

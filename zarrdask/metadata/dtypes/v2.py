@@ -1,0 +1,95 @@
+"""v2 data types: numpy typestrs (and structured field lists) and their fill values."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from ...errors import MetadataError, Problem
+from .model import FILL_WRITERS, JSON, DataType, Loc, with_expected
+from .numeric import complex_to_json, fill_complex, float_to_json, parse_float, parse_int
+from .registry import dtype_names, nearest_dtype
+from .times import fill_time
+
+__all__ = ["fill_from_json_v2", "fill_to_json_v2", "parse_dtype_v2", "stored_dtype_v2"]
+
+
+def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
+    """Parse a v2 ``dtype`` (typestr or structured list). ``name`` keeps the stored
+    typestr (with byte order); ``dtype`` is the native-order in-memory dtype."""
+    expected = "expected a numpy typestr such as '<f4' or a list of [name, typestr] fields"
+    if not isinstance(value, (str, list)):
+        raise MetadataError([Problem(loc, f"{expected}, got {value!r}")])
+    try:
+        stored = np.dtype([tuple(f) for f in value]) if isinstance(value, list) else np.dtype(value)
+    except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
+        hint = nearest_dtype(value, dtype_names()) if isinstance(value, str) else ""
+        raise MetadataError([Problem(loc, f"{expected}, got {value!r}{hint} (numpy: {exc})")]) from None
+    if stored.kind == "O":
+        return DataType(str(value), stored, "object", json=value)
+    if stored.itemsize == 0:  # ("S", "U0", "V", []: no chunk could hold an item)
+        raise MetadataError([Problem(loc, f"expected a data type of at least 1 byte per item (such as '|S5'), got "
+                                          f"{value!r} (0 bytes)")])
+    native = stored.newbyteorder("=") if stored.fields is None else stored
+    family = {
+        "b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex", "U": "utf32",
+        "S": "ntbytes", "V": "rawbytes", "M": "datetime", "m": "timedelta",
+    }.get(native.kind, "rawbytes")
+    if native.kind in "biufcMm":
+        native = np.dtype(native.str.replace(">", "<"))
+    return DataType(str(value) if isinstance(value, str) else "structured", native, family, json=value)
+
+def stored_dtype_v2(dtype: DataType) -> np.dtype:
+    """The on-disk numpy dtype of a v2 data type (with its byte order)."""
+    j = dtype.json
+    return np.dtype([tuple(f) for f in j]) if isinstance(j, list) else np.dtype(j)
+
+def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) -> Any:
+    """Parse a v2 ``fill_value``; ``None`` stays ``None`` (no fill value)."""
+    if value is None:
+        return None
+    fam = dtype.family
+    try:
+        if fam == "object":
+            return value
+        if fam in ("float", "complex"):
+            if fam == "complex" and isinstance(value, list):
+                return fill_complex(dtype, value, loc)
+            return parse_float(dtype.dtype, value) if fam == "float" else dtype.dtype.type(value)
+        if fam in ("int", "uint"):
+            return parse_int(dtype.dtype, value)
+        if fam == "bool":
+            return np.bool_(value)
+        if fam in ("datetime", "timedelta"):
+            return fill_time(dtype, value, loc)
+        if fam == "utf32":
+            return np.str_(value)
+        if fam in ("ntbytes", "rawbytes"):
+            raw = base64.b64decode(value) if isinstance(value, str) else bytes(value)
+            if fam == "ntbytes":
+                return np.bytes_(raw)
+            return np.frombuffer(raw.ljust(dtype.dtype.itemsize, b"\0"), dtype=stored_dtype_v2(dtype))[0].astype(
+                dtype.dtype
+            )
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise MetadataError([Problem(loc, f"invalid fill value {value!r} for dtype {dtype.name}: "
+                                          f"{with_expected(dtype, exc)}")]) from None
+    raise MetadataError([Problem(loc, f"cannot parse fill value {value!r} for dtype {dtype.name}")])
+
+def fill_to_json_v2(dtype: DataType, value: Any) -> JSON:
+    """The v2 JSON form of a fill value (``None`` for no fill value)."""
+    if value is None:
+        return None
+    fam = dtype.family
+    if fam == "object":
+        return value if isinstance(value, (str, int, float)) or value is None else None
+    if fam == "float":
+        j = float_to_json(value, dtype.dtype)
+        return "NaN" if isinstance(j, str) and j.startswith("0x") else j
+    if fam == "complex":
+        return complex_to_json(dtype, value)
+    if fam in ("ntbytes", "rawbytes"):
+        return base64.b64encode(np.asarray(value, dtype=stored_dtype_v2(dtype)).tobytes()).decode("ascii")
+    return FILL_WRITERS[fam](dtype, value)
