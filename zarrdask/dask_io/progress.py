@@ -9,8 +9,8 @@ from typing import Any
 __all__ = ["compute"]
 
 
-def compute(graphs: Sequence[Any], progress: bool = False, client: Any = None) -> None:
-    """Compute ``graphs`` (Dask collections) together; ``progress`` draws a bar."""
+def compute(graphs: Sequence[Any], progress: bool = False, client: Any = None) -> list[Any]:
+    """Compute ``graphs`` (Dask collections) together, returning their results; ``progress`` draws a bar."""
     import dask
 
     if client is None and progress:
@@ -21,14 +21,13 @@ def compute(graphs: Sequence[Any], progress: bool = False, client: Any = None) -
             from distributed import progress as show
 
             show(futures, notebook=False)
-        client.gather(futures)
-    elif progress:
+        return list(client.gather(futures))
+    if progress:
         from dask.diagnostics import ProgressBar
 
         with ProgressBar():
-            dask.compute(*graphs)
-    else:
-        dask.compute(*graphs)
+            return list(dask.compute(*graphs))
+    return list(dask.compute(*graphs))
 
 
 def _active_client() -> Any:

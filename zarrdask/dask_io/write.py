@@ -10,7 +10,7 @@ Metadata (creating or resizing the array) is written eagerly, before any chunk t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -24,7 +24,7 @@ from ..core.create import create_array
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
-from .progress import compute as run_graphs
+from .transactions import check_travels, run_writes
 from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, write_keywords
 from .read import from_zarr, open_location, open_source
 from .sources import Location, group_arrays, is_array_node, locate, node_path
@@ -126,6 +126,7 @@ def to_zarr(
     reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), _NAMED, allow_mode=False)
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
                       storage_options)
+    check_travels(FUNCTION, location.store)
     mode = write_mode(mode, given.overwrite, region, location.array is not None or is_array_node(url))
     if return_stored and not compute and da.array_expr_enabled():
         # dask's array expressions lose a Delayed's graph in map_blocks (and have no to_zarr of their own)
@@ -142,7 +143,7 @@ def to_zarr(
     plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region)
     delayed = write_graph(source, writer, plan)
     if compute:
-        run_graphs([delayed], progress)
+        run_writes([delayed], progress)
         return stored(target, region) if return_stored else target
     return stored(target, region, delayed) if return_stored else delayed
 
@@ -210,6 +211,13 @@ def plan_write(
     return plan.summary(array.dtype.itemsize)
 
 
+class Target(NamedTuple):
+    """The array a write goes into and the region of it the data covers (step-1 slices)."""
+
+    array: Array
+    region: tuple[slice, ...]
+
+
 def _prepare_target(
     x: da.Array | np.ndarray,
     location: Location,
@@ -219,7 +227,7 @@ def _prepare_target(
     storage_options: dict[str, Any] | None,
     given: WriteKeywords,
     reading: ReadKeywords,
-) -> tuple[Array, tuple[slice, ...]]:
+) -> Target:
     """Create, open or resize the target (its metadata is written here) and the region."""
     if mode in ("r+", "a"):
         try:
@@ -229,7 +237,7 @@ def _prepare_target(
                 raise
         else:
             if mode == "r+":
-                return target, _checked_region(x, target, region)
+                return Target(target, _checked_region(x, target, region))
             return _append(x, target, append_axis)
     if reading.expect or reading.options:
         raise InvalidModeError(f"{FUNCTION}(): zarr_read_kwargs apply when an existing array is opened; "
@@ -252,7 +260,7 @@ def _prepare_target(
                               overwrite=mode == "w", storage_options=storage_options, **create, **given.options)
     except ContainsNodeError as exc:
         raise _exists_error(location, storage_options) or exc from None
-    return target, tuple(slice(0, n) for n in target.shape)
+    return Target(target, tuple(slice(0, n) for n in target.shape))
 
 
 def _exists_error(location: Location, storage_options: dict[str, Any] | None) -> ContainsNodeError | None:
@@ -315,7 +323,7 @@ def _default_chunks(x: da.Array | np.ndarray, shards: Sequence[int] | None) -> t
     return tuple(shards)
 
 
-def _append(x: da.Array | np.ndarray, target: Array, axis: int) -> tuple[Array, tuple[slice, ...]]:
+def _append(x: da.Array | np.ndarray, target: Array, axis: int) -> Target:
     """Grow ``target`` along ``axis`` by ``x``'s length; the region is the new rows."""
     if x.ndim != target.ndim:
         raise ShapeMismatchError(f"cannot append {x.ndim}-d data to a {target.ndim}-d array")
@@ -331,7 +339,7 @@ def _append(x: da.Array | np.ndarray, target: Array, axis: int) -> tuple[Array, 
     old = target.shape[axis]
     new_shape = tuple(n + x.shape[axis] if d == axis else n for d, n in enumerate(target.shape))
     target.resize(new_shape)
-    return target, tuple(slice(old, n) if d == axis else slice(0, n) for d, n in enumerate(new_shape))
+    return Target(target, tuple(slice(old, n) if d == axis else slice(0, n) for d, n in enumerate(new_shape)))
 
 
 def _checked_region(x: da.Array | np.ndarray, target: Array, region: Sequence[slice] | None) -> tuple[slice, ...]:

@@ -6,6 +6,10 @@ results in a tree of fan-in :data:`FAN_IN` up to one final key, so no task waits
 million others. Both layers are described by a few small objects (the plan, the target
 ``Array``, names), so building the graph costs the per-axis plan, and the client ships
 that compact form to a distributed scheduler, which materialises it.
+
+Into a transactional store (an Icechunk session) each write task returns the changes of
+the fork it wrote through and the tree merges them on the way up, so the final key
+computes to them (see :mod:`.transactions`); elsewhere every result is None.
 """
 
 from __future__ import annotations
@@ -14,29 +18,34 @@ import itertools
 import math
 import uuid
 from collections.abc import Hashable, Iterator
+from typing import Any
 
 import dask.array as da
 import numpy as np
-from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
 from ..compat.dask import lazy_layer
 from ..core.array import Array
 from ..plan import WritePlan
+from ..storage.transactional import changes, merge_changes
+from .transactions import Writes, check_forkable
 
 __all__ = ["DoneTree", "FAN_IN", "PlanWrites", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
 
 
-def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Delayed:
+def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Writes:
     """A ``Delayed`` writing ``plan`` into ``target`` from the blocks of ``source``::
 
         ("zarrdask-write-<id>", i, j)       -> write_region(target, region, layout, [(x, k, l), ...])
-        ("zarrdask-write-done-<id>", 1, k)  -> None, after FAN_IN write tasks (and so on up)
-        "zarrdask-write-done-<id>"          -> None, once everything is written
+        ("zarrdask-write-done-<id>", 1, k)  -> changes merged, after FAN_IN write tasks (and so on up)
+        "zarrdask-write-done-<id>"          -> changes merged, once everything is written
+
+    (changes: None unless the target's store travelled to workers as a session's fork).
     """
+    check_forkable(target)
     token = uuid.uuid4().hex
     writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan)
     done = DoneTree(f"zarrdask-write-done-{token}", writes)
@@ -45,7 +54,7 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Delayed:
         {**graph.layers, done.name: lazy_layer(done)},
         {**graph.dependencies, done.name: {writes.name}},
     )
-    return Delayed(done.name, graph)
+    return Writes(done.name, graph, target.store)
 
 
 class PlanWrites:
@@ -127,7 +136,7 @@ class DoneTree:
         else:
             _, level, k = key  # type: ignore[misc]
             below = self._below(level, k)
-        return Task(key, _done, List(*(TaskRef(k) for k in below)))
+        return Task(key, merge_changes, List(*(TaskRef(k) for k in below)))
 
 
 def write_region(
@@ -135,8 +144,9 @@ def write_region(
     region: tuple[slice, ...],
     layout: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...],
     blocks: list[np.ndarray],
-) -> None:
-    """One write task: assemble ``region`` from the pieces of ``blocks`` and store it.
+) -> Any:
+    """One write task: assemble ``region`` from the pieces of ``blocks`` and store it;
+    returns the changes to merge back when the target's store is a session's fork.
 
     ``layout`` holds, per block, (the slices of the block, where they go in the region).
     The target encodes whole shards, and read-modify-writes those the region only partly
@@ -149,7 +159,4 @@ def write_region(
         for (block_slices, out_slices), block in zip(layout, blocks):
             data[out_slices] = np.asarray(block)[block_slices]
     target[region] = data
-
-
-def _done(_written: list[None]) -> None:
-    return None
+    return changes(target.store)

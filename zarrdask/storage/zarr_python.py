@@ -7,6 +7,10 @@ A zarr-python store is asynchronous: ``get(key, prototype, byte_range)``,
 event loop, many at once (``concurrency``), and answers in zarrdask's contract. The byte
 request and buffer classes it needs come from the modules of zarr-python that the store
 itself was made with, so the library imports nothing of zarr-python.
+
+A store writing into a session (an Icechunk session's, see :mod:`.transactional`) pickles
+as a fork of the session, so it can travel to worker processes; the copy is ``forked``
+and its writes come back through :func:`.transactional.changes`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, split_listing
 from .requests import Requests, background_loop
+from .transactional import fork_store, is_transactional
 
 __all__ = ["ZarrPythonStore", "is_zarr_python_store"]
 
@@ -40,13 +45,15 @@ def _zarr_module(name: str) -> Any:
 
 
 class ZarrPythonStore(StreamedReads, Store):
-    """zarrdask's view of the zarr-python store ``inner``. Pickles as ``inner`` does."""
+    """zarrdask's view of the zarr-python store ``inner``. Pickles as ``inner`` does, or as
+    a fork of its session when it writes into one (``forked``: this is such a copy)."""
 
-    def __init__(self, inner: Any, *, concurrency: int = 64) -> None:
+    def __init__(self, inner: Any, *, concurrency: int = 64, forked: bool = False) -> None:
         if not is_zarr_python_store(inner):
             raise StoreError(f"{type(inner).__name__} is not a zarr-python store")
         self.inner = inner
         self.concurrency = concurrency
+        self.forked = forked
         self.read_only = bool(getattr(inner, "read_only", False))
         self._requests = Requests(concurrency, None)
         store_module = _zarr_module("zarr.abc.store")
@@ -132,7 +139,9 @@ class ZarrPythonStore(StreamedReads, Store):
         return str(self.inner)
 
     def __reduce__(self) -> tuple:
-        return (_rebuild, (self.inner, self.concurrency))
+        if not self.forked and is_transactional(self.inner):
+            return (_rebuild, (fork_store(self.inner), self.concurrency, True))
+        return (_rebuild, (self.inner, self.concurrency, self.forked))
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.inner == self.inner  # type: ignore[attr-defined]
@@ -141,5 +150,5 @@ class ZarrPythonStore(StreamedReads, Store):
         return hash((type(self).__name__, self.url))
 
 
-def _rebuild(inner: Any, concurrency: int) -> ZarrPythonStore:
-    return ZarrPythonStore(inner, concurrency=concurrency)
+def _rebuild(inner: Any, concurrency: int, forked: bool) -> ZarrPythonStore:
+    return ZarrPythonStore(inner, concurrency=concurrency, forked=forked)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import dask
 import numpy as np
 from dask.delayed import Delayed
 from xarray.namedarray.pycompat import is_chunked_array
 
 from zarrdask.core.array import Array
-from zarrdask.dask_io.progress import compute as run_graphs
+from zarrdask.dask_io.transactions import combined, run_writes
 from zarrdask.dask_io.write import to_zarr as dask_to_zarr
 
 __all__ = ["ArrayWrites"]
@@ -24,10 +23,6 @@ __all__ = ["ArrayWrites"]
 def _concrete_region(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
     """Slices with explicit start and stop (``slice(3, None)`` -> ``slice(3, n)``)."""
     return tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, shape, strict=True))
-
-
-def _all_written(*_: Any) -> None:
-    """Final task of a deferred write: depends on every array write."""
 
 
 class ArrayWrites:
@@ -57,12 +52,11 @@ class ArrayWrites:
 
     def sync(self, compute: bool = True, progress: bool = False, **compute_kwargs: Any) -> Delayed | None:
         """Run the dask writes (``compute=True``, with ``dask.compute`` keywords, or with
-        a progress bar) or return them as one ``Delayed``."""
+        a progress bar) or return them as one ``Delayed`` (computing to the changes to merge
+        into a transactional store's session, see :mod:`zarrdask.dask_io.transactions`)."""
         pending, self._pending = self._pending, []
         if not compute:
-            return dask.delayed(_all_written)(*pending)
-        if pending and progress:
-            run_graphs(pending, progress=True)
-        elif pending:
-            dask.compute(*pending, **compute_kwargs)
+            return combined(pending)
+        if pending:
+            run_writes(pending, progress, **compute_kwargs)
         return None

@@ -1,0 +1,97 @@
+"""Writes into an Icechunk session from a cluster of worker processes: the session store
+travels as a fork, the workers' changes come back merged, and ``session.commit()`` then
+holds every byte; a store that cannot travel is refused before anything is written."""
+
+from __future__ import annotations
+
+import icechunk
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import dask.array as da
+import distributed
+import zarrdask
+from zarrdask.errors import StoreError
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as c:  # the default client: to_zarr computes on it
+        yield c
+
+
+def _repo(tmp_path):
+    return icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "ic")))
+
+
+def _committed(repo, session):
+    session.commit("zarrdask writes")
+    return repo.readonly_session("main").store
+
+
+def test_to_zarr_from_worker_processes_commits_every_byte(client, tmp_path):
+    repo = _repo(tmp_path)
+    session = repo.writable_session("main")
+    data = np.random.default_rng(3).standard_normal((90, 70))
+    zarrdask.to_zarr(da.from_array(data, chunks=(7, 13)), session.store, path="x", chunks=(8, 8), shards=(32, 32))
+    np.testing.assert_array_equal(zarrdask.open_array(_committed(repo, session), path="x")[...], data)
+    session = repo.writable_session("main")
+    update = data[5:50, 3:40] * 2  # a region write: read-modify-writes of committed shards
+    zarrdask.to_zarr(da.from_array(update, chunks=(11, 9)), session.store, path="x", mode="r+",
+                     region=(slice(5, 50), slice(3, 40)))
+    data[5:50, 3:40] = update
+    np.testing.assert_array_equal(zarrdask.open_array(_committed(repo, session), path="x")[...], data)
+
+
+def test_a_session_holding_chunks_of_the_target_is_refused(client, tmp_path):
+    """Forks would carry the uncommitted chunks back over the workers' writes."""
+    session = _repo(tmp_path).writable_session("main")
+    zarrdask.to_zarr(da.ones((20, 20), chunks=10), session.store, path="x")
+    with pytest.raises(StoreError, match="holds uncommitted chunks of the array 'x'.*Commit the session first"):
+        zarrdask.to_zarr(da.zeros((20, 20), chunks=10), session.store, path="x", mode="r+")
+
+
+def test_compute_false_computes_to_the_changes_to_merge(client, tmp_path):
+    repo = _repo(tmp_path)
+    session = repo.writable_session("main")
+    data = np.arange(60 * 40, dtype="i4").reshape(60, 40)
+    writes = zarrdask.to_zarr(da.from_array(data, chunks=(9, 11)), session.store, path="y", chunks=(10, 10),
+                              compute=False)
+    changes = client.compute(writes).result()
+    assert changes is not None  # the workers' fork, merged up the tree
+    session.merge(changes)
+    np.testing.assert_array_equal(zarrdask.open_array(_committed(repo, session), path="y")[...], data)
+
+
+def test_xarray_writer_from_worker_processes(client, tmp_path):
+    repo = _repo(tmp_path)
+    session = repo.writable_session("main")
+    rng = np.random.default_rng(4)
+    ds = xr.Dataset({"t": (("time", "x"), rng.standard_normal((24, 30)).astype("f4")),
+                     "u": (("time",), np.arange(24))}, coords={"time": np.arange(24)})
+    ds.chunk({"time": 5}).zarrdask.to_zarr(session.store, mode="w",
+                                           encoding={"t": {"chunks": (4, 10), "shards": (8, 30)}})
+    back = xr.open_dataset(_committed(repo, session), engine="zarrdask").load()
+    xr.testing.assert_identical(back, ds)
+    np.testing.assert_array_equal(back.t.values, ds.t.values)
+
+
+class _StaysHome(zarr.storage.MemoryStore):
+    """A zarr-python store that refuses to be pickled."""
+
+    def __reduce__(self):
+        raise TypeError("this store stays in its process")
+
+
+def test_a_store_that_cannot_travel_is_refused_before_any_write(client):
+    store = _StaysHome()
+    with pytest.raises(StoreError, match="cannot be sent to Dask's worker processes") as err:
+        zarrdask.to_zarr(da.zeros((10, 10), chunks=5), store, path="z")
+    assert "stays in its process" in str(err.value) and "scheduler='threads'" in str(err.value)
+    assert not store._store_dict  # nothing written, not even metadata

@@ -1,0 +1,98 @@
+"""Write graphs whose results must come back: writes into a transactional store (an
+Icechunk session) and stores that cannot travel to worker processes.
+
+On worker processes a session store travels as a fork (see
+:mod:`zarrdask.storage.transactional`); each write task returns its fork's changes and
+the graph's tree merges them, so a :class:`Writes` computes to the merged changes, or
+None when nothing came back (an ordinary store, or the threaded scheduler, which writes
+into the caller's session itself). :func:`run_writes` computes writes and merges what
+came back into the caller's session, so ``session.commit()`` afterwards holds every
+byte. Computing a ``Writes`` yourself (``to_zarr(..., compute=False)``), pass what it
+computes to ``session.merge(...)`` when it is not None (:func:`merge_written` does both).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+from dask.delayed import Delayed
+
+from ..errors import StoreError
+from ..storage.base import Store
+from ..storage.transactional import holds_chunks, merge_changes, merge_into
+from ..storage.zarr_python import ZarrPythonStore, is_zarr_python_store
+from .progress import compute
+
+__all__ = ["Writes", "check_forkable", "check_travels", "combined", "merge_written", "run_writes"]
+
+
+class Writes(Delayed):
+    """A write graph's ``Delayed``; ``into``: the store its computed changes merge into."""
+
+    __slots__ = ("into",)
+
+    def __init__(self, key: str, graph: Any, into: Any) -> None:
+        super().__init__(key, graph)
+        self.into = into
+
+
+def merge_written(graph: Any, result: Any) -> None:
+    """Merge what ``graph`` computed to (``result``) into the caller's session, if anything
+    came back from worker processes."""
+    if isinstance(graph, Writes) and result is not None:
+        merge_into(graph.into, result)
+
+
+def run_writes(graphs: Sequence[Any], progress: bool = False, client: Any = None, **compute_kwargs: Any) -> None:
+    """Compute ``graphs`` together (``compute_kwargs`` go to ``dask.compute``, else see
+    :func:`.progress.compute`) and merge each write's changes into its caller's session."""
+    results = dask.compute(*graphs, **compute_kwargs) if compute_kwargs else compute(graphs, progress, client)
+    for graph, result in zip(graphs, results):
+        merge_written(graph, result)
+
+
+def combined(graphs: Sequence[Any]) -> Any:
+    """One ``Delayed`` of several writes into one store: their changes merged."""
+    return dask.delayed(merge_changes)(list(graphs))
+
+
+def check_travels(function: str, store: Any) -> None:
+    """Refuse, before anything is written, a store that cannot be sent to the worker
+    processes of the scheduler in use (a distributed client, or dask's processes)."""
+    if not _ships_tasks():
+        return
+    if is_zarr_python_store(store):
+        store = ZarrPythonStore(store)  # as it travels: a session's store as a fork
+    while isinstance(getattr(store, "inner", None), Store):  # zarrdask's wrappers travel as their base
+        store = store.inner
+    try:
+        pickle.dumps(store)
+    except Exception as exc:
+        raise StoreError(
+            f"{function}(): the store {store!r} cannot be sent to Dask's worker processes, which write the "
+            f"chunks ({type(exc).__name__}: {exc}). Pass a store they can open (a path, a URL, an Icechunk "
+            "session's store), or write on the threaded scheduler: with dask.config.set(scheduler='threads')"
+        ) from exc
+
+
+def check_forkable(target: Any) -> None:
+    """Refuse a write that worker processes would make through forks of a session holding
+    uncommitted chunks of ``target`` (merging the forks would restore those over the
+    workers' writes)."""
+    if _ships_tasks() and holds_chunks(target.store, target.path):
+        raise StoreError(
+            f"the session of {target.store.url} holds uncommitted chunks of the array {target.path!r}: worker "
+            "processes write through forks of the session, which would carry those chunks back over theirs. "
+            "Commit the session first (session.commit(...)) and write through a new writable session")
+
+
+def _ships_tasks() -> bool:
+    """Whether the scheduler dask would use runs tasks in other processes."""
+    get = dask.base.get_scheduler()
+    if get is None:
+        return False
+    return getattr(get, "__module__", "") == "dask.multiprocessing" or (
+        "Client" in type(getattr(get, "__self__", None)).__name__)
