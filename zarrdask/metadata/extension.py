@@ -90,7 +90,7 @@ def parse_named_config(value: Any, loc: Loc, problems: list[Problem]) -> NamedCo
             problems.append(Problem(loc, f"unexpected field {extra!r}{did_you_mean(extra, _FIELDS)} in an extension "
                                          f"object; allowed: {', '.join(map(repr, sorted(_FIELDS)))}"))
         ok = False
-    return _shared(name, config, must) if ok else None
+    return _shared(name, config, must) if ok and isinstance(name, str) else None
 
 
 def _shared(name: str, config: Mapping[str, Any], must: bool) -> NamedConfig:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -38,6 +38,7 @@ __all__ = [
     "chunk_slices",
     "grid_shape",
     "stored_shape",
+    "ChunkGrid",
     "ChunkKeyEncoding",
     "DefaultKeyEncoding",
     "V2KeyEncoding",
@@ -60,8 +61,11 @@ class AxisGrid(Protocol):
     chunk ``k`` covering ``[bounds(k)[0], bounds(k)[1])`` (clipped to the array) and stored
     with ``stored(k)`` elements along this axis (a regular grid pads its edge chunk)."""
 
-    size: int
-    count: int
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def count(self) -> int: ...
 
     def bounds(self, k: int) -> tuple[int, int]: ...
 
@@ -123,7 +127,7 @@ class RegularChunkGrid:
 
     def axes(self, shape: Sequence[int]) -> tuple[RegularAxis, ...]:
         """The grid laid over an array of ``shape``, one :class:`AxisGrid` per dimension."""
-        return _as_axes(self.chunk_shape, tuple(shape))
+        return cast("tuple[RegularAxis, ...]", _as_axes(self.chunk_shape, tuple(shape)))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
@@ -303,7 +307,7 @@ def _regular(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Prob
     shape = config.get("chunk_shape")
     if not _positive_int_list(shape, ndim, (*loc, "configuration", "chunk_shape"), problems):
         return None
-    key = tuple(shape)
+    key = tuple(shape or ())
     grid = _SHARED_GRIDS.get(key)
     if grid is None:
         grid = RegularChunkGrid(key)
@@ -314,6 +318,14 @@ def _regular(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Prob
 
 #: grids are immutable: the arrays of a dataset share one per chunk shape
 _SHARED_GRIDS: dict[tuple[int, ...], RegularChunkGrid] = {}
+
+
+class ChunkGrid(Protocol):
+    """A parsed ``chunk_grid``: laid over an array's shape, one :class:`AxisGrid` per dimension."""
+
+    def axes(self, shape: Sequence[int]) -> tuple[AxisGrid, ...]: ...
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 class ChunkKeyEncoding(Protocol):
@@ -425,20 +437,22 @@ def _unknown(what: str, name: str, registry: dict[str, Callable[..., Any]], grou
                                    f"known: {', '.join(map(repr, known))}", unknown_extension=True)
 
 
-def parse_chunk_grid(named: NamedConfig, ndim: int, loc: Loc, problems: list[Problem]) -> Any:
+def parse_chunk_grid(named: NamedConfig, ndim: int, loc: Loc, problems: list[Problem]) -> ChunkGrid | None:
     factory = _lookup(_GRIDS, "zarrdask.chunk_grids", named.name)
     if factory is None:
         problems.append(_unknown("chunk grid", named.name, _GRIDS, "zarrdask.chunk_grids", loc))
         return None
-    return factory(named.configuration, ndim, loc, problems)
+    grid: ChunkGrid | None = factory(named.configuration, ndim, loc, problems)
+    return grid
 
 
-def parse_chunk_key_encoding(named: NamedConfig, loc: Loc, problems: list[Problem]) -> Any:
+def parse_chunk_key_encoding(named: NamedConfig, loc: Loc, problems: list[Problem]) -> ChunkKeyEncoding | None:
     factory = _lookup(_KEY_ENCODINGS, "zarrdask.chunk_key_encodings", named.name)
     if factory is None:
         problems.append(_unknown("chunk key encoding", named.name, _KEY_ENCODINGS, "zarrdask.chunk_key_encodings", loc))
         return None
-    return factory(named.configuration, loc, problems)
+    encoding: ChunkKeyEncoding | None = factory(named.configuration, loc, problems)
+    return encoding
 
 
 def raise_problems(problems: list[Problem], key: str | None = None) -> None:

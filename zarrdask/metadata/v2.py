@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
 from ..errors import MetadataError, Problem
@@ -30,7 +30,7 @@ class ArrayMetadataV2:
     chunk_shape: tuple[int, ...]
     data_type: DataType
     fill_value: Any
-    order: str = "C"
+    order: Literal["C", "F"] = "C"
     compressor: Mapping[str, Any] | None = None
     filters: tuple[Mapping[str, Any], ...] | None = None
     dimension_separator: str = "."
@@ -127,11 +127,12 @@ class ArrayMetadataV2:
         if not isinstance(attrs, Mapping):
             problems.append(Problem((".zattrs",), f"expected an object, got {attrs!r}"))
         raise_problems(problems, key)
+        assert shape is not None and chunks is not None and dtype is not None  # (else a problem was raised)
         return cls(
             shape=tuple(shape), chunk_shape=tuple(chunks), data_type=dtype, fill_value=fill, order=order,
             compressor=compressor, filters=tuple(filters) if filters else None, dimension_separator=sep,
             attributes=dict(attrs),
-        )  # type: ignore[arg-type]
+        )
 
 
 @dataclass(frozen=True)

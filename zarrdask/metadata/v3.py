@@ -9,7 +9,8 @@ from typing import Any
 
 from .dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
-from .grid import check_shape, parse_chunk_grid, parse_chunk_key_encoding, raise_problems
+from .grid import (ChunkGrid, ChunkKeyEncoding, RegularChunkGrid, check_shape, parse_chunk_grid,
+                   parse_chunk_key_encoding, raise_problems)
 from ..keywords import did_you_mean
 from .extension import NamedConfig, parse_named_config
 
@@ -60,8 +61,8 @@ class ArrayMetadataV3:
 
     shape: tuple[int, ...]
     data_type: DataType
-    chunk_grid: Any
-    chunk_key_encoding: Any
+    chunk_grid: ChunkGrid
+    chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any
     codecs: tuple[NamedConfig, ...]
     attributes: Mapping[str, Any] = field(default_factory=dict)
@@ -74,6 +75,9 @@ class ArrayMetadataV3:
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
+        """A regular grid's chunk shape (other grids have none: AttributeError)."""
+        if not isinstance(self.chunk_grid, RegularChunkGrid):
+            raise AttributeError(f"a {type(self.chunk_grid).__name__} has no single chunk shape")
         return self.chunk_grid.chunk_shape
 
     @property
@@ -121,13 +125,14 @@ class ArrayMetadataV3:
                 data_type = parse_data_type_v3(doc["data_type"])
             except MetadataError as exc:
                 problems.extend(exc.problems)
-        grid = key_enc = None
+        grid: ChunkGrid | None = None
+        key_enc: ChunkKeyEncoding | None = None
         if shape is not None and "chunk_grid" in doc:
             named = parse_named_config(doc["chunk_grid"], ("chunk_grid",), problems)
-            grid = named and parse_chunk_grid(named, len(shape), ("chunk_grid",), problems)
+            grid = None if named is None else parse_chunk_grid(named, len(shape), ("chunk_grid",), problems)
         if "chunk_key_encoding" in doc:
             named = parse_named_config(doc["chunk_key_encoding"], ("chunk_key_encoding",), problems)
-            key_enc = named and parse_chunk_key_encoding(named, ("chunk_key_encoding",), problems)
+            key_enc = None if named is None else parse_chunk_key_encoding(named, ("chunk_key_encoding",), problems)
         codecs = _parse_list_of_configs(doc["codecs"], "codecs", problems, required=True) if "codecs" in doc else []
         transformers = _parse_list_of_configs(doc.get("storage_transformers", []), "storage_transformers", problems)
         fill = None
@@ -139,11 +144,12 @@ class ArrayMetadataV3:
         attributes = _parse_attributes(doc.get("attributes", {}), problems)
         dims = _parse_dimension_names(doc.get("dimension_names"), shape, problems)
         raise_problems(problems, key)
+        assert shape is not None and data_type is not None and grid is not None and key_enc is not None
         return cls(
             shape=shape, data_type=data_type, chunk_grid=grid, chunk_key_encoding=key_enc, fill_value=fill,
             codecs=tuple(codecs), attributes=attributes, dimension_names=dims,
             storage_transformers=tuple(transformers), extra_fields=extra,
-        )  # type: ignore[arg-type]
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +188,7 @@ class GroupMetadataV3:
         _check_format(doc, "group", problems)
         extra = _extra_fields(doc, _GROUP_FIELDS, problems)
         attributes = _parse_attributes(doc.get("attributes", {}), problems)
-        consolidated = None
+        documents = None
         cm = doc.get("consolidated_metadata")
         if cm is not None:
             if not isinstance(cm, Mapping) or not isinstance(cm.get("metadata", {}), Mapping):
@@ -192,10 +198,9 @@ class GroupMetadataV3:
                     problems.append(Problem(("consolidated_metadata", "kind"), f"unknown kind {cm.get('kind')!r}",
                                             unknown_extension=True))
             else:
-                consolidated = flatten_consolidated(cm.get("metadata", {}))
+                documents = flatten_consolidated(cm.get("metadata", {}))
         raise_problems(problems, key)
-        if consolidated is not None:
-            consolidated = _parse_consolidated_nodes(consolidated, key)
+        consolidated = None if documents is None else _parse_consolidated_nodes(documents, key)
         return cls(attributes=attributes, consolidated=consolidated, extra_fields=extra)
 
 
