@@ -149,16 +149,19 @@ def _describe(value: Any) -> str:
 
 
 def _round_to_integer(wide: np.ndarray, rounding: str) -> np.ndarray:
+    rounded: np.ndarray
     if rounding == "nearest-even":
-        return np.rint(wide)
-    if rounding == "towards-zero":
-        return np.trunc(wide)
-    if rounding == "towards-positive":
-        return np.ceil(wide)
-    if rounding == "towards-negative":
-        return np.floor(wide)
-    whole = np.trunc(wide)
-    return np.where(np.abs(wide - whole) >= 0.5, whole + np.sign(wide), whole)
+        rounded = np.rint(wide)
+    elif rounding == "towards-zero":
+        rounded = np.trunc(wide)
+    elif rounding == "towards-positive":
+        rounded = np.ceil(wide)
+    elif rounding == "towards-negative":
+        rounded = np.floor(wide)
+    else:
+        whole = np.trunc(wide)
+        rounded = np.where(np.abs(wide - whole) >= 0.5, whole + np.sign(wide), whole)
+    return rounded
 
 
 def _to_integer(wide: np.ndarray, dst: Numeric, out_of_range: str | None) -> np.ndarray:
@@ -253,7 +256,8 @@ def bit_length(bits: np.ndarray) -> np.ndarray:
         rest = np.where(moved, high, rest)
         length += np.where(moved, shift, 0).astype(bits.dtype)
         shift //= 2
-    return length + (rest != 0).astype(bits.dtype)
+    lengths: np.ndarray = length + (rest != 0).astype(bits.dtype)
+    return lengths
 
 
 def values_equal(a: Any, b: Any) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..metadata.dtypes import DataType
 from ..errors import CodecError, CorruptChunkError
+from ..storage.base import Buffer
 
 __all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item",
            "byte_view", "check_decoded_size", "decode_each", "Frames", "Slots", "slot_views"]
@@ -76,7 +77,7 @@ class Codec(ABC):
         return self
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.to_json() == other.to_json()  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.to_json() == other.to_json()
 
     def __hash__(self) -> int:
         return hash(repr(self.to_json()))
@@ -109,7 +110,7 @@ class ArrayBytesCodec(Codec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes: ...
 
     @abstractmethod
-    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         """Decode to an array of ``spec.shape`` and ``spec.dtype``."""
 
     def encoded_size(self, spec: ChunkSpec) -> int | None:
@@ -126,16 +127,16 @@ class BytesBytesCodec(Codec):
     kind: ClassVar[str] = "bytes->bytes"
 
     @abstractmethod
-    def encode(self, data: bytes | memoryview) -> bytes: ...
+    def encode(self, data: Buffer) -> bytes: ...
 
     @abstractmethod
-    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+    def decode(self, data: Buffer, expected: int | None) -> Buffer:
         """Undo the codec. ``expected`` is the exact decoded size when the metadata fixes it
         (None after a variable-size serializer): a codec whose format claims a decoded size
         (a header) or can inflate (a compressor) must not allocate beyond it; the pipeline
         checks the decoded size against it."""
 
-    def decode_into(self, data: Sequence[bytes | memoryview], outs: Sequence[memoryview]) -> None:
+    def decode_into(self, data: Sequence[Buffer], outs: Sequence[memoryview]) -> None:
         """Undo the codec for a batch: ``data[i]`` into ``outs[i]`` (bytes), which each
         result must fill exactly; a failure names its item as the error's ``item``. Codecs
         that can write into a caller's buffer override this (no copy, a few Python steps
@@ -166,7 +167,7 @@ def batch_item(i: int, fn: Callable[..., Any], *args: Any) -> Any:
 
 def byte_view(array: np.ndarray) -> memoryview:
     """A C-contiguous array's memory as writable bytes, for codecs that decode into it."""
-    return memoryview(array.reshape(-1).view(np.uint8))
+    return array.reshape(-1).view(np.uint8).data
 
 
 class Frames(Sequence[memoryview]):

@@ -13,6 +13,7 @@ from typing import Any
 
 from numcodecs import blosc as _blosc
 
+from ..storage.base import Buffer
 from . import decompress
 from ._config import check_keys, config_error, get_choice, get_int
 from .base import BytesBytesCodec, ChunkSpec, Loc
@@ -62,12 +63,13 @@ class BloscCodec(BytesBytesCodec):
             raise config_error((*loc, "configuration", "cname"), f"{self.cname!r} is not compiled into this blosc")
         return self
 
-    def encode(self, data: bytes | memoryview) -> bytes:
-        return _blosc.compress(data, self.cname.encode(), self.clevel, SHUFFLES[self.shuffle], self.blocksize,
-                               typesize=self.typesize or 1)
+    def encode(self, data: Buffer) -> bytes:
+        encoded: bytes = _blosc.compress(data, self.cname.encode(), self.clevel, SHUFFLES[str(self.shuffle)],
+                                         self.blocksize, typesize=self.typesize or 1)
+        return encoded
 
-    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+    def decode(self, data: Buffer, expected: int | None) -> Buffer:
         return decompress.blosc(data, expected)
 
-    def decode_into(self, data: Sequence[bytes | memoryview], outs: Sequence[memoryview]) -> None:
+    def decode_into(self, data: Sequence[Buffer], outs: Sequence[memoryview]) -> None:
         decompress.blosc_into(data, outs)

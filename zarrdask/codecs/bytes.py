@@ -18,6 +18,7 @@ import numpy as np
 
 from ..metadata.dtypes import SUB_BYTE_BITS, DataType
 from ..errors import CorruptChunkError
+from ..storage.base import Buffer
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
@@ -77,7 +78,7 @@ class BytesCodec(ArrayBytesCodec):
             arr = self._byteswap(arr)
         return arr.tobytes()
 
-    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         dt = spec.dtype.dtype
         if len(data) != spec.nbytes:
             raise CorruptChunkError(

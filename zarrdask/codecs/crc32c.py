@@ -12,6 +12,7 @@ from typing import Any
 from crc32c import crc32c
 
 from ..errors import ChecksumError, CorruptChunkError
+from ..storage.base import Buffer
 from ._config import check_keys
 from .base import BytesBytesCodec, Loc
 from .registry import register_codec
@@ -32,10 +33,10 @@ class Crc32cCodec(BytesBytesCodec):
     def to_json(self) -> dict[str, Any]:
         return {"name": "crc32c"}
 
-    def encode(self, data: bytes | memoryview) -> bytes:
+    def encode(self, data: Buffer) -> bytes:
         return bytes(data) + crc32c(data).to_bytes(4, "little")
 
-    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+    def decode(self, data: Buffer, expected: int | None) -> Buffer:
         if len(data) < 4:
             raise CorruptChunkError(f"crc32c: {len(data)} bytes is too short to hold a checksum (truncated)")
         view = memoryview(data)

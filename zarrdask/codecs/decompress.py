@@ -203,9 +203,10 @@ def blosc(data: Data, expected: int | None) -> Data:
     """A blosc buffer: its header's sizes must match the buffer and ``expected`` first."""
     _blosc_header(data, expected)
     try:
-        return _blosc.decompress(data)
+        decoded: Data = _blosc.decompress(data)
     except (RuntimeError, ValueError) as exc:
         raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+    return decoded
 
 
 def blosc_into(buffers: Sequence[Data], outs: Sequence[memoryview]) -> None:
@@ -242,24 +243,25 @@ def lz4(data: Data, expected: int | None) -> Data:
         raise CorruptChunkError(f"lz4: the header claims a negative size ({claimed})")
     _claim("lz4", claimed, expected)
     try:
-        return LZ4().decode(data)
+        decoded: Data = LZ4().decode(data)
     except (RuntimeError, ValueError) as exc:
         raise CorruptChunkError(f"lz4: cannot decompress ({exc})") from exc
+    return decoded
 
 
 def for_numcodecs(impl: Any) -> Callable[[Data, int | None], Data] | None:
     """The bounded decompressor for a numcodecs compressor object, or None for a codec
     whose output size cannot be claimed (checksums, shuffles: the caller checks the size)."""
-    codec_id = getattr(impl, "codec_id", None)
+    codec_id: str | None = getattr(impl, "codec_id", None)
     if codec_id == "lzma":
         return _lzma(impl.format, impl.filters)
-    return _BY_ID.get(codec_id)
+    return _BY_ID.get(codec_id or "")
 
 
 def into_for_numcodecs(impl: Any) -> IntoBatch | None:
     """The batch decompressor writing into callers' buffers for a numcodecs compressor
     object, where the format allows one (zstd, blosc), else None."""
-    return _INTO_BY_ID.get(getattr(impl, "codec_id", None))
+    return _INTO_BY_ID.get(getattr(impl, "codec_id", None) or "")
 
 
 _BY_ID: dict[str, Callable[[Data, int | None], Data]] = {

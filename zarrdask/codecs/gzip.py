@@ -12,6 +12,7 @@ from typing import Any
 
 from numcodecs import GZip
 
+from ..storage.base import Buffer
 from . import decompress
 from ._config import check_keys, get_int
 from .base import BytesBytesCodec, Loc
@@ -34,8 +35,8 @@ class GzipCodec(BytesBytesCodec):
     def to_json(self) -> dict[str, Any]:
         return {"name": "gzip", "configuration": {"level": self.level}}
 
-    def encode(self, data: bytes | memoryview) -> bytes:
+    def encode(self, data: Buffer) -> bytes:
         return bytes(self._impl.encode(data))
 
-    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+    def decode(self, data: Buffer, expected: int | None) -> Buffer:
         return decompress.gzip(data, expected)

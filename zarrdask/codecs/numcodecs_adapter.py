@@ -18,6 +18,7 @@ import numpy as np
 
 from ..metadata.dtypes import data_type_from_numpy
 from ..errors import CodecError, CorruptChunkError
+from ..storage.base import Buffer
 from . import decompress
 from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
@@ -97,17 +98,18 @@ def _call(fn: Any, data: Any, error: type[CodecError], what: str) -> Any:
 class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
     """A numcodecs compressor or checksum applied to a chunk's bytes."""
 
-    def encode(self, data: bytes | memoryview) -> bytes:
+    def encode(self, data: Buffer) -> bytes:
         return bytes(_encode(self, data))
 
     def __init__(self, configuration: Mapping[str, Any], impl: Any) -> None:
         super().__init__(configuration, impl)
         self._bounded = decompress.for_numcodecs(impl)
 
-    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+    def decode(self, data: Buffer, expected: int | None) -> Buffer:
         if self._bounded is not None:
             return self._bounded(data, expected)
-        return _call(self.impl.decode, data, CorruptChunkError, f"{self.name}: cannot decode")
+        decoded: Buffer = _call(self.impl.decode, data, CorruptChunkError, f"{self.name}: cannot decode")
+        return decoded
 
 
 for _id in ARRAY_TO_ARRAY:

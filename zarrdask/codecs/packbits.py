@@ -26,6 +26,7 @@ import numpy as np
 
 from ..metadata.dtypes import SUB_BYTE_BITS, DataType
 from ..errors import CorruptChunkError
+from ..storage.base import Buffer
 from ._config import check_keys, config_error
 from .base import ArrayBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
@@ -137,7 +138,7 @@ class PackBitsCodec(ArrayBytesCodec):
             return packed + padding
         return packed
 
-    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         layout, first, width, stream_bits = self._sizes(spec)
         expected = self.encoded_size(spec)
         if len(data) != expected:
@@ -156,7 +157,8 @@ class PackBitsCodec(ArrayBytesCodec):
             extension = np.uint64(((1 << (layout.bits - width)) - 1) << width)
             values = np.where(negative, values | extension, values)
         values = values << np.uint64(first)
-        return values.astype(layout.unsigned).view(spec.dtype.dtype).reshape(spec.shape)
+        unpacked: np.ndarray = values.astype(layout.unsigned).view(spec.dtype.dtype).reshape(spec.shape)
+        return unpacked
 
     def encoded_size(self, spec: ChunkSpec) -> int:
         stream_bits = self._sizes(spec)[3]

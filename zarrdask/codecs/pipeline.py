@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.extension import NamedConfig
+from ..storage.base import Buffer
 from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item,
                    check_decoded_size, decode_each, slot_views)
 from .registry import get_codec_class, unknown_codec
@@ -137,14 +138,14 @@ class CodecPipeline:
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.codecs]
 
-    def decode(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
+    def decode(self, data: Buffer) -> np.ndarray[Any, Any]:
         """Decode one stored chunk to an array of ``spec.shape`` (may be read-only)."""
         array = self.array_bytes.decode(self.decode_bytes_stage(data), self.bytes_spec)
         for codec, spec in zip(reversed(self.array_array), reversed(self._aa_specs)):
             array = codec.decode(array, spec)
         return array
 
-    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray[Any, Any],
+    def decode_into(self, data: Sequence[Buffer], out: np.ndarray[Any, Any],
                     slots: Sequence[int] | None = None) -> None:
         """Decode stored chunks into the stack ``out`` (C-contiguous, ``(n, *spec.shape)`` of
         the spec's data type): ``data[i]`` into ``out[slots[i]]`` (default: in order).
@@ -161,7 +162,7 @@ class CodecPipeline:
             data = [batch_item(i, self.decode_bytes_stage, item, 1) for i, item in enumerate(data)]
         self.bytes_bytes[0].decode_into(data, slot_views(out, slots))
 
-    def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
+    def decode_bytes_stage(self, data: Buffer, stop: int = 0) -> Buffer:
         """Undo the bytes->bytes codecs (the last ``stop`` left undone), each held to the
         size the chain fixes (the one size check every bytes->bytes codec goes through; see
         ``decompress.py``)."""
@@ -177,7 +178,7 @@ class CodecPipeline:
             array = codec.encode(array, spec)
         return bytes(self.encode_bytes_stage(self.array_bytes.encode(array, self.bytes_spec)))
 
-    def encode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
+    def encode_bytes_stage(self, data: Buffer) -> Buffer:
         """Apply the bytes->bytes codecs to a serialized chunk (or an assembled shard)."""
         for codec in self.bytes_bytes:
             data = codec.encode(data)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..storage.base import Buffer
+
 if TYPE_CHECKING:
     from .sharding import ShardingCodec
 
@@ -41,21 +43,21 @@ class ChunkPipeline(Protocol):
     def has_bytes_stage(self) -> bool:
         """True when bytes->bytes stages (compressors, checksums) wrap the serialized unit."""
 
-    def decode(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
+    def decode(self, data: Buffer) -> np.ndarray[Any, Any]:
         """Decode one stored value to an array of the spec's shape (may be read-only)."""
 
-    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray[Any, Any],
+    def decode_into(self, data: Sequence[Buffer], out: np.ndarray[Any, Any],
                     slots: Sequence[int] | None = None) -> None:
         """Decode a batch into the C-contiguous stack ``out``: ``data[i]`` into
         ``out[slots[i]]`` (default: in order); a failure names its item."""
 
-    def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
+    def decode_bytes_stage(self, data: Buffer, stop: int = 0) -> Buffer:
         """Undo the bytes->bytes stages (the first ``stop`` of them left undone)."""
 
     def encode(self, array: np.ndarray[Any, Any]) -> bytes:
         """Encode one unit (the spec's shape) to its stored bytes."""
 
-    def encode_bytes_stage(self, data: bytes | memoryview) -> bytes | memoryview:
+    def encode_bytes_stage(self, data: Buffer) -> Buffer:
         """Apply the bytes->bytes stages to a serialized unit (the counterpart of
         :meth:`decode_bytes_stage`)."""
 

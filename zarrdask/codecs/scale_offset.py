@@ -70,7 +70,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
     def _forward(self, array: np.ndarray) -> np.ndarray:
         if array.dtype.kind == "f":
             with np.errstate(all="ignore"):
-                return ((array - self._offset) * self._scale).astype(array.dtype, copy=False)
+                scaled: np.ndarray = ((array - self._offset) * self._scale).astype(array.dtype, copy=False)
+            return scaled
         exact = (_wide(array, self._scale) - int(self._offset)) * int(self._scale)
         return _checked_int(exact, array.dtype, "encoding")
 
@@ -80,7 +81,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         if array.dtype.kind == "f":
             with np.errstate(all="ignore"):
-                return (array / self._scale + self._offset).astype(spec.dtype.dtype, copy=False)
+                restored: np.ndarray = (array / self._scale + self._offset).astype(spec.dtype.dtype, copy=False)
+            return restored
         scale = int(self._scale)
         values = _wide(array, scale)
         if scale != 1 and np.any(values % scale != 0):

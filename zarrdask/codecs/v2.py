@@ -19,6 +19,7 @@ from numcodecs.errors import UnknownCodecError
 from ..metadata.dtypes import stored_dtype_v2
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.v2 import ArrayMetadataV2
+from ..storage.base import Buffer
 from . import decompress
 from .base import decode_each, slot_views
 from .registry import unknown_numcodecs_id
@@ -89,7 +90,7 @@ class V2Pipeline:
         plain = not self.filters and not self.is_object and self.compressor is None
         return math.prod(self.shape) * self.stored.itemsize if plain else None
 
-    def decode_into(self, data: Sequence[bytes | memoryview], out: np.ndarray[Any, Any],
+    def decode_into(self, data: Sequence[Buffer], out: np.ndarray[Any, Any],
                     slots: Sequence[int] | None = None) -> None:
         """Decode chunks into the stack ``out`` (C-contiguous, ``(n, *shape)``): ``data[i]``
         into ``out[slots[i]]`` (default: in order), as :meth:`CodecPipeline.decode_into`
@@ -106,16 +107,16 @@ class V2Pipeline:
             error.item = exc.item
             raise error from None
 
-    def decode_bytes_stage(self, data: bytes | memoryview, stop: int = 0) -> bytes | memoryview:
+    def decode_bytes_stage(self, data: Buffer, stop: int = 0) -> Buffer:
         """Undo the compressor (v2's one bytes->bytes stage; ``stop=1`` leaves it undone)."""
         if stop or self.compressor is None:
             return data
         if self._decompress is not None:
             return self._decompress(data, self._compressed_size)
-        decoded: bytes | memoryview = self.compressor.decode(data)
+        decoded: Buffer = self.compressor.decode(data)
         return decoded
 
-    def decode(self, data: bytes | memoryview) -> np.ndarray[Any, Any]:
+    def decode(self, data: Buffer) -> np.ndarray[Any, Any]:
         n = math.prod(self.shape)
         try:
             data = self.decode_bytes_stage(data)
@@ -141,7 +142,7 @@ class V2Pipeline:
             flat = np.frombuffer(buf, dtype=self.stored)
         if flat.size != n:
             raise CorruptChunkError(f"v2 chunk holds {flat.size} items, expected {n}")
-        arr = flat.reshape(self.shape, order=self.order)
+        arr: np.ndarray[Any, Any] = flat.reshape(self.shape, order=self.order)
         return arr if arr.dtype == self.dtype else arr.astype(self.dtype)
 
     def encode(self, array: np.ndarray[Any, Any]) -> bytes:
@@ -155,7 +156,7 @@ class V2Pipeline:
         except Exception as exc:  # a configuration numcodecs accepted but cannot encode with
             raise CodecError(f"v2 chunk cannot be encoded with {self.to_json()[0]}: {exc}") from exc
 
-    def encode_bytes_stage(self, data: bytes | memoryview) -> bytes:
+    def encode_bytes_stage(self, data: Buffer) -> bytes:
         """Compress a serialized chunk (with no compressor: its bytes as they are)."""
         encoded: Any = data if self.compressor is None else self.compressor.encode(data)
         return encoded if isinstance(encoded, bytes) else bytes(numcodecs.compat.ensure_bytes(encoded))

@@ -15,6 +15,7 @@ import numpy as np
 from numcodecs import VLenBytes, VLenUTF8
 
 from ..errors import CorruptChunkError
+from ..storage.base import Buffer
 from ._config import check_keys, config_error
 from .base import ArrayBytesCodec, ChunkSpec, Loc
 from .registry import register_codec
@@ -41,17 +42,18 @@ class _VLenCodec(ArrayBytesCodec):
         flat = np.asarray(array, dtype=object).reshape(-1)
         return bytes(self._impl.encode(flat))
 
-    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         n = math.prod(spec.shape)
         check_item_count(self.name, data, n)
         try:
             flat = self._impl.decode(data)
         except (ValueError, RuntimeError) as exc:
             raise CorruptChunkError(f"{self.name}: cannot decode ({exc})") from exc
-        return flat.reshape(spec.shape)
+        decoded: np.ndarray = flat.reshape(spec.shape)
+        return decoded
 
 
-def check_item_count(name: str, data: bytes | memoryview, n: int) -> None:
+def check_item_count(name: str, data: Buffer, n: int) -> None:
     """The numcodecs vlen layout starts with its item count (little-endian uint32), which
     numcodecs allocates before reading the items: it must be the chunk's ``n`` items."""
     view = memoryview(data).cast("B")

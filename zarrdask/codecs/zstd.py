@@ -19,6 +19,7 @@ from typing import Any
 
 import zstandard
 
+from ..storage.base import Buffer
 from . import decompress
 from ._config import check_keys, config_error, get_int
 from .base import BytesBytesCodec, Loc
@@ -57,11 +58,11 @@ class ZstdCodec(BytesBytesCodec):
                                                       write_content_size=True)
         return c
 
-    def encode(self, data: bytes | memoryview) -> bytes:
+    def encode(self, data: Buffer) -> bytes:
         return self._compressor().compress(data)
 
-    def decode(self, data: bytes | memoryview, expected: int | None) -> bytes | memoryview:
+    def decode(self, data: Buffer, expected: int | None) -> Buffer:
         return decompress.zstd(data, expected)
 
-    def decode_into(self, data: Sequence[bytes | memoryview], outs: Sequence[memoryview]) -> None:
+    def decode_into(self, data: Sequence[Buffer], outs: Sequence[memoryview]) -> None:
         decompress.zstd_into(data, outs)

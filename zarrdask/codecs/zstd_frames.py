@@ -45,7 +45,8 @@ def exact_frames(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, size:
             rows[near] = tail[pos[near] - top - 1]
         else:
             rows = words[pos]
-        return rows.view("<i8")[:, 0]
+        values: np.ndarray = rows.view("<i8")[:, 0]
+        return values
 
     ok = (ends - starts >= 9) & (ends <= len(buffer))  # magic, descriptor, a content size, a block header
     head = word(starts)
@@ -70,4 +71,5 @@ def exact_frames(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, size:
         pos = np.where(active, pos + 3 + np.where(kind == 1, 1, header >> 3), pos)
         active &= (header & 1) == 0  # until the last block
     ok &= ~active
-    return ok & (pos + 4 * ((descriptor >> 2) & 1) == ends)
+    valid: np.ndarray = ok & (pos + 4 * ((descriptor >> 2) & 1) == ends)
+    return valid
