@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from xarray.backends.common import NONE_VAR_NAME
@@ -116,12 +116,19 @@ def _validate_datatypes_for_zarr_append(vname: Any, existing_var: Any, new_var: 
 
 
 # -- xarray's own, where present -------------------------------------------------------
-def _private(module: str, name: str, fallback: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+class _Resolved(NamedTuple):
+    """The function a name stands for, and whether it is xarray's own."""
+
+    function: Callable[..., Any]
+    private: bool
+
+
+def _private(module: str, name: str, fallback: Callable[..., Any]) -> _Resolved:
     try:
         found = getattr(__import__(module, fromlist=[name]), name)
     except (ImportError, AttributeError):
-        return fallback, False
-    return found, True
+        return _Resolved(fallback, private=False)
+    return _Resolved(found, private=True)
 
 
 _TABLE = {

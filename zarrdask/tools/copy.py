@@ -28,7 +28,7 @@ from ..storage import open_store
 from ..storage.base import Store, join_path
 from .copy_layout import Options, same_bytes, target_metadata
 from .copy_plan import ArrayPlan, CopyPlan, plan_array
-from .copy_shapes import KEEP, ShapeSpec, check_fits, check_spec
+from .copy_shapes import KEEP, ArrayShape, ShapeSpec, check_fits, check_spec
 
 __all__ = ["copy", "KEEP"]
 
@@ -61,24 +61,24 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
         raise InvalidModeError(f"source and target are the same store ({src.url})")
     root = open_node(src, path=path or None)
     nodes = _nodes(src, root)
-    arrays = [(rel, n) for rel, n in nodes if isinstance(n, Array)]
+    arrays = {rel: n for rel, n in nodes.items() if isinstance(n, Array)}
     if isinstance(root, Group):
         for name, spec in (("chunks", chunks), ("shards", shards)):
-            check_fits(name, spec, [(rel or "/", a.ndim, a.dimension_names) for rel, a in arrays])
+            check_fits(name, spec, [ArrayShape(rel or "/", a.ndim, a.dimension_names) for rel, a in arrays.items()])
     options = Options(chunks if chunks is not None else KEEP, shards, compressors, zarr_format,
                       single=isinstance(root, Array))
-    targets = {rel: target_metadata(rel or "/", a, options) for rel, a in arrays}
-    plan = CopyPlan(src.url, dst.url, [plan_array(rel, a, targets[rel], same_bytes(a, targets[rel]), dst,
-                                                  measure=dry_run) for rel, a in arrays], len(nodes) - len(arrays))
+    targets = {rel: target_metadata(rel or "/", a, options) for rel, a in arrays.items()}
+    plan = CopyPlan(src.url, dst.url, [plan_array(rel, a, targets[rel], dst, bytes_copied=same_bytes(a, targets[rel]),
+                                                  measure=dry_run) for rel, a in arrays.items()], len(nodes) - len(arrays))
     stale = _check_target(dst, overwrite)
     if dry_run:
         return plan
     dst.delete_many(stale)
     fmt = zarr_format or root.zarr_format
-    for rel, node in nodes:
+    for rel, node in nodes.items():
         if isinstance(node, Group):
             _copy_group(src, dst, node, rel, fmt)
-    writes = [w for (rel, array), step in zip(arrays, plan.arrays)
+    writes = [w for (rel, array), step in zip(arrays.items(), plan.arrays)
               for w in _copy_array(src, dst, array, rel, targets[rel], step)]
     compute(writes, progress, client)
     if isinstance(root, Group) and root.consolidated and (fmt != root.zarr_format or not plan.unchanged):
@@ -86,12 +86,12 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     return open_node(dst)
 
 
-def _nodes(store: Store, root: Union[Array, Group]) -> list[tuple[str, Union[Array, Group]]]:
-    """The root and every node below it, by path relative to the root."""
-    out: list[tuple[str, Union[Array, Group]]] = [("", root)]
-    if isinstance(root, Group):
-        for rel in sorted(walk(store, root.path, root.metadata)):
-            out.append((rel, open_node(store, path=join_path(root.path, rel))))
+def _nodes(store: Store, root: Union[Array, Group]) -> dict[str, Union[Array, Group]]:
+    """The root and every node below it, by path relative to the root (the root first,
+    then sorted by path)."""
+    out: dict[str, Union[Array, Group]] = {"": root}
+    for rel in sorted(walk(store, root.path, root.metadata)) if isinstance(root, Group) else ():
+        out[rel] = open_node(store, path=join_path(root.path, rel))
     return out
 
 

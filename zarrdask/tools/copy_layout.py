@@ -19,7 +19,7 @@ source's chunks (inner chunks when sharded).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -59,11 +59,36 @@ def _kind(codec: Any) -> str:
     return cls.kind
 
 
-def _split(chain: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
+class ChainParts(NamedTuple):
+    """A v3 codec chain cut by kind: array->array codecs, [the array->bytes codec], bytes->bytes codecs."""
+
+    array_array: list[Any]
+    array_bytes: list[Any]
+    bytes_bytes: list[Any]
+
+
+class Shapes(NamedTuple):
+    """A target's chunk shape and shard shape (None: unsharded, or irregular chunks)."""
+
+    chunks: tuple[int, ...] | None
+    shards: tuple[int, ...] | None
+
+
+class Layout(NamedTuple):
+    """What decides whether stored units can be copied byte for byte."""
+
+    chunk_grid: Any
+    codecs: Any
+    chunk_key_encoding: Any
+    data_type: Any
+    fill_value: Any
+
+
+def _split(chain: list[Any]) -> ChainParts:
     """A chain as (array->array codecs, [the array->bytes codec], bytes->bytes codecs)."""
     kinds = [_kind(c) for c in chain]
     i = kinds.index("array->bytes")
-    return chain[:i], chain[i:i + 1], chain[i + 1:]
+    return ChainParts(chain[:i], chain[i:i + 1], chain[i + 1:])
 
 
 def _compressor(codec: Any, i: int) -> dict[str, Any]:
@@ -88,16 +113,16 @@ def _text(sizes: Any) -> str:
 
 
 def _shapes(path: str, array: Array, options: Options, cur_chunks: tuple[int, ...] | None,
-            cur_shards: tuple[int, ...] | None) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+            cur_shards: tuple[int, ...] | None) -> Shapes:
     """The target's (chunks, shards) from the options and the source's."""
     shape, names, single = array.shape, array.dimension_names, options.single
     chunks = cur_chunks
     if options.chunks not in (KEEP, None):
-        given = resolve("chunks", options.chunks, path, shape, names, cur_chunks, single)
+        given = resolve("chunks", options.chunks, path, shape, names, cur_chunks, single=single)
         if given is not None:
             chunks = tuple(max(n, 1) if s == -1 else s for s, n in zip(given, shape))
     if options.shards is None:
-        return chunks, None
+        return Shapes(chunks, None)
     if options.shards == KEEP:
         if cur_shards is not None and chunks != cur_chunks and any(s % c for s, c in zip(cur_shards, chunks)):
             below = tuple(max(c, s // c * c) for s, c in zip(cur_shards, chunks))
@@ -105,16 +130,16 @@ def _shapes(path: str, array: Array, options: Options, cur_chunks: tuple[int, ..
             raise ShapeMismatchError(
                 f"array {path!r}: chunks {_text(chunks)} do not divide its shards {_text(cur_shards)}: pass shards "
                 f"too ({_text(below)} or {_text(above)}), or shards=None (--shards none) for no sharding")
-        return chunks, cur_shards
+        return Shapes(chunks, cur_shards)
     base = cur_shards if cur_shards is not None else chunks
-    given = resolve("shards", options.shards, path, shape, names, base, single)
+    given = resolve("shards", options.shards, path, shape, names, base, single=single)
     if given is None:
-        return chunks, cur_shards
+        return Shapes(chunks, cur_shards)
     if chunks is None:
         raise ShapeMismatchError(f"array {path!r} has irregular chunks: pass chunks with shards")
     shards = fit_shards(given, chunks, shape)
     check_multiples(path, shards, chunks, "" if options.chunks not in (KEEP, None) else " (the source's)")
-    return chunks, shards
+    return Shapes(chunks, shards)
 
 
 def _v3_document(path: str, array: Array, doc: dict[str, Any], options: Options) -> dict[str, Any]:
@@ -155,7 +180,7 @@ def _v2_from_v2(path: str, array: Array, options: Options) -> ArrayMetadataV2:
     meta = array.metadata
     if options.shards not in (KEEP, None):
         raise ShapeMismatchError(f"array {path!r}: Zarr v2 has no shards; pass zarr_format=3 (--zarr-format 3)")
-    chunks, _ = _shapes(path, array, Options(options.chunks, None, KEEP, 2, options.single), meta.chunk_shape, None)
+    chunks, _ = _shapes(path, array, Options(options.chunks, None, KEEP, 2, single=options.single), meta.chunk_shape, None)
     compressor = meta.compressor
     if options.compressors != KEEP:
         given = [codec_json_v2(c, ("compressors", i)) for i, c in enumerate(_compressors(options.compressors))]
@@ -184,7 +209,7 @@ def _v2_from_v3(path: str, array: Array, options: Options) -> ArrayMetadataV2:
                                 "have no Zarr v2 form")
         codecs = codecs[:at] + list(codecs[at]["configuration"]["codecs"])
     cur = tuple(doc["chunk_grid"]["configuration"]["chunk_shape"]) if doc["chunk_grid"]["name"] == "regular" else None
-    chunks, _ = _shapes(path, array, Options(options.chunks, None, KEEP, 2, options.single),
+    chunks, _ = _shapes(path, array, Options(options.chunks, None, KEEP, 2, single=options.single),
                         cur if at is None else tuple(inner_shape), None)
     if chunks is None:
         raise ShapeMismatchError(f"array {path!r} has irregular chunks, which Zarr v2 cannot hold: pass chunks")
@@ -301,5 +326,5 @@ def same_bytes(source: Array, target: Any) -> bool:
     return _layout(target.to_json()) == _layout(array_document(source.metadata, ""))
 
 
-def _layout(doc: dict[str, Any]) -> tuple[Any, ...]:
-    return (doc["chunk_grid"], doc["codecs"], doc["chunk_key_encoding"], doc["data_type"], doc["fill_value"])
+def _layout(doc: dict[str, Any]) -> Layout:
+    return Layout(doc["chunk_grid"], doc["codecs"], doc["chunk_key_encoding"], doc["data_type"], doc["fill_value"])

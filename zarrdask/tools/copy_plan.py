@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.array import Array
+from ..core.describe import codec_summary
 from ..storage.base import Store
-from .describe import codec_summary
-from .stats import stored_unit_keys
 
 __all__ = ["ArrayPlan", "CopyPlan", "plan_array"]
 
@@ -80,9 +79,11 @@ class CopyPlan:
         return "\n".join(lines)
 
 
-def plan_array(rel: str, array: Array, target: Any, bytes_copied: bool, dst: Store, measure: bool) -> ArrayPlan:
+def plan_array(rel: str, array: Array, target: Any, dst: Store, *, bytes_copied: bool, measure: bool) -> ArrayPlan:
     """The plan of one array (``target``: its new metadata, checked against the target store)."""
-    keys = frozenset(stored_unit_keys(array))
-    size = sum(array._source.store.size(k) or 0 for k in keys) if measure else None
+    units = array.units
+    keys = frozenset(units.stored_keys())
+    size = sum(units.store.size(k) or 0 for k in keys) if measure else None
     copy = Array(dst, rel, target)
-    return ArrayPlan(rel or "/", _layout(array), _layout(copy), bytes_copied, keys, size)
+    return ArrayPlan(rel or "/", _layout(array), _layout(copy), bytes_copied=bytes_copied, source_keys=keys,
+                     bytes_stored=size)

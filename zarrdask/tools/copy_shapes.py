@@ -4,11 +4,11 @@ either applies or is an error naming what was passed and what to pass instead.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from ..errors import ShapeMismatchError
 
-__all__ = ["KEEP", "ShapeSpec", "check_spec", "check_fits", "check_multiples", "fit_shards", "matches", "resolve"]
+__all__ = ["KEEP", "ArrayShape", "ShapeSpec", "check_spec", "check_fits", "check_multiples", "fit_shards", "matches", "resolve"]
 
 #: the default of ``chunks``, ``shards`` and ``compressors``: the source's
 KEEP = "keep"
@@ -39,7 +39,7 @@ def matches(spec: Any, ndim: int, names: Sequence[str | None] | None) -> bool:
 
 
 def resolve(name: str, spec: Any, array_path: str, shape: tuple[int, ...], names: Sequence[str | None] | None,
-            base: tuple[int, ...] | None, single: bool) -> tuple[int, ...] | None:
+            base: tuple[int, ...] | None, *, single: bool) -> tuple[int, ...] | None:
     """``spec`` for one array, -1 kept (``base``: the sizes it keeps where a spec by name is silent).
     ``single``: the array is the whole copy, so a spec that does not fit it is an error;
     in a hierarchy a spec applies to the arrays it fits (and must fit one, see :func:`check_fits`)."""
@@ -69,15 +69,23 @@ def _spec_text(spec: Any) -> str:
     return _text(spec)
 
 
-def check_fits(name: str, spec: Any, arrays: Sequence[tuple[str, int, Sequence[str | None] | None]]) -> None:
+class ArrayShape(NamedTuple):
+    """What a chunks or shards spec is fitted to: an array's path, rank and dimension names."""
+
+    path: str
+    ndim: int
+    names: Sequence[str | None] | None
+
+
+def check_fits(name: str, spec: Any, arrays: Sequence[ArrayShape]) -> None:
     """A spec given for a hierarchy must fit at least one of its arrays (path, ndim, names)."""
-    if isinstance(spec, str) or spec is None or any(matches(spec, n, d) for _, n, d in arrays):
+    if isinstance(spec, str) or spec is None or any(matches(spec, a.ndim, a.names) for a in arrays):
         return
     if isinstance(spec, Mapping):
-        known = sorted({d for _, _, names in arrays for d in names or () if d is not None})
+        known = sorted({d for a in arrays for d in a.names or () if d is not None})
         raise ShapeMismatchError(f"{name}={_spec_text(spec)}: no array has a dimension named "
                                  f"{', '.join(map(repr, spec))}; the dimension names are {known}")
-    ranks = sorted({n for _, n, _ in arrays})
+    ranks = sorted({a.ndim for a in arrays})
     raise ShapeMismatchError(f"{name}={_spec_text(spec)}: {len(spec)} sizes, but the arrays have "
                              f"{' or '.join(map(str, ranks))} dimension(s)")
 

@@ -8,7 +8,7 @@ coordinate values in the stored index variable, which must match a contiguous ru
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,7 @@ from xarray import Dataset, Variable, conventions
 
 from zarrdask.errors import DatasetError, DatasetKeyError, DatasetTypeError
 
-__all__ = ["RegionArg", "resolve_region"]
+__all__ = ["RegionArg", "ResolvedRegion", "resolve_region"]
 
 RegionArg = Mapping[str, slice | Literal["auto"]] | Literal["auto"] | None
 
@@ -50,6 +50,14 @@ def _detect(
     return region
 
 
+class ResolvedRegion(NamedTuple):
+    """The dataset a region write stores (without the indexes it may not modify) and the
+    region as slices per dimension (None: the whole arrays)."""
+
+    dataset: Dataset
+    region: dict[str, slice] | None
+
+
 def resolve_region(
     ds: Dataset,
     region: RegionArg,
@@ -57,11 +65,11 @@ def resolve_region(
     mode: str,
     append_dim: Hashable | None,
     read_index: Callable[[str], Variable],
-) -> tuple[Dataset, dict[str, slice] | None]:
+) -> ResolvedRegion:
     """Validate ``region`` (detecting ``"auto"`` entries) and drop the indexes it
     may not modify. Returns the dataset to write and the region as slices."""
     if region is None:
-        return ds, None
+        return ResolvedRegion(ds, None)
     if region == "auto":
         region = dict.fromkeys(ds.dims, "auto")
     if not isinstance(region, Mapping):
@@ -101,4 +109,4 @@ def resolve_region(
             "cannot list the same dimension in both ``append_dim`` and ``region`` with "
             f"to_zarr(), got {append_dim} in both"
         )
-    return ds.drop_vars(ds.indexes), resolved
+    return ResolvedRegion(ds.drop_vars(ds.indexes), resolved)

@@ -14,7 +14,7 @@ import json
 import posixpath
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from xarray import Variable, coding
@@ -38,7 +38,7 @@ from zarrdask.xarray_backend.encoding import (
 if TYPE_CHECKING:
     from typing import Self
 
-__all__ = ["ZarrdaskBackendArray", "ZarrdaskDataStore", "array_dims_and_attrs"]
+__all__ = ["DimsAndAttrs", "ZarrdaskBackendArray", "ZarrdaskDataStore", "array_dims_and_attrs"]
 
 
 _FULL_KEYS: dict[int, indexing.BasicIndexer] = {}
@@ -127,7 +127,14 @@ def is_small(array: Array) -> bool:
     return array.nbytes <= SMALL_ARRAY_BYTES and all(axis.count <= 1 for axis in array.unit_grid)
 
 
-def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
+class DimsAndAttrs(NamedTuple):
+    """An array as xarray sees it before decoding: its dimension names and user attributes."""
+
+    dims: tuple[str, ...]
+    attrs: dict[str, Any]
+
+
+def array_dims_and_attrs(array: Array) -> DimsAndAttrs:
     """Dimension names and user attributes of one array.
 
     v3: ``dimension_names``; v2: the ``_ARRAY_DIMENSIONS`` attribute (hidden from
@@ -164,7 +171,7 @@ def array_dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]
             UserWarning,
             stacklevel=2,
         )
-    return tuple(str(name) for name in names), attrs
+    return DimsAndAttrs(tuple(str(name) for name in names), attrs)
 
 
 def _missing_v2_dimensions(array: Array) -> DatasetKeyError:

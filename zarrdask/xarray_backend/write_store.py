@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from xarray import Dataset, Variable, conventions
@@ -97,6 +97,13 @@ def _describe(store: Any) -> str:
     if isinstance(store, str | os.PathLike):
         return repr(os.fspath(store))
     return f"the {type(store).__name__} passed as store"
+
+
+class StoredAttributes(NamedTuple):
+    """A variable's attributes as stored and the Zarr ``fill_value`` taken out of them."""
+
+    attrs: dict[str, Any]
+    fill_value: Any
 
 
 class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
@@ -267,7 +274,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
                 array = self._create_array(name, v, attrs, fill_value, layout)
             writer.add(v.data, array, tuple(region[dim] for dim in v.dims))
 
-    def _split_fill_value(self, v: Variable) -> tuple[dict[str, Any], Any]:
+    def _split_fill_value(self, v: Variable) -> StoredAttributes:
         """The attributes to store and the Zarr ``fill_value`` (xarray's rules: v2 uses
         ``_FillValue``; v3 keeps it as an encoded attribute and defaults floats to NaN)."""
         attrs = dict(v.attrs)
@@ -285,7 +292,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             if v.encoding["_FillValue"] is not None:
                 raise DatasetError("Zarr does not support _FillValue in encoding.")
             del v.encoding["_FillValue"]
-        return attrs, fill_value
+        return StoredAttributes(attrs, fill_value)
 
     def _apply_write_empty(self, layout: dict[str, Any]) -> None:
         if self._write_empty is None:
