@@ -26,7 +26,7 @@ import zarrdask
 
 def inner_chunks(path: str) -> list[list[memoryview]]:
     """Each shard's inner chunks, as slices of the shard bytes held in memory."""
-    codec = zarrdask.open_array(path)._source.pipeline.array_bytes  # the sharding codec (index layout)
+    codec = zarrdask.open_array(path).units.pipeline.array_bytes  # the sharding codec (index layout)
     shards = []
     for name in sorted(glob.glob(os.path.join(path, "c", "**", "*"), recursive=True)):
         if os.path.isfile(name):

@@ -28,7 +28,7 @@ import numpy as np
 import zarrdask
 from zarrdask.codecs import decompress, zstd_frames
 from zarrdask.codecs.base import Frames, Slots
-from zarrdask.core.block_placement import slabs
+from zarrdask.core.units.block_placement import slabs
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,7 +52,7 @@ def main() -> int:
             print(f"{path}: missing (run `run.py sharding` first)")
             continue
         array = zarrdask.open_array(path)
-        codec = array._source.pipeline.array_bytes  # the sharding codec
+        codec = array.units.pipeline.array_bytes  # the sharding codec
         shard = sorted(f for f in glob.glob(os.path.join(path, "c", "**"), recursive=True) if os.path.isfile(f))[0]
         blob = open(shard, "rb").read()
         view = memoryview(blob)

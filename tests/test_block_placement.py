@@ -1,5 +1,5 @@
 """Shards read whole are decoded a slab at a time straight into a stack and placed with one
-copy per slab (``core/block_placement.py``); partly read shards go chunk by chunk. The
+copy per slab (``core/units/block_placement.py``); partly read shards go chunk by chunk. The
 slab path is a shortcut kept for its benchmark (benchmarks/README.md), so these
 properties prove it equal to the chunk-by-chunk path and to the values written, over
 generated arrays: 1-3 dimensions, shards clipped at the array's edge, transposes before
@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-import zarrdask.core.chunk_source as chunk_source
+import zarrdask.core.units.shards as shards
 from _util import draw_shard_geometry
 from zarrdask.codecs import decompress
 from zarrdask.codecs.base import ChunkSpec
 from zarrdask.codecs.pipeline import CodecPipeline
-from zarrdask.core import block_placement, output
+from zarrdask.core import output
+from zarrdask.core.units import block_placement
 from zarrdask.metadata.dtypes import parse_data_type_v3
 from zarrdask.metadata.extension import parse_named_config
 from zarrdask.errors import CorruptChunkError, MissingChunkError, ZarrdaskError
@@ -83,7 +84,7 @@ def _values(rng, dtype, shape, holes):
 
 def _chunk_by_chunk(array):
     """The same array reading every shard chunk by chunk (the plan's ``block`` turned off)."""
-    source = array._source
+    source = array.units
     plan = source.plan
 
     def no_blocks(selection):
@@ -98,7 +99,7 @@ def _chunk_by_chunk(array):
 @given(case=sharded_cases())
 def test_slabs_equal_values_and_chunk_by_chunk(case):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chunk_source, "slabs", functools.partial(block_placement.slabs, limit=case["slab"]))
+        mp.setattr(shards, "slabs", functools.partial(block_placement.slabs, limit=case["slab"]))
         _check_case(case)
 
 
@@ -109,7 +110,7 @@ def _check_case(case):
     values = _values(np.random.default_rng(case["seed"]), case["dtype"], case["shape"], case["holes"])
     a[...] = values
     reopened = zarrdask.open_array(store)
-    assert any(u.block for u in reopened._source.plan(_whole(reopened)).units)
+    assert any(u.block for u in reopened.units.plan(_whole(reopened)).units)
     whole = reopened[...]
     np.testing.assert_array_equal(whole, values)
     assert whole.tobytes() == values.tobytes()

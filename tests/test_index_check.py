@@ -24,10 +24,10 @@ def _codec(n_inner: int, location: str):
     """A validated sharding codec of a 1-d shard with ``n_inner`` inner chunks."""
     arr = zarrdask.create_array(MemoryStore(), shape=(n_inner,), dtype="uint8", chunks=(1,),
                                 shards=(n_inner,), compressors=None)
-    codec = arr._source.pipeline.array_bytes
+    codec = arr.units.pipeline.array_bytes
     if location == "start":
         codec = type(codec)(codec.chunk_shape, codec.codecs, codec.index_codecs, "start").validate(
-            arr._source.spec, ())
+            arr.units.spec, ())
     return codec
 
 

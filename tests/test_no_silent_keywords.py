@@ -104,7 +104,6 @@ ACCOUNTED: dict[str, tuple[str, Callable[[Any, dict[str, Any]], Any]]] = {
     "zarrdask.metadata.v3:GroupMetadataV3.evolve": ("dataclasses.replace (TypeError on unknown fields)", None),
     "zarrdask.compat.dask:named_from_array": ("internal: dask.array.from_array's keywords", None),
     "zarrdask.compat.dask:private_from_array": ("internal: dask's FromArray expression's keywords", None),
-    "zarrdask.core.chunk_source:ShardedChunkSource.__init__": ("internal: ChunkSource.__init__", None),
     "zarrdask.xarray_backend.array_writes:ArrayWrites.sync": ("dask.compute's keywords", None),
 }
 
@@ -137,7 +136,7 @@ def test_attributes_update_stores_every_keyword(tmp_path: Any) -> None:
 def test_internal_forwarders_reach_checked_signatures(tmp_path: Any) -> None:
     """The internal ``**kwargs`` forward to signatures that have no ``**kwargs`` themselves,
     or to the documented third-party call."""
-    from zarrdask.core.chunk_source import ChunkSource
+    from zarrdask.core.units.base import ChunkSource
     from zarrdask.dask_io.sources import node_path
 
     assert not _takes_var_keyword(ChunkSource.__init__)

@@ -116,7 +116,7 @@ def test_index_out_of_bounds_and_overlapping(tmp_path: Path) -> None:
     a = zarrdask.create_array(tmp_path / "a.zarr", shape=(4,), dtype="uint8", chunks=(2,), shards=(4,),
                               compressors=None)
     a[...] = [1, 2, 3, 4]
-    codec = a._source._codec_at((0,))
+    codec = a.units.pipeline.array_bytes
     blob = (tmp_path / "a.zarr" / "c" / "0").read_bytes()
     table = np.array(codec.index_of(blob, "c/0").table())
     for name, change in [("outside", (1, 0, 99)), ("overlap", (1, 0, 1))]:

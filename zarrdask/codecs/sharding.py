@@ -14,7 +14,7 @@ The index is a ``(*inner_grid, 2)`` uint64 array of (offset, nbytes) per inner c
 :class:`ShardIndex` parses, checks, looks up and builds indexes, and the codec knows
 where the index is, how to assemble a shard from encoded inner chunks and how to take
 one apart. The I/O (one index request, coalesced inner chunk ranges, whole-shard GETs)
-lives in ``core/chunk_source.py``; this codec's own ``decode``/``encode`` handle a whole
+lives in ``core/units/shards.py``; this codec's own ``decode``/``encode`` handle a whole
 shard in memory, which is what a sharding codec nested inside another shard needs.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from ..metadata.dtypes import data_type_from_numpy
-from ..errors import CodecError, CorruptChunkError, MetadataError
+from ..errors import CodecError, CorruptChunkError, MetadataError, Problem
 from ..metadata.extension import NamedConfig, parse_named_config
-from ..storage.base import ByteRange, ByteRequest, SuffixRange
+from ..storage.base import Buffer, ByteRange, ByteRequest, SuffixRange
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
 from .pipeline import CodecPipeline, build_codecs
@@ -50,7 +50,7 @@ class ShardIndex:
 
     __slots__ = ("_entries", "grid")
 
-    def __init__(self, entries: array.array, grid: tuple[int, ...]) -> None:
+    def __init__(self, entries: array.array[int], grid: tuple[int, ...]) -> None:
         self._entries = entries  # flat [offset0, nbytes0, offset1, ...]: one copy, nothing for the GC
         self.grid = grid
 
@@ -146,7 +146,7 @@ def is_empty_chunk(array: np.ndarray, fill_value: Any) -> bool:
 def _parse_codec_list(value: Any, loc: Loc) -> list[Codec]:
     if not isinstance(value, list) or not value:
         raise config_error(loc, f"expected a non-empty list of codecs, got {value!r}")
-    problems: list = []
+    problems: list[Problem] = []
     named = [parse_named_config(v, (*loc, i), problems) for i, v in enumerate(value)]
     if problems:
         raise MetadataError(problems)
@@ -237,7 +237,7 @@ class ShardingCodec(ArrayBytesCodec):
     def _data_start(self) -> int:
         return self.index_size if self.index_location == "start" else 0
 
-    def read_index(self, data: bytes | memoryview, key: str, shard_size: int | None = None) -> ShardIndex:
+    def read_index(self, data: Buffer, key: str, shard_size: int | None = None) -> ShardIndex:
         """Decode and check an index fetched on its own (``shard_size`` None: unknown) or
         cut from a whole shard; ``key`` names the shard in errors."""
         if len(data) != self.index_size:
@@ -251,7 +251,7 @@ class ShardingCodec(ArrayBytesCodec):
         data_end = None if shard_size is None else shard_size - (self.index_size if self.index_location == "end" else 0)
         return ShardIndex.parse(table, self.grid_shape, self._data_start, data_end, key)
 
-    def index_of(self, shard: bytes | memoryview, key: str) -> ShardIndex:
+    def index_of(self, shard: Buffer, key: str) -> ShardIndex:
         """The index of a whole shard held in memory, checked against the shard's length."""
         if len(shard) < self.index_size:
             raise CorruptChunkError(
@@ -263,12 +263,12 @@ class ShardingCodec(ArrayBytesCodec):
     def inner_chunk_coords(self) -> Iterator[tuple[int, ...]]:
         return itertools.product(*map(range, self.grid_shape))
 
-    def assemble(self, chunks: Mapping[tuple[int, ...], bytes]) -> bytes | None:
+    def assemble(self, chunks: Mapping[tuple[int, ...], Buffer]) -> bytes | None:
         """Lay out encoded inner chunks (C order) with their index; None when no chunk is present."""
         parts = self.assemble_parts(chunks)
         return None if parts is None else b"".join(parts)
 
-    def assemble_parts(self, chunks: Mapping[tuple[int, ...], bytes]) -> list[bytes] | None:
+    def assemble_parts(self, chunks: Mapping[tuple[int, ...], Buffer]) -> list[Buffer] | None:
         """The shard as a list of parts (index and chunks, in file order), not yet joined."""
         if not chunks:
             return None
@@ -280,7 +280,7 @@ class ShardingCodec(ArrayBytesCodec):
             return [encoded_index, *parts]
         return [*parts, encoded_index]
 
-    def split(self, shard: bytes | memoryview, key: str) -> dict[tuple[int, ...], memoryview]:
+    def split(self, shard: Buffer, key: str) -> dict[tuple[int, ...], memoryview]:
         """The encoded inner chunks of a whole shard, by inner coordinates (zero-copy)."""
         index = self.index_of(shard, key)
         view = memoryview(shard)
@@ -292,7 +292,7 @@ class ShardingCodec(ArrayBytesCodec):
         return out
 
     # -- whole-shard codec (used when nested) ------------------------------------------
-    def decode(self, data: bytes | memoryview, spec: ChunkSpec) -> np.ndarray:
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         assert self.inner is not None
         out = np.empty(spec.shape, dtype=spec.dtype.dtype)
         out[...] = spec.fill_value

@@ -222,4 +222,4 @@ def plan_read(array: Array, selection: Any = Ellipsis) -> ReadPlan:
     """The plan of reading ``array[selection]``: which stored values, fetched whole or
     through their shard index, and which chunk goes where. Nothing is read."""
     sel, _ = basic_selection(selection, array.shape)
-    return array._source.plan(sel)
+    return array.units.plan(sel)

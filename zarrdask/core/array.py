@@ -7,16 +7,14 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..codecs.base import ChunkSpec
-from ..codecs.pipeline import CodecPipeline
-from ..codecs.sharding import ShardingCodec
-from ..codecs.v2 import V2Pipeline
+from ..codecs.protocol import ChunkPipeline
 from ..errors import (
     InvalidValueError,
     MetadataError,
@@ -27,17 +25,18 @@ from ..errors import (
     UnknownExtensionError,
 )
 from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
+from ..metadata.nodes import ArrayMetadata
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
-from .chunk_source import ArrayOptions, IndexCache, make_chunk_source
+from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
 from .codec_parts import chunk_counts, codec_parts
 from .node import Node
 from .output import format_bytes, output_array
+from .pipelines import shape_pipelines
 from .selection_methods import SelectionMethods, point_values
 from .describe import NodeInfo, array_info
 from .html import array_html
-from ..tools.stats import StorageStatistics, storage_statistics, stored_unit_keys
 
 __all__ = ["Array", "ArrayOptions"]
 
@@ -57,73 +56,15 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
     return store
 
 
-#: built pipelines by (the codec config objects' identities, chunk spec); each entry keeps
-#: its config objects alive, so an identity can't be reused by another object meanwhile
-_PIPELINES: dict[tuple[Any, ...], tuple[tuple[Any, ...], CodecPipeline]] = {}
-_PIPELINES_MAX = 256
-
-
-def _v3_pipeline(metadata: Any, spec: ChunkSpec) -> CodecPipeline:
-    """The codec pipeline of a v3 array. Pipelines are immutable and shared between
-    arrays with the same chain and chunk spec: opening a dataset of many alike
-    variables builds them once. The parser shares one config object per distinct
-    configuration (``metadata/extension.py``), so a chain is keyed by the identities
-    of its objects: equal-comparing settings of another JSON type (``1`` / ``true``)
-    never match."""
-    codecs = tuple(metadata.codecs)
-    key = (tuple(map(id, codecs)), spec.shape, spec.dtype.name, spec.dtype.dtype, _fill_key(spec))
-    hit = _PIPELINES.get(key)
-    if hit is not None:
-        return hit[1]
-    pipeline = CodecPipeline.from_metadata(codecs, spec)
-    if len(_PIPELINES) >= _PIPELINES_MAX:
-        _PIPELINES.pop(next(iter(_PIPELINES)))
-    _PIPELINES[key] = (codecs, pipeline)
-    return pipeline
-
-
-def _shape_pipelines(metadata: Any, key: str, verify: bool) -> Callable[[tuple[int, ...]], CodecPipeline]:
-    """The pipeline of a unit stored with a given shape, validated for that shape (the
-    sharding codec checks its inner chunks divide it), cached per shape; ``verify=False``:
-    reading without checking checksums."""
-    built: dict[tuple[int, ...], CodecPipeline] = {}
-
-    def pipeline(shape: tuple[int, ...]) -> CodecPipeline:
-        found = built.get(shape)
-        if found is None:
-            try:
-                found = _v3_pipeline(metadata, ChunkSpec(shape, metadata.data_type, metadata.fill_value))
-                if not verify:
-                    found = found.without_checksums()
-            except MetadataError as exc:
-                raise type(exc)(exc.problems, key=exc.key or key) from None
-            built[shape] = found
-        return found
-
-    return pipeline
-
-
-def _fill_key(spec: ChunkSpec) -> Any:
-    """The fill value as a hashable key by its bits (NaN payloads and -0.0 kept apart)."""
-    dtype = spec.dtype.dtype
-    if dtype.hasobject:  # (the bytes of an object array are pointers)
-        return (type(spec.fill_value), repr(spec.fill_value))
-    try:
-        return np.asarray(spec.fill_value, dtype=dtype).tobytes()
-    except (TypeError, ValueError):
-        return (type(spec.fill_value), repr(spec.fill_value))
-
-
 _DEFAULT_OPTIONS = ArrayOptions()  # immutable, so shared
-_NO_INDEX_CACHE = IndexCache(0)
 
 
-class Array(SelectionMethods, Node):
+class Array(SelectionMethods, Node[ArrayMetadata]):
     """A Zarr array. ``a[sel]`` reads, ``a[sel] = v`` writes; ``oindex``/``vindex``/``blocks``
     for orthogonal, coordinate and block selections, and zarr-python's named selection
     methods (``get_orthogonal_selection``, ...). Open with :func:`zarrdask.open_array`."""
 
-    def __init__(self, store: Store, path: str, metadata: Any, options: ArrayOptions | None = None) -> None:
+    def __init__(self, store: Store, path: str, metadata: ArrayMetadata, options: ArrayOptions | None = None) -> None:
         self._store = store
         self._path = path.strip("/")
         self._metadata = metadata
@@ -145,29 +86,28 @@ class Array(SelectionMethods, Node):
                 raise MetadataError([Problem(("chunk_grid" if meta.zarr_format == 3 else "chunks",),
                                              f"a chunk of shape {spec.shape} ({spec.nbytes} bytes) is larger "
                                              "than memory can address")])
-            if meta.zarr_format == 3:
-                pipelines = _shape_pipelines(meta, key, self._options.verify_checksums)
-            else:
-                v2 = V2Pipeline(meta)
-                pipelines = lambda shape: v2  # noqa: E731  (v2: a regular grid)
-            self._pipeline: Any = pipelines(spec.shape)
+            pipelines = shape_pipelines(meta, key, verify=self._options.verify_checksums)
+            self._pipeline: ChunkPipeline = pipelines(spec.shape)
             chunk_store = _apply_storage_transformers(self._store, meta)
         except MetadataError as exc:
             if exc.key is not None:
                 raise
             raise type(exc)(exc.problems, key=key) from None
-        sharded = isinstance(getattr(self._pipeline, "array_bytes", None), ShardingCodec)
-        # only shard indexes are cached; an unsharded array shares a cache that keeps nothing
-        self._cache = IndexCache(self._options.index_cache_size) if sharded else _NO_INDEX_CACHE
-        self._source = make_chunk_source(chunk_store, self._path, meta.chunk_key_encoding, pipelines, spec,
-                                         self._options, self._cache, grid)
+        source = open_units(chunk_store, self._path, meta.chunk_key_encoding, pipelines, spec, self._options, grid)
+        self._source: StoredUnits = source
         self._chunks = self._source.read_shape
-        self._shards = self._source.unit_shape if sharded else None
+        self._shards = self._source.shards
 
     # -- description ---------------------------------------------------------------
     @property
     def options(self) -> ArrayOptions:
         return self._options
+
+    @property
+    def units(self) -> StoredUnits:
+        """The array's stored units (chunks or shards): how the planners, the Dask layer and
+        the tools reach what is stored."""
+        return self._source
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -204,12 +144,12 @@ class Array(SelectionMethods, Node):
         return self._metadata.order if self.zarr_format == 2 else "C"
 
     @property
-    def chunks(self) -> tuple[int, ...]:
+    def chunks(self) -> UnitShape:
         """The read chunk shape: inner chunks when sharded."""
         return self._chunks
 
     @property
-    def shards(self) -> tuple[int, ...] | None:
+    def shards(self) -> UnitShape | None:
         """The shard (write) shape, or None when unsharded."""
         return self._shards
 
@@ -230,7 +170,7 @@ class Array(SelectionMethods, Node):
     @property
     def codecs(self) -> list[dict[str, Any]]:
         """The codec chain as JSON (v3), or the v2 filters/compressor."""
-        return self._pipeline.to_json() if self.zarr_format == 3 else [self._pipeline.to_json()]
+        return self._pipeline.to_json()
 
     @property
     def info(self) -> NodeInfo:
@@ -271,16 +211,17 @@ class Array(SelectionMethods, Node):
     @property
     def nchunks_initialized(self) -> int:
         """Chunks stored (inner chunks when sharded: the shard indexes are read)."""
-        return storage_statistics(self).chunks_stored
+        return self.storage_statistics().chunks_stored
 
     @property
     def nshards_initialized(self) -> int | None:
         """Shards stored, or None when unsharded."""
-        return len(stored_unit_keys(self)) if self._shards is not None else None
+        return len(self._source.stored_keys()) if self._shards is not None else None
 
     def storage_statistics(self, region: Any = Ellipsis) -> StorageStatistics:
         """Is ``region`` fully stored, or not stored at all? Reads no chunk data."""
-        return storage_statistics(self, region)
+        selection, _ = basic_selection(region, self.shape)
+        return self._source.statistics(selection)
 
     def _repr_html_(self) -> str:
         return array_html(self)
@@ -403,8 +344,7 @@ class Array(SelectionMethods, Node):
         self._update_metadata(self._metadata.evolve(shape=new))
         new_grid = self.unit_grid
         stale = [c for c in all_chunk_coords(old_grid) if any(i >= a.count for i, a in zip(c, new_grid))]
-        self._store.delete_many([self._source.key(c) for c in stale])
-        self._cache.invalidate([self._source.key(c) for c in stale])
+        self._source.delete(stale)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidModeError, UnexpectedKeywordError
 from ..keywords import check_keywords, did_you_mean, refuse
-from .chunk_source import ArrayOptions
+from .units import ArrayOptions
 
 __all__ = ["DEFAULT_FILL", "ArraySpec", "OPTION_NAMES", "REFUSED", "array_config", "split_array_keywords"]
 

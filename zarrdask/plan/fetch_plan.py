@@ -8,7 +8,7 @@ selection into a :class:`ReadPlan` of :class:`UnitRead` records, one per stored 
 touched. A unit is fetched ``whole`` (one GET) when the selection covers it or when
 bytes->bytes codecs after the sharding codec hide its layout; otherwise its index is
 fetched and then only the byte ranges of the chunks it needs. The byte ranges themselves
-depend on the index, which only the executor (``core/chunk_source.py``) reads.
+depend on the index, which only the executor (``core/units/shards.py``) reads.
 
 >>> from zarrdask.metadata.grid import RegularChunkGrid
 >>> layout = StorageLayout(unit_grid=RegularChunkGrid((4,)).axes((10,)), chunk_shape=(2,),
@@ -106,12 +106,12 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     for p in selection.project(layout.unit_grid):
         if not layout.sharded:
             placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index)
-            units.append(UnitRead(layout.key(p.coords), p.coords, None, p.shape, True, (placement,)))
+            units.append(UnitRead(layout.key(p.coords), p.coords, None, p.shape, whole=True, chunks=(placement,)))
             continue
         whole = p.full or not layout.ranged_reads
         block = p.full and is_view(p.out_index)
-        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole,
-                              _placements(p, layout, block), block))
+        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=whole,
+                              chunks=_placements(p, layout, block), block=block))
     return ReadPlan(tuple(units))
 
 

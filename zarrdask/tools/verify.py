@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,14 +23,12 @@ from ..core.executor import run_all
 from ..core.group import consolidate_metadata
 from ..core.node_io import NodeMetadata, parse_node_documents, read_node
 from ..core.progress import ProgressBar, counted
-from ..errors import InvalidValueError, MetadataError, NodeNotFoundError, ZarrdaskError
-from ..metadata.grid import chunk_slices
+from ..core.units import StoredUnits
+from ..errors import InvalidValueError, MetadataError, NodeNotFoundError
 from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path
 from ..storage.temporary import temporary_files
-from .checksums import carries_checksum
-from .stats import unit_keys
 
 __all__ = ["Finding", "VerifyReport", "verify"]
 
@@ -81,9 +79,9 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class _Unit:
-    """One stored chunk (or shard) to read: its array, key and grid coordinates."""
+    """One stored chunk (or shard) to read: its array's stored units, key and grid coordinates."""
 
-    array: Array
+    units: StoredUnits
     key: str
     coords: tuple[int, ...]
 
@@ -171,12 +169,13 @@ def _array_units(store: Store, path: str, meta: NodeMetadata, report: VerifyRepo
         report.findings.append(Finding(exc.key or join_path(path, "zarr.json"), "metadata", _problems(exc)))
         return []
     report.arrays += 1
-    if not carries_checksum(array.codecs):
+    units = array.units
+    if not units.carries_checksum:
         report.unverifiable.append(path or "/")
-    expected = unit_keys(array)
+    expected = units.unit_keys()
     docs = {join_path(path, d) for d in _DOCS[meta.zarr_format]["array"]}
     stored = []
-    for key in array._source.store.list_prefix(path):
+    for key in units.store.list_prefix(path):
         if key in expected:
             stored.append(key)
         elif key not in docs:
@@ -186,18 +185,13 @@ def _array_units(store: Store, path: str, meta: NodeMetadata, report: VerifyRepo
     stored.sort()
     if sample is not None and sample < len(stored):
         stored = sorted(random.sample(stored, sample))
-    return [_Unit(array, key, expected[key]) for key in stored]
+    return [_Unit(units, key, expected[key]) for key in stored]
 
 
 def _check_unit(unit: _Unit) -> Finding | None:
     """Read one stored unit whole through the array's read path."""
-    try:
-        unit.array[chunk_slices(unit.array.unit_grid, unit.coords)]
-    except ZarrdaskError as exc:
-        return Finding(unit.key, "chunk", str(exc))
-    except Exception as exc:  # a codec library's own error on corrupt bytes: still a finding
-        return Finding(unit.key, "chunk", f"{type(exc).__name__}: {exc}")
-    return None
+    problem = unit.units.check_unit(unit.coords)
+    return None if problem is None else Finding(unit.key, "chunk", problem)
 
 
 def _check_consolidated(store: Store, path: str, nodes: dict[str, NodeMetadata]) -> Iterator[Finding]:
@@ -209,16 +203,17 @@ def _check_consolidated(store: Store, path: str, nodes: dict[str, NodeMetadata])
     except MetadataError as exc:
         yield Finding(exc.key or key, "consolidated", _problems(exc))
         return
-    if getattr(meta, "consolidated", None) is None:
+    consolidated: Mapping[str, Any] | None = getattr(meta, "consolidated", None)
+    if consolidated is None:
         return
     below = {p[len(path) + 1:] if path else p: m for p, m in nodes.items() if p != path and p.startswith(path)
              and (not path or p.startswith(path + "/"))}
     if fmt == 3:
-        copy = {rel: _canonical(m.to_json()) for rel, m in meta.consolidated.items()}
+        copy = {rel: _canonical(m.to_json()) for rel, m in consolidated.items()}
         actual = {rel: _canonical(m.evolve(consolidated=None).to_json() if m.node_type == "group" else m.to_json())
                   for rel, m in below.items()}
     else:
-        raw = meta.consolidated
+        raw = consolidated
         rels = {k.rsplit("/", 1)[0] if "/" in k else "" for k in raw}
         copy = {}
         for rel in rels:

@@ -18,7 +18,7 @@ def _checked(name: str, config: dict[str, Any]) -> bool:
     if name == "zstd":
         return bool(config.get("checksum"))
     if name == "lzma":
-        return config.get("format", 1) != 3  # (FORMAT_RAW has no integrity check)
+        return bool(config.get("format", 1) != 3)  # (FORMAT_RAW has no integrity check)
     return name in _ALWAYS
 
 

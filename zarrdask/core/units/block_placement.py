@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,7 +35,8 @@ __all__ = ["SLAB_BYTES", "Slab", "place_block", "slabs"]
 SLAB_BYTES = 4 << 20
 
 
-class Slab(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Slab:
     """Chunks of a shard decoded and placed together: those whose first ``len(lead)`` grid
     coordinates (the sharding codec's axis order) are ``lead``, at index positions
     ``start`` to ``start + count``; ``shape`` is their stack's ``(*grid, *chunk)``."""

@@ -1,0 +1,9 @@
+"""An array's stored units: the one owner of what is stored and how its bytes are read,
+written, listed, counted and checked (``interface.py`` is the public face; ``chunks.py``
+and ``shards.py`` the two kinds; ``kinds.py`` picks one from the codec chain)."""
+
+from .interface import StorageStatistics, StoredUnits, UnitShape
+from .kinds import open_units
+from .options import ArrayOptions, WriteLock
+
+__all__ = ["ArrayOptions", "StorageStatistics", "StoredUnits", "UnitShape", "WriteLock", "open_units"]

@@ -1,0 +1,197 @@
+"""What every kind of stored unit shares: the store and key naming, the read executor for
+whole units, the write helpers, key listing, statistics and the check of one unit.
+
+A kind (``chunks.py``, ``shards.py``) adds how one stored value is decoded and written.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ...codecs.base import ChunkSpec
+from ...codecs.protocol import ChunkPipeline
+from ...codecs.sharding import is_empty_chunk
+from ...errors import CodecError, MissingChunkError, ZarrdaskError
+from ...indexing import Projection, Selection, basic_selection
+from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_coords, chunk_slices, stored_shape
+from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read
+from ...storage.base import ByteRange, Store, join_path
+from ..executor import run_all
+from ..output import output_array
+from ..progress import ProgressBar, counted
+from .checksums import carries_checksum
+from .interface import StorageStatistics, UnitShape
+from .options import ArrayOptions
+
+__all__ = ["ChunkSource", "with_key"]
+
+T = TypeVar("T")
+
+
+def with_key(exc: CodecError, key: str, inner: tuple[int, ...] | None = None) -> CodecError:
+    """``exc`` naming the stored value (and inner chunk) it is about, once."""
+    where = f"chunk {key}" if inner is None else f"shard {key}, inner chunk {inner}"
+    text = str(exc)
+    return type(exc)(text if text.startswith(("shard ", "chunk ")) else f"{where}: {text}")
+
+
+class ChunkSource(ABC):
+    """Common state: the store, how keys are named, the storage units' grid and codecs.
+
+    ``pipelines(shape)`` gives the codec pipeline of a unit stored with ``shape``: one
+    shape for a regular grid, the shape of each chunk for a rectilinear one. ``spec`` is
+    the first unit's (the data type and fill value are every unit's). ``shards``: the
+    units are shards (whatever decodes them)."""
+
+    def __init__(self, store: Store, path: str, key_encoding: ChunkKeyEncoding,
+                 pipelines: Callable[[tuple[int, ...]], ChunkPipeline], spec: ChunkSpec, options: ArrayOptions,
+                 grid: tuple[AxisGrid, ...], *, shards: bool) -> None:
+        self.store = store
+        self.path = path
+        self.key_encoding = key_encoding
+        self.pipelines = pipelines
+        self.pipeline = pipelines(spec.shape)
+        self.spec = spec
+        self.options = options
+        self.grid = grid  # the storage units (one key each) laid over the array
+        regular = all(isinstance(axis, RegularAxis) for axis in grid)
+        #: the units' shape (regular grids), else every unit's extent per dimension
+        self.unit_shape: UnitShape = spec.shape if regular else tuple(axis.extents() for axis in grid)
+        self.read_shape: UnitShape = self.unit_shape  # the unit a read decodes (inner chunks when sharded)
+        self.shards: UnitShape | None = self.unit_shape if shards else None
+        fill = spec.fill_value
+        self.fill = spec.dtype.default_fill() if fill is None else fill
+        self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
+                                    sharded=False, ranged_reads=False, key=self.key)
+
+    def _pipeline_at(self, coords: tuple[int, ...]) -> ChunkPipeline:
+        return self.pipelines(stored_shape(self.grid, coords))
+
+    def key(self, coords: tuple[int, ...]) -> str:
+        return join_path(self.path, self.key_encoding.encode(coords))
+
+    # -- reads: the plan (pure) and its one executor ------------------------------------
+    def plan(self, selection: Selection) -> ReadPlan:
+        return plan_read(selection, self.layout)
+
+    def read(self, selection: Selection, out: np.ndarray) -> None:
+        units = self.plan(selection).units
+        targets = [_target(out, u) for u in units]
+        self._read_units(units, targets)
+        for u, target in zip(units, targets):
+            if u.out_index is not None and not is_view(u.out_index):
+                out[u.out_index] = target
+
+    def _read_units(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray]) -> None:
+        """Read the planned units into their targets (every unit whole here)."""
+        self._read_whole(units, targets)
+
+    def _read_whole(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray]) -> None:
+        """Fetch and decode whole units: on local stores each thread fetches and decodes its
+        own (one unit: its chunks decoded in parallel); remote stores fetch them all
+        concurrently and each is decoded as it arrives, so fetching overlaps decoding."""
+        threads = self.options.threads
+        if len(units) == 1 or self.store.is_local:
+            inner = threads if len(units) == 1 else 1
+            run_all(lambda i: self._decode_unit(units[i], targets[i], self.store.get(units[i].key), inner),
+                    range(len(units)), threads, min_parallel=2)
+            return
+        for i, blob in self.store.iter_ranges([(u.key, ByteRange(0, None)) for u in units]):
+            self._decode_unit(units[i], targets[i], blob, threads)
+
+    @abstractmethod
+    def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
+        """Decode a whole stored value (None: absent) into ``target``."""
+
+    def _missing(self, what: str, target: np.ndarray, index: Any) -> None:
+        """Fill ``target[index]`` for an absent ``what`` (e.g. ``"chunk c/0/1"``), or raise."""
+        if self.options.missing_chunks == "raise":
+            raise MissingChunkError(f"{what} does not exist (missing_chunks='raise')")
+        target[index] = self.fill
+
+    # -- writes ------------------------------------------------------------------------
+    @abstractmethod
+    def write(self, selection: Selection, values: np.ndarray) -> None:
+        """Write ``values`` over ``selection``: every touched unit read (when partly
+        covered), modified, encoded and put once, inside this call."""
+
+    def _new_chunk(self, shape: tuple[int, ...]) -> np.ndarray:
+        chunk = np.empty(shape, dtype=self.spec.dtype.dtype)
+        chunk[...] = self.fill
+        return chunk
+
+    def _updated_chunk(self, shape: tuple[int, ...], proj: Projection, values: np.ndarray,
+                       old: Callable[[], np.ndarray] | None) -> np.ndarray:
+        """The chunk after the write: the new values themselves when they cover it whole (no
+        copy), else the old chunk (``old()``, or the fill value) with the new values assigned."""
+        if proj.full and proj.shape == shape and is_view(proj.out_index):
+            return values[(*proj.out_index, ...)]  # (a 0-d view, not an element, for 0-d arrays)
+        chunk = np.array(old(), copy=True) if old is not None else self._new_chunk(shape)
+        chunk[proj.chunk_index] = values[proj.out_index]
+        return chunk
+
+    def _keep(self, chunk: np.ndarray) -> bool:
+        return self.options.write_empty_chunks or not is_empty_chunk(chunk, self.fill)
+
+    def _encode_all(self, encode: Callable[[T], bytes | None], items: Sequence[T]) -> list[bytes | None]:
+        """``encode`` every chunk of a write (the one executor), counted on a bar when asked."""
+        if not self.options.progress:
+            return run_all(encode, items, self.options.threads)
+        with ProgressBar(len(items), f"write {self.path or '/'}") as bar:
+            return run_all(counted(encode, bar), items, self.options.threads)
+
+    def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
+        self.store.delete_many([self.key(c) for c in coords])
+
+    # -- what is stored ------------------------------------------------------------------
+    def unit_keys(self) -> dict[str, tuple[int, ...]]:
+        return {self.key(c): c for c in all_chunk_coords(self.grid)}
+
+    def stored_keys(self, keys: Collection[str] | None = None) -> set[str]:
+        expected = set(self.unit_keys()) if keys is None else set(keys)
+        return {k for k in self.store.list_prefix(self.path) if k in expected}
+
+    def statistics(self, selection: Selection) -> StorageStatistics:
+        units = self.plan(selection).units
+        stored = self.stored_keys([u.key for u in units])
+        present = [u for u in units if u.key in stored]
+        return StorageStatistics(chunks_stored=self._count_stored(present),
+                                 chunks_total=sum(len(u.chunks) for u in units))
+
+    def _count_stored(self, units: list[UnitRead]) -> int:
+        """The planned chunks of stored ``units`` that are present (every one, unsharded)."""
+        return sum(len(u.chunks) for u in units)
+
+    def check_unit(self, coords: tuple[int, ...]) -> str | None:
+        shape = tuple(axis.size for axis in self.grid)
+        selection, _ = basic_selection(chunk_slices(self.grid, coords), shape)
+        try:
+            self.read(selection, output_array(selection.shape, self.spec.dtype.dtype))
+        except ZarrdaskError as exc:
+            return str(exc)
+        except Exception as exc:  # a codec library's own error on corrupt bytes: still a finding
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    @property
+    def carries_checksum(self) -> bool:
+        chain = self.pipeline.to_json()
+        return carries_checksum(chain if isinstance(chain, list) else [chain])
+
+
+def _no_strides(coords: tuple[int, ...]) -> tuple[int, ...]:
+    return ()
+
+
+def _target(out: np.ndarray, unit: UnitRead) -> np.ndarray:
+    """Where a unit's values go: ``out`` itself (placements index it directly), a view of
+    it, or a buffer copied back after the read."""
+    if unit.out_index is None:
+        return out
+    if is_view(unit.out_index):
+        return out[unit.out_index]  # type: ignore[no-any-return]
+    return np.empty(unit.shape, dtype=out.dtype)

@@ -1,0 +1,69 @@
+"""Unsharded storage: one stored value per chunk (or per shard that must be decoded whole,
+when array->array codecs before the sharding codec do more than permute axes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ...codecs.protocol import ChunkPipeline
+from ...errors import CodecError
+from ...indexing import Selection
+from ...metadata.grid import stored_shape
+from ...plan.fetch_plan import UnitRead
+from ..output import scratch
+from .base import ChunkSource, with_key
+
+__all__ = ["PlainChunkSource"]
+
+
+class PlainChunkSource(ChunkSource):
+    """One stored value per chunk, decoded and encoded whole by its pipeline."""
+
+    def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
+        (placement,) = unit.chunks
+        if blob is None:
+            self._missing(f"chunk {unit.key}", target, placement.out_index)
+            return
+        try:
+            with _decoded(self._pipeline_at(unit.coords), blob, stored_shape(self.grid, unit.coords),
+                          self.spec.dtype.dtype) as chunk:
+                target[placement.out_index] = chunk[placement.chunk_index]
+        except CodecError as exc:
+            raise with_key(exc, unit.key) from exc
+
+    def write(self, selection: Selection, values: np.ndarray) -> None:
+        projections = list(selection.project(self.grid))
+        keys = [self.key(p.coords) for p in projections]
+        partial = [i for i, p in enumerate(projections) if not p.full]
+        existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
+
+        def encode(i: int) -> bytes | None:
+            blob, coords = existing.get(i), projections[i].coords
+            pipeline = self._pipeline_at(coords)
+            try:
+                old = None if blob is None else (lambda: pipeline.decode(blob))
+                chunk = self._updated_chunk(stored_shape(self.grid, coords), projections[i], values, old)
+            except CodecError as exc:
+                raise with_key(exc, keys[i]) from exc
+            return pipeline.encode(chunk) if self._keep(chunk) else None
+
+        encoded = self._encode_all(encode, range(len(projections)))
+        self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
+        self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
+
+
+@contextmanager
+def _decoded(pipeline: ChunkPipeline, blob: bytes, shape: tuple[int, ...], dtype: np.dtype) -> Iterator[np.ndarray]:
+    """A stored chunk decoded, for the duration of the block: into a reused scratch buffer
+    (its pages already mapped, where a fresh result of megabytes is paid for in page
+    faults) when the chain can decode straight into memory, else as ``decode`` gives it
+    (then a buffer would only add a copy)."""
+    if not pipeline.decodes_into:
+        yield pipeline.decode(blob)
+        return
+    with scratch((1, *shape), dtype) as chunk:
+        pipeline.decode_into([blob], chunk)
+        yield chunk[0, ...]  # (a 0-d view, not an element, for 0-d chunks)

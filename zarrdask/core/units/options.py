@@ -1,0 +1,53 @@
+"""Per-array runtime options: how the stored units are read and written (not stored in metadata)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ...errors import InvalidModeError
+
+__all__ = ["ArrayOptions", "WriteLock"]
+
+
+class WriteLock(Protocol):
+    """What a write lock needs (a ``threading.Lock``, a ``distributed.Lock``, a ``FileLock``)."""
+
+    def acquire(self) -> Any: ...
+
+    def release(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ArrayOptions:
+    """Per-array runtime options (not stored in metadata).
+
+    ``write_empty_chunks``: store chunks equal to the fill value (default: delete them).
+    ``missing_chunks``: ``"fill"`` reads absent chunks as the fill value, ``"raise"`` raises.
+    ``index_cache_size``: shard indexes kept per array (LRU).
+    ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
+    ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
+    ``progress``: writes draw a progress bar on stderr (chunks encoded).
+    ``lock``: held around every write call (``acquire()``/``release()``: a ``distributed.Lock``, a
+    :class:`~zarrdask.core.locks.FileLock`), for processes writing parts of the same chunk or shard
+    outside Dask. Without it such writes are unsafe: one writer's part can be lost.
+    ``verify_checksums``: check every crc32c on read (False skips the check, for speed).
+    """
+
+    write_empty_chunks: bool = False
+    missing_chunks: str = "fill"
+    index_cache_size: int = 1024
+    threads: int | None = None
+    coalesce_gap: int = 1 << 16
+    coalesce_max: int = 1 << 26
+    progress: bool = False
+    lock: WriteLock | None = None
+    verify_checksums: bool = True
+
+    def __post_init__(self) -> None:
+        if self.lock is not None and not (hasattr(self.lock, "acquire") and hasattr(self.lock, "release")):
+            raise InvalidModeError(f"lock must have acquire() and release(), got {self.lock!r}")
+        if self.missing_chunks not in ("fill", "raise"):
+            raise InvalidModeError(f"missing_chunks must be 'fill' or 'raise', got {self.missing_chunks!r}")
+        if self.threads is not None and self.threads < 1:
+            raise InvalidModeError(f"threads must be None or >= 1, got {self.threads!r}")

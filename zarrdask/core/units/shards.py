@@ -1,0 +1,389 @@
+"""Sharded storage: one stored value per shard, inner chunks addressed through its index.
+
+The only place that does I/O on shards: a partial read fetches the shard index with one
+ranged request (cached per array), then only the inner chunks it needs, neighbouring
+ranges coalesced, all shards' requests batched into one store call; a whole shard is one
+GET. Each chunk is decoded once and copied straight into the caller's output. Writes
+encode inner chunks in parallel and put each shard once; a partly covered shard is read,
+modified and written inside the same call. The index format itself (parse, build, split,
+assemble) is the sharding codec's (``codecs/sharding.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ...codecs.base import ChunkSpec, Frames
+from ...codecs.pipeline import CodecPipeline
+from ...codecs.protocol import ChunkPipeline
+from ...codecs.sharding import ShardIndex, ShardingCodec
+from ...errors import CodecError, CorruptChunkError
+from ...indexing import Projection, Selection
+from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
+from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides
+from ...storage.base import Buffer, ByteRange, Store, Value
+from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
+from ..executor import run_all
+from ..output import scratch
+from .base import ChunkSource, with_key
+from .block_placement import Slab, place_block, slabs
+from .options import ArrayOptions
+
+__all__ = ["IndexCache", "ShardedChunkSource"]
+
+
+class IndexCache:
+    """A thread-safe LRU of checked shard indexes, by store key."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[str, ShardIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> ShardIndex | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: str, index: ShardIndex) -> None:
+        if self.maxsize <= 0:
+            return
+        with self._lock:
+            self._data[key] = index
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def invalidate(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._data.pop(key, None)
+
+
+class _InnerJob:
+    """One inner chunk of a ranged read: its placement, the unit's target, and its bytes
+    once fetched (None: absent from the shard)."""
+
+    __slots__ = ("key", "placement", "target", "data")
+
+    def __init__(self, key: str, placement: ChunkPlacement, target: np.ndarray) -> None:
+        self.key, self.placement, self.target = key, placement, target
+        self.data: memoryview | bytes | None = None
+
+
+class _ShardRanges(NamedTuple):
+    """One shard's part of a batched ranged read: its present inner chunks' byte ranges,
+    those ranges coalesced into requests, and the jobs that receive them (in range order)."""
+
+    ranges: list[tuple[int, int]]
+    merged: list[Merged]
+    pending: list[_InnerJob]
+
+
+class _InnerWrite(NamedTuple):
+    """One inner chunk of a write: shard ``shard`` (its number in the write), the inner
+    chunk's projection, the shard's values and the chunk's old encoded bytes (or None)."""
+
+    shard: int
+    projection: Projection
+    values: np.ndarray
+    old: bytes | memoryview | None
+
+
+class ShardedChunkSource(ChunkSource):
+    """One stored value per shard; inner chunks addressed through the shard index.
+
+    Array->array codecs before the sharding codec must only permute axes (transpose): the
+    sharding codec then sees the shard with its axes in ``perm`` order, so an inner chunk
+    of the array is the inner chunk at the permuted coordinates, decoded and transposed
+    back. Other array->array codecs need the whole shard (``PlainChunkSource``)."""
+
+    def __init__(self, store: Store, path: str, key_encoding: ChunkKeyEncoding,
+                 pipelines: Callable[[tuple[int, ...]], ChunkPipeline], spec: ChunkSpec, options: ArrayOptions,
+                 grid: tuple[AxisGrid, ...]) -> None:
+        super().__init__(store, path, key_encoding, pipelines, spec, options, grid, shards=True)
+        codec, perm = self.pipeline.sharding, self.pipeline.axis_permutation
+        assert codec is not None and codec.inner is not None and perm is not None
+        self.inner: CodecPipeline = codec.inner
+        self.cache = IndexCache(options.index_cache_size)
+        self._perm = perm
+        self._inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+        self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
+        self.read_shape = self.inner_shape
+        self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
+        self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
+        # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
+        self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
+                                    sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
+
+    def _codec_at(self, coords: tuple[int, ...]) -> ShardingCodec:
+        """The sharding codec of the shard at ``coords`` (its inner grid and index size
+        follow the shard's stored shape)."""
+        shape = stored_shape(self.grid, coords)
+        codec = self._codecs.get(shape)
+        if codec is None:
+            found = self.pipelines(shape).sharding
+            assert found is not None
+            codec = self._codecs[shape] = found
+        return codec
+
+    def _strides_at(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        shape = stored_shape(self.grid, coords)
+        strides = self._strides.get(shape)
+        if strides is None:
+            strides = self._strides[shape] = index_strides(self._codec_at(coords).grid_shape, self._perm)
+        return strides
+
+    # -- the bytes stage (bytes->bytes codecs after the sharding codec), both ways -------
+    def _shard_bytes(self, blob: Buffer) -> Buffer:
+        """A stored shard with the bytes->bytes codecs after the sharding codec undone."""
+        return self.pipeline.decode_bytes_stage(blob)
+
+    def _stored_bytes(self, parts: list[Buffer]) -> Value:
+        """An assembled shard's parts as stored: joined and put through the bytes->bytes
+        codecs after the sharding codec, when there are any (else the parts, unjoined)."""
+        if not self.pipeline.has_bytes_stage:
+            return parts
+        return self.pipeline.encode_bytes_stage(b"".join(parts))
+
+    # -- reads -----------------------------------------------------------------------
+    def _decode_inner(self, data: bytes | memoryview) -> np.ndarray:
+        """An inner chunk as the array sees it (a view when transposed back)."""
+        return self.inner.decode(data).transpose(self._inverse)
+
+    def _encode_inner(self, chunk: np.ndarray) -> bytes:
+        return self.inner.encode(chunk.transpose(self._perm))
+
+    def _encoded_coords(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        """An inner chunk's coordinates in the sharding codec's (permuted) grid."""
+        return tuple(coords[k] for k in self._perm)
+
+    def _read_units(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray]) -> None:
+        """Whole shards fetched and decoded; partly read ones through their indexes."""
+        whole = [i for i, u in enumerate(units) if u.whole]
+        if len(whole) == len(units):
+            self._read_whole(units, targets)
+            return
+        if whole:
+            self._read_whole([units[i] for i in whole], [targets[i] for i in whole])
+        ranged = [i for i, u in enumerate(units) if not u.whole]
+        jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
+        run_all(self._decode_job, jobs, self.options.threads)
+
+    def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
+        """Decode the inner chunks ``unit`` needs from a whole shard held in memory into
+        ``target``: a shard read whole slab by slab (``_decode_block``), else each chunk
+        sliced out, decoded and placed in one step, so nothing accumulates per inner chunk
+        (a shard may hold thousands)."""
+        key = unit.key
+        if blob is None:
+            self._missing(f"shard {key}", target, ...)
+            return
+        codec = self._codec_at(unit.coords)
+        try:
+            shard = self._shard_bytes(blob)
+            index = codec.index_of(shard, key)
+        except CodecError as exc:
+            raise with_key(exc, key) from exc
+        view = memoryview(shard)
+        if unit.block:
+            self._decode_block(unit, codec, index, view, target, threads)
+            return
+        decode = self._decode_inner
+        locate = index.locate
+
+        def place(item: ChunkPlacement) -> None:
+            where = locate(item.position)
+            if where is None:
+                self._missing(f"shard {key}, inner chunk {item.coords}", target, item.out_index)
+                return
+            try:
+                chunk = decode(view[where[0]: where[1]])
+            except CodecError as exc:
+                raise with_key(exc, key, item.coords) from exc
+            target[item.out_index] = chunk[item.chunk_index]
+
+        run_all(place, unit.chunks, threads)
+
+    def _decode_block(self, unit: UnitRead, codec: ShardingCodec, index: ShardIndex, view: memoryview,
+                      target: np.ndarray, threads: int | None) -> None:
+        """Decode the inner chunks of a shard read whole a slab at a time, each straight into
+        its slot where the codecs allow, and place each slab with one copy (see
+        ``block_placement.py``); the slabs are spread over the threads."""
+        key, inner, order = unit.key, self.inner, self._inverse
+        needed = {item.position: item for item in unit.chunks}  # (at an edge, not every chunk)
+
+        def run(slab: Slab) -> None:
+            region = slab.region(target.shape, order)
+            if region is None:
+                return
+            with scratch(slab.shape, self.spec.dtype.dtype) as stack:
+                slots = stack.reshape(slab.count, *codec.chunk_shape)
+                starts, ends, at = [], [], []  # (the stored chunks' bytes and their slots)
+                for k, span in enumerate(index.spans(slab.start, slab.count)):
+                    item = needed.get(slab.start + k)
+                    if item is None:
+                        continue
+                    if span is None:
+                        self._missing(f"shard {key}, inner chunk {item.coords}", slots, k)
+                        continue
+                    starts.append(span[0])
+                    ends.append(span[1])
+                    at.append(k)
+                try:
+                    inner.decode_into(Frames(view, starts, ends), slots, at)
+                except CodecError as exc:
+                    failed = None if exc.item is None else needed[slab.start + at[exc.item]].coords
+                    raise with_key(exc, key, failed) from exc
+                place_block(stack, target[region], order)
+
+        run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
+                min_parallel=2)
+
+    def _indexes(self, units: Sequence[UnitRead]) -> list[ShardIndex | None]:
+        """Shard indexes from the cache, the rest with one batched ranged request."""
+        indexes = [self.cache.get(u.key) for u in units]
+        todo = [i for i, idx in enumerate(indexes) if idx is None]
+        codecs = {i: self._codec_at(units[i].coords) for i in todo}
+        requests = [(units[i].key, codecs[i].index_request()) for i in todo]
+        for i, raw in zip(todo, self.store.get_ranges(requests)):
+            if raw is None:
+                continue
+            key = units[i].key
+            try:
+                index = codecs[i].read_index(raw, key)
+            except CodecError as exc:
+                raise with_key(exc, key) from exc
+            indexes[i] = index
+            self.cache.put(key, index)
+        return indexes
+
+    def _fetch_ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
+        """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
+        one batched request), then every needed range, neighbours coalesced, in one batch."""
+        jobs: list[_InnerJob] = []
+        requests: list[tuple[str, ByteRange]] = []
+        shards: list[_ShardRanges] = []
+        for unit, target, index in zip(units, targets, self._indexes(units)):
+            key = unit.key
+            inner = [_InnerJob(key, placement, target) for placement in unit.chunks]
+            jobs.extend(inner)
+            if index is None:
+                continue
+            ranges, pending = [], []
+            for job in inner:
+                where = index.locate(job.placement.position)
+                if where is not None:
+                    ranges.append(where)
+                    pending.append(job)
+            merged = coalesce_ranges(ranges, self.options.coalesce_gap, self.options.coalesce_max)
+            requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
+            shards.append(_ShardRanges(ranges, merged, pending))
+        fetched = self.store.get_ranges(requests)
+        pos = 0
+        for shard in shards:
+            pieces = split_coalesced(shard.ranges, shard.merged, fetched[pos: pos + len(shard.merged)])
+            pos += len(shard.merged)
+            for (start, end), piece, job in zip(shard.ranges, pieces, shard.pending):
+                if piece is None or len(piece) != end - start:
+                    got = "nothing" if piece is None else f"{len(piece)} bytes"
+                    raise CorruptChunkError(
+                        f"shard {job.key}, inner chunk {job.placement.coords}: expected {end - start} bytes at offset "
+                        f"{start}, got {got} (truncated shard)")
+                job.data = piece
+        return jobs
+
+    def _decode_job(self, job: _InnerJob) -> None:
+        placement = job.placement
+        if job.data is None:
+            self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
+            return
+        try:
+            chunk = self._decode_inner(job.data)
+        except CodecError as exc:
+            raise with_key(exc, job.key, placement.coords) from exc
+        job.target[placement.out_index] = chunk[placement.chunk_index]
+
+    # -- writes ----------------------------------------------------------------------
+    def write(self, selection: Selection, values: np.ndarray) -> None:
+        shards = list(selection.project(self.grid))
+        keys = [self.key(p.coords) for p in shards]
+        partial = [i for i, p in enumerate(shards) if not p.full]
+        existing: dict[int, dict[tuple[int, ...], memoryview]] = {}
+        for i, blob in zip(partial, self.store.get_many([keys[i] for i in partial])):
+            if blob is not None:
+                try:
+                    existing[i] = self._codec_at(shards[i].coords).split(self._shard_bytes(blob), keys[i])
+                except CodecError as exc:
+                    raise with_key(exc, keys[i]) from exc
+        tasks = []
+        for i, p in enumerate(shards):
+            sub_values = values[p.out_index]
+            for q in p.chunk_selection.project(self.inner_shape):
+                tasks.append(_InnerWrite(i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
+
+        def encode(task: _InnerWrite) -> bytes | None:
+            q, blob = task.projection, task.old
+            try:
+                old = None if blob is None or q.full else (lambda: self._decode_inner(blob))
+                chunk = self._updated_chunk(self.inner_shape, q, task.values, old)
+            except CodecError as exc:
+                raise with_key(exc, keys[task.shard], q.coords) from exc
+            return self._encode_inner(chunk) if self._keep(chunk) else None
+
+        encoded = self._encode_all(encode, tasks)
+        chunks: list[dict[tuple[int, ...], Buffer]] = [dict(existing.get(i, {})) for i in range(len(shards))]
+        for task, data in zip(tasks, encoded):
+            i, coords = task.shard, self._encoded_coords(task.projection.coords)
+            if data is None:
+                chunks[i].pop(coords, None)
+            else:
+                chunks[i][coords] = data
+        puts: dict[str, Value] = {}
+        deletes = []
+        for p, key, inner_chunks in zip(shards, keys, chunks):
+            parts = self._codec_at(p.coords).assemble_parts(inner_chunks)
+            if parts is None:
+                deletes.append(key)
+            else:
+                puts[key] = self._stored_bytes(parts)
+        self.cache.invalidate(keys)
+        self.store.set_many(puts)
+        self.store.delete_many(deletes)
+
+    def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
+        keys = [self.key(c) for c in coords]
+        self.store.delete_many(keys)
+        self.cache.invalidate(keys)
+
+    # -- what is stored ----------------------------------------------------------------
+    def _count_stored(self, units: list[UnitRead]) -> int:
+        """The planned inner chunks present in the stored shards ``units`` (their indexes read)."""
+        count = 0
+        for unit, index in zip(units, self._stored_indexes(units)):
+            if index is not None:
+                count += sum(index.locate(c.position) is not None for c in unit.chunks)
+        return count
+
+    def _stored_indexes(self, units: list[UnitRead]) -> list[ShardIndex | None]:
+        """The shard indexes of ``units``: ranged requests, or whole shards when bytes->bytes
+        codecs follow the sharding codec (the index cannot be fetched on its own then)."""
+        if self.layout.ranged_reads:
+            return self._indexes(units)
+        indexes: list[ShardIndex | None] = []
+        for unit, blob in zip(units, self.store.get_many([u.key for u in units])):
+            if blob is None:
+                indexes.append(None)
+                continue
+            try:
+                indexes.append(self._codec_at(unit.coords).index_of(self._shard_bytes(blob), unit.key))
+            except CodecError as exc:
+                raise type(exc)(f"shard {unit.key}: {exc}") from exc
+        return indexes
