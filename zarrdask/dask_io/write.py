@@ -127,7 +127,8 @@ def to_zarr(
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
                       storage_options)
     check_travels(FUNCTION, location.store)
-    mode = write_mode(mode, given.overwrite, region, location.array is not None or is_array_node(url))
+    mode = write_mode(mode, region, overwrite=given.overwrite,
+                      into_array=location.array is not None or is_array_node(url))
     if return_stored and not compute and da.array_expr_enabled():
         # dask's array expressions lose a Delayed's graph in map_blocks (and have no to_zarr of their own)
         raise InvalidModeError(f"{FUNCTION}(): return_stored=True with compute=False needs dask's "
@@ -148,7 +149,7 @@ def to_zarr(
     return stored(target, region, delayed) if return_stored else delayed
 
 
-def write_mode(mode: str | None, overwrite: bool | None, region: Any, into_array: bool) -> str:
+def write_mode(mode: str | None, region: Any, *, overwrite: bool | None, into_array: bool) -> str:
     """The mode ``to_zarr`` runs in: ``mode``, or dask's behaviour when it is left out;
     ``overwrite`` that contradicts ``mode`` is an error (never a guess at deleting)."""
     if mode is not None and mode not in MODES:

@@ -42,12 +42,20 @@ from ..metadata.grid import AxisGrid, as_axes
 __all__ = [
     "AxisGroup",
     "SourcePiece",
+    "Span",
     "WritePlan",
     "WritePlanSummary",
     "WriteTask",
     "make_write_plan",
     "normalize_region",
 ]
+
+
+class Span(NamedTuple):
+    """``[start, stop)`` along one axis."""
+
+    start: int
+    stop: int
 
 
 class AxisPiece(NamedTuple):
@@ -221,8 +229,8 @@ def make_write_plan(
     return WritePlan(shape, axis_grids, tuple(slice(a, b) for a, b in bounds), chunks, axes)
 
 
-def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    """``(start, stop)`` per axis of a region given as step-1 slices (``None`` = the whole
+def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tuple[Span, ...]:
+    """The :class:`Span` per axis of a region given as step-1 slices (``None`` = the whole
     array; missing trailing axes are whole; negative bounds count from the end)."""
     if region is None:
         region = ()
@@ -231,7 +239,7 @@ def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tu
     if len(region) > len(shape):
         raise SelectionError(f"region has {len(region)} dimensions, the array has {len(shape)}")
     region = tuple(region) + (slice(None),) * (len(shape) - len(region))
-    bounds = []
+    bounds: list[Span] = []
     for axis, (sel, size) in enumerate(zip(region, shape)):
         if not isinstance(sel, slice) or sel.step not in (None, 1):
             raise SelectionError(f"region along axis {axis} must be a slice with step 1, got {sel!r}")
@@ -239,7 +247,7 @@ def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tu
         stop = _bound(sel.stop, size, size)
         if not 0 <= start <= stop <= size:
             raise BoundsError(f"region {sel!r} along axis {axis} is outside [0, {size}]")
-        bounds.append((start, stop))
+        bounds.append(Span(start, stop))
     return tuple(bounds)
 
 

@@ -70,7 +70,7 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     targets = {rel: target_metadata(rel or "/", a, options) for rel, a in arrays.items()}
     plan = CopyPlan(src.url, dst.url, [plan_array(rel, a, targets[rel], dst, bytes_copied=same_bytes(a, targets[rel]),
                                                   measure=dry_run) for rel, a in arrays.items()], len(nodes) - len(arrays))
-    stale = _check_target(dst, overwrite)
+    stale = _check_target(dst, overwrite=overwrite)
     if dry_run:
         return plan
     dst.delete_many(stale)
@@ -95,7 +95,7 @@ def _nodes(store: Store, root: Union[Array, Group]) -> dict[str, Union[Array, Gr
     return out
 
 
-def _check_target(dst: Store, overwrite: bool) -> list[str]:
+def _check_target(dst: Store, *, overwrite: bool) -> list[str]:
     """The target's keys, which ``overwrite`` replaces (removed after every check); an
     error when there are some and ``overwrite`` was not passed."""
     keys = list(dst.list_prefix(""))

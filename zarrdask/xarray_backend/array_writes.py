@@ -50,7 +50,7 @@ class ArrayWrites:
         else:
             target[region] = np.asarray(source)
 
-    def sync(self, compute: bool = True, progress: bool = False, **compute_kwargs: Any) -> Delayed | None:
+    def sync(self, *, compute: bool = True, progress: bool = False, **compute_kwargs: Any) -> Delayed | None:
         """Run the dask writes (``compute=True``, with ``dask.compute`` keywords, or with
         a progress bar) or return them as one ``Delayed`` (computing to the changes to merge
         into a transactional store's session, see :mod:`zarrdask.dask_io.transactions`)."""

@@ -112,7 +112,7 @@ def write_dataset(
     Returns the written group, or with ``compute=False`` a ``Delayed`` that writes
     the data (metadata is written at once).
     """
-    _check_progress(function, progress, compute, chunkmanager_store_kwargs)
+    _check_progress(function, chunkmanager_store_kwargs, progress=progress, compute=compute)
     validate_dataset_names(ds)
     if store is None:
         store = MemoryStore()
@@ -133,7 +133,7 @@ def write_dataset(
     dump_to_store(ds, zstore, writes, encoding=encoding)
     if consolidated is not False and mode != "r+":
         consolidate_metadata(root.store)
-    return _finish(writes, root, compute, chunkmanager_store_kwargs, progress)
+    return _finish(writes, root, chunkmanager_store_kwargs, compute=compute, progress=progress)
 
 
 @public("zarrdask.xarray_backend.datatree_to_zarr")
@@ -197,7 +197,7 @@ def write_datatree(
         raise refuse(function, "append_dim",
                      "trees cannot be appended to as a whole; append each node's dataset with "
                      "Dataset.zarrdask.to_zarr(store, group=<node path>, append_dim=...)")
-    _check_progress(function, progress, compute, chunkmanager_store_kwargs)
+    _check_progress(function, chunkmanager_store_kwargs, progress=progress, compute=compute)
     encoding = {} if encoding is None else encoding
     if unknown := set(encoding) - set(dt.groups):
         raise DatasetError(
@@ -222,11 +222,11 @@ def write_datatree(
         dump_to_store(node_ds, node_store, writes, encoding=node_encoding)
     if consolidated and mode != "r+":
         consolidate_metadata(root.store)
-    return _finish(writes, root, compute, chunkmanager_store_kwargs, progress)
+    return _finish(writes, root, chunkmanager_store_kwargs, compute=compute, progress=progress)
 
 
 def _check_progress(
-    function: str, progress: bool, compute: bool, compute_kwargs: dict[str, Any] | None
+    function: str, compute_kwargs: dict[str, Any] | None, *, progress: bool, compute: bool
 ) -> None:
     """``progress=True`` draws its bar around the compute zarrdask runs: there is none
     with ``compute=False``, and ``chunkmanager_store_kwargs`` hand it to ``dask.compute``."""
@@ -247,12 +247,13 @@ def _check_progress(
 def _finish(
     writes: ArrayWrites,
     root: Group,
-    compute: bool,
     compute_kwargs: dict[str, Any] | None,
+    *,
+    compute: bool,
     progress: bool,
 ) -> Group | Delayed:
     """Send the metadata and in-memory data held by the group's store, then run (or
     defer) the dask writes; the written group, or the deferred writes."""
     root.store.flush()
-    delayed = writes.sync(compute, progress=progress, **(compute_kwargs or {}))
+    delayed = writes.sync(compute=compute, progress=progress, **(compute_kwargs or {}))
     return root if delayed is None else delayed
