@@ -14,6 +14,7 @@ from typing import Any, Union
 from ..errors import ArrayNotFoundError, ContainsNodeError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
 from ..indexing import basic_selection
 from ..keywords import check_keywords, refuse
+from ..metadata.nodes import GroupMetadata, NodeMetadata
 from ..plan.fetch_plan import ReadPlan
 from ..storage import open_store
 from ..storage.base import Store, join_path, node_path
@@ -21,7 +22,7 @@ from .array import Array, ArrayOptions
 from .array_keywords import REFUSED, ArraySpec, split_array_keywords
 from .create import commit_array, make_group, plan_array
 from .group import Group, node_from_metadata
-from .node_io import NodeMetadata, explain_missing, read_nodes
+from .node_io import explain_missing, read_nodes
 
 __all__ = ["open", "open_array", "open_group", "plan_read"]
 
@@ -51,7 +52,7 @@ def _find(store: Store, path: str, zarr_format: int | None, consolidated: bool,
     return meta
 
 
-def _not_an_array(function: str, store: Store, path: str, meta: NodeMetadata) -> ArrayNotFoundError:
+def _not_an_array(function: str, store: Store, path: str, meta: GroupMetadata) -> ArrayNotFoundError:
     """A group where an array was asked for: the error lists the group's arrays."""
     group = Group(store, path, meta)
     arrays = group.array_keys()

@@ -73,7 +73,8 @@ def codec_json_v3(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
         obj = {"name": obj}
     if isinstance(obj, Mapping) and "name" in obj:
         _check_name(obj["name"], where)
-        return _plain(obj)
+        plain: dict[str, Any] = _plain(obj)
+        return plain
     if isinstance(obj, Mapping) and "id" in obj:
         return _numcodecs_to_v3(obj)
     raise _bad(obj, where)
@@ -116,7 +117,8 @@ def codec_json_v2(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
     if isinstance(obj, Codec):
         obj = obj.to_json()
     if isinstance(obj, Mapping) and "id" in obj:
-        return _plain(obj)
+        plain: dict[str, Any] = _plain(obj)
+        return plain
     if isinstance(obj, Mapping) and "name" in obj:
         name, config = obj["name"], _plain(obj.get("configuration") or {})
         if name == "blosc" and isinstance(config.get("shuffle"), str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..codecs.sharding import ShardingCodec
+from ..codecs.pipeline import CodecPipeline
 from ..metadata.grid import AxisGrid, RegularAxis, ceil_div
 
 if TYPE_CHECKING:
@@ -27,9 +27,10 @@ def codec_parts(array: Array) -> Parts:
         filters = tuple(dict(f) for f in meta.filters or ())
         return filters, None, (dict(meta.compressor),) if meta.compressor is not None else ()
     chain = array._pipeline
-    codec = chain.array_bytes
-    if isinstance(codec, ShardingCodec) and not chain.array_array and not chain.bytes_bytes:
-        chain = codec.inner
+    assert isinstance(chain, CodecPipeline)  # (a v3 array's)
+    sharding = chain.sharding
+    if sharding is not None and sharding.inner is not None and not chain.array_array and not chain.bytes_bytes:
+        chain = sharding.inner
     return (tuple(c.to_json() for c in chain.array_array), chain.array_bytes.to_json(),
             tuple(c.to_json() for c in chain.bytes_bytes))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..errors import (
 from ..keywords import did_you_mean
 from ..metadata.grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
+from ..metadata.nodes import ArrayMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
@@ -102,7 +103,7 @@ def _key_encoding(value: Any, zarr_format: int) -> Any:
     return encoding
 
 
-def _v3_codecs(dtype: DataType, chunks: tuple[int, ...], shards: tuple[int, ...] | None, codecs: Any,
+def _v3_codecs(dtype: DataType, chunks: tuple[int, ...], shards: tuple[int | tuple[int, ...], ...] | None, codecs: Any,
                compressors: Any, filters: Any, serializer: Any) -> list[Any]:
     if codecs is not None:
         if shards is not None:
@@ -179,9 +180,10 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
                                "(nothing was changed)")
     shape = _shape(shape, "shape")
     filters = None if isinstance(spec.filters, str) and spec.filters == "auto" else spec.filters
-    order = spec.order or "C"
-    if order not in ("C", "F"):
-        raise InvalidModeError(f"{function}(): order must be 'C' or 'F', got {order!r}")
+    given = spec.order or "C"
+    if given not in ("C", "F"):
+        raise InvalidModeError(f"{function}(): order must be 'C' or 'F', got {given!r}")
+    order: Literal["C", "F"] = "F" if given == "F" else "C"
     if zarr_format == 3:
         if order == "F":
             raise InvalidModeError(
@@ -189,7 +191,7 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
                 "C-ordered NumPy arrays (np.asfortranarray(a[...]) gives F order), and a transposed store is "
                 "filters=[{'name': 'transpose', 'configuration': {'order': [...]}}]")
         fill = None if spec.fill_value is DEFAULT_FILL else spec.fill_value
-        metadata: Any = _metadata_v3(shape, dtype, spec.chunks, spec.shards, fill, spec.compressors,
+        metadata: ArrayMetadata = _metadata_v3(shape, dtype, spec.chunks, spec.shards, fill, spec.compressors,
                                      filters, spec.serializer, spec.codecs, spec.dimension_names, spec.attributes,
                                      spec.chunk_key_encoding)
     else:
@@ -321,7 +323,7 @@ def _check_dimension_names(names: Any, shape: tuple[int, ...]) -> None:
 
 
 def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: Any, compressors: Any, filters: Any,
-                 dimension_names: Any, attributes: Any, chunk_key_encoding: Any, order: str) -> ArrayMetadataV2:
+                 dimension_names: Any, attributes: Any, chunk_key_encoding: Any, order: Literal["C", "F"]) -> ArrayMetadataV2:
     np_dtype = np.dtype(object) if dtype in (str, bytes, "string") else as_numpy_dtype(dtype, ("dtype",))
     dt = parse_dtype_v2(np_dtype.str if np_dtype.fields is None else [list(f) for f in np_dtype.descr])
     filter_list = [codec_json_v2(f, ("filters", i)) for i, f in enumerate(as_list(filters))]

@@ -7,7 +7,7 @@ import inspect
 import json
 import warnings
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, overload
 
 import numpy as np
 
@@ -25,11 +25,12 @@ from ..errors import (
 )
 from ..keywords import check_keywords, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
+from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
 from ..metadata.v3 import GroupMetadataV3
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
 from .node import Node
-from .node_io import NodeMetadata, dumps, parse_node_documents, read_node, read_nodes, write_node
+from .node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
     from .describe import NodeInfo
@@ -37,6 +38,20 @@ if TYPE_CHECKING:
 __all__ = ["Group", "node_from_metadata", "walk", "consolidate_metadata"]
 
 Member = Union[Array, "Group"]
+
+
+@overload
+def node_from_metadata(store: Store, path: str, metadata: ArrayMetadata,
+                       consolidated: Mapping[str, NodeMetadata] | None = None,
+                       options: ArrayOptions | None = None) -> Array: ...
+@overload
+def node_from_metadata(store: Store, path: str, metadata: GroupMetadata,
+                       consolidated: Mapping[str, NodeMetadata] | None = None,
+                       options: ArrayOptions | None = None) -> Group: ...
+@overload
+def node_from_metadata(store: Store, path: str, metadata: NodeMetadata,
+                       consolidated: Mapping[str, NodeMetadata] | None = None,
+                       options: ArrayOptions | None = None) -> Member: ...
 
 
 def node_from_metadata(store: Store, path: str, metadata: NodeMetadata,
@@ -73,10 +88,10 @@ def _parse_consolidated(metadata: NodeMetadata) -> dict[str, NodeMetadata] | Non
     return out
 
 
-class Group(Node):
+class Group(Node[GroupMetadata]):
     """A Zarr group. ``g["a/b"]`` opens a member; ``members()`` lists direct children."""
 
-    def __init__(self, store: Store, path: str, metadata: NodeMetadata,
+    def __init__(self, store: Store, path: str, metadata: GroupMetadata,
                  consolidated: Mapping[str, NodeMetadata] | None = None) -> None:
         self._store = store
         self._path = path.strip("/")
@@ -344,7 +359,7 @@ def walk(store: Store, path: str, metadata: NodeMetadata, max_depth: int | None 
     depth = 0
     while level and (max_depth is None or depth <= max_depth):
         depth += 1
-        children = []
+        children: list[str] = []
         for rel in level:
             _, dirs = store.list_dir(join_path(path, rel))
             children.extend(join_path(rel, d) for d in dirs)

@@ -54,7 +54,7 @@ class FileLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[FileLock], tuple[str]]:
         return (FileLock, (self.path,))
 
     def __repr__(self) -> str:

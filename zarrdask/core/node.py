@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ..errors import ReadOnlyError
 from ..storage.base import Store
+from ..metadata.nodes import NodeMetadata
 from .attributes import Attributes
 from .node_io import write_node
 
 __all__ = ["Node"]
 
-_N = TypeVar("_N", bound="Node")
+_N = TypeVar("_N", bound="Node[Any]")
+#: the metadata type of a kind of node (an array's or a group's, either Zarr format)
+M = TypeVar("M", bound=NodeMetadata)
 
 
-class Node:
+class Node(Generic[M]):
     """A node (array or group) at ``path`` in ``store``, described by its metadata."""
 
     _store: Store
     _path: str
-    _metadata: Any
+    _metadata: M
     #: the in-memory consolidated copy of the group this node was opened through, and the
     #: node's name in it: kept current when this node's metadata changes
     _parent_copy: tuple[dict[str, Any], str] | None = None
@@ -42,7 +45,7 @@ class Node:
         return self._path.rsplit("/", 1)[-1]
 
     @property
-    def metadata(self) -> Any:
+    def metadata(self) -> M:
         return self._metadata
 
     @property
@@ -65,9 +68,9 @@ class Node:
         return self
 
     def _set_attributes(self, attributes: dict[str, Any]) -> None:
-        self._update_metadata(self._metadata.evolve(attributes=attributes))
+        self._update_metadata(cast(M, self._metadata.evolve(attributes=attributes)))  # (evolve keeps the type)
 
-    def _update_metadata(self, metadata: Any) -> None:
+    def _update_metadata(self, metadata: M) -> None:
         if self.read_only:
             raise ReadOnlyError(f"{type(self).__name__.lower()} {self.name!r} is read-only: it was opened with "
                                 f"mode='r'; open it with mode='r+' to change it")

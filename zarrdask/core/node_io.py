@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from ..errors import MetadataError, NodeNotFoundError, StoreError
+from ..metadata.nodes import NodeMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.parsed_cache import parse_v3_cached
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_json_document, parse_v3
@@ -20,7 +21,6 @@ from ..storage.local import LocalStore
 
 __all__ = ["NodeMetadata", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
-NodeMetadata = Union[ArrayMetadataV3, GroupMetadataV3, ArrayMetadataV2, GroupMetadataV2]
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 
@@ -145,13 +145,13 @@ def _update_consolidated(store: Store, path: str, metadata: NodeMetadata, create
             entries[rel] = entry
             cm["metadata"] = dict(sorted(entries.items()))
         else:
-            entries = doc.get("metadata") if isinstance(doc, dict) else None
-            if not isinstance(entries, dict):
+            listed = doc.get("metadata") if isinstance(doc, dict) else None
+            if not isinstance(listed, dict):
                 continue
-            gone = [k for k in entries if k.rsplit("/", 1)[0] == rel or (created and k.startswith(rel + "/"))]
+            gone = [k for k in listed if k.rsplit("/", 1)[0] == rel or (created and k.startswith(rel + "/"))]
             for k in gone:
-                del entries[k]
-            entries.update({f"{rel}/{n}": d for n, d in node_docs.items()})
+                del listed[k]
+            listed.update({f"{rel}/{n}": d for n, d in node_docs.items()})
         store.set(key, dumps(doc))
 
 

@@ -25,7 +25,7 @@ from ..indexing import (
 from ..keywords import refuse
 
 if TYPE_CHECKING:
-    from .array import Array
+    from .units import StoredUnits
 
 __all__ = ["SelectionMethods", "block_slices", "point_values"]
 
@@ -89,7 +89,7 @@ def _select_fields(values: Any, fields: Any, dtype: np.dtype) -> Any:
     if isinstance(fields, str):
         return values[fields]
     out = np.empty(np.shape(values), dtype=dtype)
-    for name in dtype.names:
+    for name in dtype.names or ():
         out[name] = values[name]
     return out if out.shape else out[()]
 
@@ -111,8 +111,21 @@ def _out_target(out: Any, shape: tuple[int, ...], method: str) -> np.ndarray:
 class SelectionMethods:
     """The named selection methods of zarr-python's ``Array``; mixed into :class:`Array`."""
 
+    if TYPE_CHECKING:  # what the Array provides
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def dtype(self) -> np.dtype: ...
+        @property
+        def unit_grid(self) -> tuple[AxisGrid, ...]: ...
+        @property
+        def units(self) -> StoredUnits: ...
+        def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any: ...
+        def _write(self, selection: Selection, value: Any) -> None: ...
+        def _too_large(self, exc: MemoryError) -> Exception: ...
+
     # -- the two shared steps ---------------------------------------------------------
-    def _get(self: Array, sel: Selection, shape: tuple[int, ...], out: Any, fields: Any,
+    def _get(self, sel: Selection, shape: tuple[int, ...], out: Any, fields: Any,
              prototype: Any, method: str) -> Any:
         if prototype is not None:
             raise refuse(f"Array.{method}", "prototype", _PROTOTYPE)
@@ -128,7 +141,7 @@ class SelectionMethods:
         target[...] = values
         return target
 
-    def _read_into(self: Array, sel: Selection, target: np.ndarray, method: str) -> np.ndarray:
+    def _read_into(self, sel: Selection, target: np.ndarray, method: str) -> np.ndarray:
         """Read straight into ``target`` when it is C-contiguous (the layout reads write),
         else through a result array copied into it."""
         if target.dtype != self.dtype:
@@ -139,12 +152,12 @@ class SelectionMethods:
             return target
         view = target.reshape(sel.shape)  # a view: C-contiguous
         try:
-            self._source.read(sel, view)
+            self.units.read(sel, view)
         except MemoryError as exc:
             raise self._too_large(exc) from None
         return target
 
-    def _set(self: Array, sel: Selection, shape: tuple[int, ...], value: Any, fields: Any, prototype: Any,
+    def _set(self, sel: Selection, shape: tuple[int, ...], value: Any, fields: Any, prototype: Any,
              method: str) -> None:
         if prototype is not None:
             raise refuse(f"Array.{method}", "prototype", _PROTOTYPE)
@@ -158,78 +171,78 @@ class SelectionMethods:
         self._write(sel, value)
 
     # -- basic ------------------------------------------------------------------------------
-    def get_basic_selection(self: Array, selection: Any = Ellipsis, *, out: Any = None, prototype: Any = None,
+    def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None, prototype: Any = None,
                             fields: Any = None) -> Any:
         """``a[selection]`` for ints, slices and Ellipsis."""
         sel, shape = basic_selection(selection, self.shape)
         return self._get(sel, shape, out, fields, prototype, "get_basic_selection")
 
-    def set_basic_selection(self: Array, selection: Any, value: Any, *, fields: Any = None,
+    def set_basic_selection(self, selection: Any, value: Any, *, fields: Any = None,
                             prototype: Any = None) -> None:
         """``a[selection] = value`` for ints, slices and Ellipsis."""
         sel, shape = basic_selection(selection, self.shape)
         self._set(sel, shape, value, fields, prototype, "set_basic_selection")
 
     # -- orthogonal ----------------------------------------------------------------------------
-    def get_orthogonal_selection(self: Array, selection: Any, *, out: Any = None, fields: Any = None,
+    def get_orthogonal_selection(self, selection: Any, *, out: Any = None, fields: Any = None,
                                  prototype: Any = None) -> Any:
         """``a.oindex[selection]``: int or bool arrays index each dimension independently."""
         sel, shape = orthogonal_selection(selection, self.shape)
         return self._get(sel, shape, out, fields, prototype, "get_orthogonal_selection")
 
-    def set_orthogonal_selection(self: Array, selection: Any, value: Any, *, fields: Any = None,
+    def set_orthogonal_selection(self, selection: Any, value: Any, *, fields: Any = None,
                                  prototype: Any = None) -> None:
         """``a.oindex[selection] = value``."""
         sel, shape = orthogonal_selection(selection, self.shape)
         self._set(sel, shape, value, fields, prototype, "set_orthogonal_selection")
 
     # -- coordinates and masks ---------------------------------------------------------------------
-    def get_coordinate_selection(self: Array, selection: Any, *, out: Any = None, fields: Any = None,
+    def get_coordinate_selection(self, selection: Any, *, out: Any = None, fields: Any = None,
                                  prototype: Any = None) -> Any:
         """``a.vindex[selection]``: points given by broadcast integer coordinate arrays."""
         sel, shape = point_selection(selection, self.shape)
         return self._get(sel, shape, out, fields, prototype, "get_coordinate_selection")
 
-    def set_coordinate_selection(self: Array, selection: Any, value: Any, *, fields: Any = None,
+    def set_coordinate_selection(self, selection: Any, value: Any, *, fields: Any = None,
                                  prototype: Any = None) -> None:
         """``a.vindex[selection] = value``."""
         sel, shape = point_selection(selection, self.shape)
         self._set(sel, shape, value, fields, prototype, "set_coordinate_selection")
 
-    def _mask(self: Array, mask: Any, method: str) -> tuple[PointSelection, tuple[int, ...]]:
+    def _mask(self, mask: Any, method: str) -> tuple[PointSelection, tuple[int, ...]]:
         m = np.asarray(mask)
         if m.dtype != bool or m.shape != self.shape:
             raise SelectionError(f"Array.{method} takes a boolean array of the array's shape {self.shape}, "
                                  f"got {m.dtype}{m.shape}; use get_coordinate_selection for coordinates")
         return point_selection((m,), self.shape)
 
-    def get_mask_selection(self: Array, mask: Any, *, out: Any = None, fields: Any = None,
+    def get_mask_selection(self, mask: Any, *, out: Any = None, fields: Any = None,
                            prototype: Any = None) -> Any:
         """The values where ``mask`` (a boolean array of the array's shape) is True, in C order."""
         sel, shape = self._mask(mask, "get_mask_selection")
         return self._get(sel, shape, out, fields, prototype, "get_mask_selection")
 
-    def set_mask_selection(self: Array, mask: Any, value: Any, *, fields: Any = None,
+    def set_mask_selection(self, mask: Any, value: Any, *, fields: Any = None,
                            prototype: Any = None) -> None:
         """Write ``value`` where ``mask`` is True."""
         sel, shape = self._mask(mask, "set_mask_selection")
         self._set(sel, shape, value, fields, prototype, "set_mask_selection")
 
     # -- blocks ----------------------------------------------------------------------------------------
-    def get_block_selection(self: Array, selection: Any, *, out: Any = None, fields: Any = None,
+    def get_block_selection(self, selection: Any, *, out: Any = None, fields: Any = None,
                             prototype: Any = None) -> Any:
         """Whole blocks by block index (``a.blocks[i, j]``); see :func:`block_slices`."""
         sel, shape = basic_selection(block_slices(selection, self.unit_grid), self.shape)
         return self._get(sel, shape, out, fields, prototype, "get_block_selection")
 
-    def set_block_selection(self: Array, selection: Any, value: Any, *, fields: Any = None,
+    def set_block_selection(self, selection: Any, value: Any, *, fields: Any = None,
                             prototype: Any = None) -> None:
         """Write whole blocks by block index (``a.blocks[i, j] = value``)."""
         sel, shape = basic_selection(block_slices(selection, self.unit_grid), self.shape)
         self._set(sel, shape, value, fields, prototype, "set_block_selection")
 
     @property
-    def blocks(self: Array) -> _Blocks:
+    def blocks(self) -> _Blocks:
         """Block indexing: ``a.blocks[i, j]`` reads (or writes) the block at block index
         ``(i, j)``; blocks are the storage units (shards when sharded), as in zarr-python."""
         return _Blocks(self)
@@ -238,7 +251,7 @@ class SelectionMethods:
 class _Blocks:
     """``a.blocks[...]``: :meth:`SelectionMethods.get_block_selection` by subscript."""
 
-    def __init__(self, array: Array) -> None:
+    def __init__(self, array: SelectionMethods) -> None:
         self._array = array
 
     def __getitem__(self, selection: Any) -> Any:

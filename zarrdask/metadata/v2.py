@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
 from ..errors import MetadataError, Problem
@@ -36,8 +36,8 @@ class ArrayMetadataV2:
     dimension_separator: str = "."
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
-    zarr_format = 2
-    node_type = "array"
+    zarr_format: ClassVar[Literal[2]] = 2
+    node_type: ClassVar[Literal["array"]] = "array"
     storage_transformers = ()
 
     @property
@@ -142,8 +142,8 @@ class GroupMetadataV2:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     consolidated: Mapping[str, Mapping[str, Any]] | None = None
 
-    zarr_format = 2
-    node_type = "group"
+    zarr_format: ClassVar[Literal[2]] = 2
+    node_type: ClassVar[Literal["group"]] = "group"
 
     def evolve(self, **changes: Any) -> GroupMetadataV2:
         return replace(self, **changes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from .dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
@@ -70,8 +70,8 @@ class ArrayMetadataV3:
     storage_transformers: tuple[NamedConfig, ...] = ()
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
 
-    zarr_format = 3
-    node_type = "array"
+    zarr_format: ClassVar[Literal[3]] = 3
+    node_type: ClassVar[Literal["array"]] = "array"
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
@@ -164,8 +164,8 @@ class GroupMetadataV3:
     consolidated: Mapping[str, ArrayMetadataV3 | GroupMetadataV3] | None = None
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
 
-    zarr_format = 3
-    node_type = "group"
+    zarr_format: ClassVar[Literal[3]] = 3
+    node_type: ClassVar[Literal["group"]] = "group"
 
     def evolve(self, **changes: Any) -> GroupMetadataV3:
         return replace(self, **changes)
