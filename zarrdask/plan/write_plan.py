@@ -34,7 +34,7 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
 from ..metadata.grid import AxisGrid, as_axes
@@ -232,15 +232,12 @@ def make_write_plan(
 def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tuple[Span, ...]:
     """The :class:`Span` per axis of a region given as step-1 slices (``None`` = the whole
     array; missing trailing axes are whole; negative bounds count from the end)."""
-    if region is None:
-        region = ()
-    if not isinstance(region, (tuple, list)):
-        region = (region,)
-    if len(region) > len(shape):
-        raise SelectionError(f"region has {len(region)} dimensions, the array has {len(shape)}")
-    region = tuple(region) + (slice(None),) * (len(shape) - len(region))
+    given: tuple[Any, ...] = () if region is None else tuple(region) if isinstance(region, (tuple, list)) else (region,)
+    if len(given) > len(shape):
+        raise SelectionError(f"region has {len(given)} dimensions, the array has {len(shape)}")
+    given += (slice(None),) * (len(shape) - len(given))
     bounds: list[Span] = []
-    for axis, (sel, size) in enumerate(zip(region, shape)):
+    for axis, (sel, size) in enumerate(zip(given, shape)):
         if not isinstance(sel, slice) or sel.step not in (None, 1):
             raise SelectionError(f"region along axis {axis} must be a slice with step 1, got {sel!r}")
         start = _bound(sel.start, 0, size)
