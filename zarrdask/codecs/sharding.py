@@ -13,9 +13,13 @@ The index is a ``(*inner_grid, 2)`` uint64 array of (offset, nbytes) per inner c
 ``2**64 - 1`` for both when the chunk is absent. This module owns the whole format:
 :class:`ShardIndex` parses, checks, looks up and builds indexes, and the codec knows
 where the index is, how to assemble a shard from encoded inner chunks and how to take
-one apart. The I/O (one index request, coalesced inner chunk ranges, whole-shard GETs)
-lives in ``core/units/shards.py``; this codec's own ``decode``/``encode`` handle a whole
-shard in memory, which is what a sharding codec nested inside another shard needs.
+one apart. Everything else about stored shards (I/O: one index request, coalesced inner
+chunk ranges, whole-shard GETs; the index cache; partial reads and writes; the bytes stage
+after this codec) is ``core/units/shards.py``'s, built on these same format functions.
+This codec's own ``decode``/``encode`` are only the :class:`~.base.ArrayBytesCodec` face of
+the format (:meth:`split` / :meth:`assemble`) for chains whose units are decoded whole: a
+sharding codec nested inside another shard, or after array->array codecs that do more
+than permute axes.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 
 from ..metadata.dtypes import data_type_from_numpy
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem
-from ..metadata.extension import NamedConfig, parse_named_config
+from ..metadata.extension import parse_named_config
 from ..storage.base import Buffer, ByteRange, ByteRequest, SuffixRange
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
