@@ -5,8 +5,10 @@ top, function-local and ``TYPE_CHECKING`` imports alike), is checked against the
 order in ``LAYERS``: a module imports only from its own layer or layers below it, and no
 set of modules imports itself round a cycle. Outside ``compat/`` no module reads another
 module's private name: neither ``from x import _name`` nor an attribute ``obj._name``
-other than ``self._name`` / ``cls._name`` (an object's own state, inside its class) and
-dunder names. ``docs/design.md`` draws the same order.
+whose name the module itself does not define (as a function, class, module name or its
+classes' own state ``self._name``); ``self._name``, ``cls._name``, ``super()._name`` (an
+object's own state, inside its class) and dunder names are the object's own.
+``docs/design.md`` draws the same order.
 """
 
 from __future__ import annotations
@@ -181,14 +183,14 @@ def _private(name: str) -> bool:
 
 def _defined_here(tree: ast.Module) -> set[str]:
     """The private names a module defines: functions, classes, methods, assigned names
-    and attributes it sets (``self._x = ...``, ``obj._x = ...``)."""
+    and the state its classes set on their objects (``self._x = ...``)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _own(node):
             names.add(node.attr)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
