@@ -14,11 +14,9 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+from xarray import Coordinates, Dataset, Variable
 from xarray.backends.common import AbstractDataStore, BackendEntrypoint, datatree_from_dict_with_io_cleanup
-from xarray.core.coordinates import Coordinates
-from xarray.core.dataset import Dataset
 from xarray.core.utils import close_on_error
-from xarray.core.variable import Variable
 
 from zarrdask.compat.xarray import construct_dataset, normalize_path
 from zarrdask.core.api import open_group
