@@ -117,7 +117,7 @@ def test_cluster_writes_to_s3_from_misaligned_chunks_and_another_job_reads_it(cl
     import xarray as xr
     from _s3 import s3_storage_options
 
-    from zarrdask.core.create import create_group
+    from zarrdask.core.group import create_group
 
     options = s3_storage_options(s3_endpoint)
     data = np.random.default_rng(5).standard_normal((300, 260)).astype("f4")

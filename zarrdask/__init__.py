@@ -37,8 +37,8 @@ _import_numcodecs()
 from . import codecs as codecs
 from .core.api import open, open_array, open_group, plan_read
 from .core.array import Array, ArrayOptions
-from .core.create import create_array, create_group
-from .core.group import Group
+from .core.create import create_array
+from .core.group import Group, create_group
 from .core.locks import FileLock
 from .core.group import consolidate_metadata as _consolidate
 from .errors import ZarrdaskError

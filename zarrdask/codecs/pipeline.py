@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -21,12 +21,9 @@ from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec,
                    check_decoded_size, decode_each, slot_views)
 from .registry import get_codec_class, unknown_codec
 
-if TYPE_CHECKING:
-    from .sharding import ShardingCodec
-
 __all__ = ["CodecPipeline", "build_codecs"]
 
-#: the sharding codec's name (``sharding.py`` builds pipelines, so it is not imported here)
+#: the sharding codec's name (``sharding.py`` builds pipelines: it is not imported here)
 _SHARDING = "sharding_indexed"
 
 
@@ -97,10 +94,10 @@ class CodecPipeline:
         #: decode_into writes straight into the chunk's memory (no copy): the codecs before the
         #: first bytes->bytes codec only view its bytes as the array
         self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
-        self._sharding = cast("ShardingCodec", array_bytes) if array_bytes.name == _SHARDING else None
+        self._sharding = array_bytes if array_bytes.name == _SHARDING else None
 
     @property
-    def sharding(self) -> ShardingCodec | None:
+    def sharding(self) -> ArrayBytesCodec | None:
         """The sharding codec when the chain stores shards (its array->bytes codec), else None."""
         return self._sharding
 

@@ -10,14 +10,12 @@ are stored (``sharding``), so the chunk source is chosen from the declaration.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..storage.base import Buffer
-
-if TYPE_CHECKING:
-    from .sharding import ShardingCodec
+from .base import ArrayBytesCodec
 
 __all__ = ["ChunkPipeline"]
 
@@ -30,9 +28,11 @@ class ChunkPipeline(Protocol):
     decodes_into: bool
 
     @property
-    def sharding(self) -> ShardingCodec | None:
-        """The sharding codec when each stored unit is a shard of chunks found through an
-        index (the unit's array->bytes codec), else None: the storage kind."""
+    def sharding(self) -> ArrayBytesCodec | None:
+        """The sharding codec (a :class:`~zarrdask.codecs.sharding.ShardingCodec`) when each
+        stored unit is a shard of chunks found through an index (the unit's array->bytes
+        codec), else None: the storage kind. (Typed as its base class: the sharding module
+        builds pipelines, so this one cannot name it.)"""
 
     @property
     def axis_permutation(self) -> tuple[int, ...] | None:

@@ -20,8 +20,8 @@ from ..storage import open_store
 from ..storage.base import Store, join_path, node_path
 from .array import Array, ArrayOptions
 from .array_keywords import REFUSED, ArraySpec, split_array_keywords
-from .create import commit_array, make_group, plan_array
-from .group import Group, node_from_metadata
+from .create import commit_array, plan_array
+from .group import Group, make_group, node_from_metadata
 from .node_io import explain_missing, read_nodes
 
 __all__ = ["open", "open_array", "open_group", "plan_read"]
@@ -137,14 +137,16 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
     if mode in ("w", "w-"):
         if array_only:
             raise InvalidModeError(no_group)
-        return make_group(s, path, zarr_format, mode == "w", spec.get("attributes"), False, _REPLACE_HINT)
+        return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=spec.get("attributes"),
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT)
     meta = _find(s, path, zarr_format, use_consolidated is not False)
     if meta is None:
         if mode != "a":
             raise explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there (with shape=, an array)")
         if array_only:
             raise InvalidModeError(f"nothing at {_where(path)}: {no_group}")
-        return make_group(s, path, zarr_format, False, spec.get("attributes"), False, _REPLACE_HINT)
+        return make_group(s, path, zarr_format, overwrite=False, attributes=spec.get("attributes"),
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT)
     if meta.node_type == "array":
         if use_consolidated is not None:
             raise refuse(function, "use_consolidated", f"it applies to groups; the node at {_where(path)} is an array")
@@ -198,11 +200,13 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
     s = open_store(store, mode=mode, storage_options=storage_options)
     path = node_path(path)
     if mode in ("w", "w-"):
-        return make_group(s, path, zarr_format, mode == "w", attributes, False, _REPLACE_HINT)
+        return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=attributes,
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT)
     meta = _find(s, path, zarr_format, use_consolidated is not False, GroupNotFoundError)
     if meta is None:
         if mode == "a":
-            return make_group(s, path, zarr_format, False, attributes, False, _REPLACE_HINT)
+            return make_group(s, path, zarr_format, overwrite=False, attributes=attributes,
+                              allow_reserved_names=False, exists_hint=_REPLACE_HINT)
         raise GroupNotFoundError(str(explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there")))
     if meta.node_type == "array":
         raise GroupNotFoundError(f"{function}(): the node at {_where(path)} in {s!r} is an array, not a group; "

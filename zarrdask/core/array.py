@@ -141,7 +141,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     @property
     def order(self) -> str:
         """The memory order of chunks: a v2 array's ``order``; "C" for v3 (results are C order)."""
-        return self._metadata.order if self.zarr_format == 2 else "C"
+        return self._metadata.order if self._metadata.zarr_format == 2 else "C"
 
     @property
     def chunks(self) -> UnitShape:
@@ -195,18 +195,18 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     def filters(self) -> tuple[dict[str, Any], ...]:
         """The array->array codecs (v3 JSON; inside the shards when sharded), or the v2
         filters (numcodecs configs); each can be passed back to ``create_array(filters=)``."""
-        return codec_parts(self)[0]
+        return codec_parts(self._metadata, self._pipeline).filters
 
     @property
     def serializer(self) -> dict[str, Any] | None:
         """The array->bytes codec as v3 JSON (inside the shards when sharded); None for v2."""
-        return codec_parts(self)[1]
+        return codec_parts(self._metadata, self._pipeline).serializer
 
     @property
     def compressors(self) -> tuple[dict[str, Any], ...]:
         """The bytes->bytes codecs as v3 JSON (inside the shards when sharded), or the v2
         compressor's numcodecs config; can be passed back to ``create_array(compressors=)``."""
-        return codec_parts(self)[2]
+        return codec_parts(self._metadata, self._pipeline).compressors
 
     @property
     def nchunks_initialized(self) -> int:

@@ -3,36 +3,40 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from ..codecs.pipeline import CodecPipeline
+from ..codecs.protocol import ChunkPipeline
+from ..codecs.sharding import ShardingCodec
 from ..metadata.grid import AxisGrid, RegularAxis, ceil_div
+from ..metadata.nodes import ArrayMetadata
 
-if TYPE_CHECKING:
-    from .array import Array
-
-__all__ = ["codec_parts", "chunk_counts"]
-
-Parts = tuple[tuple[dict[str, Any], ...], "dict[str, Any] | None", tuple[dict[str, Any], ...]]
+__all__ = ["CodecParts", "codec_parts", "chunk_counts"]
 
 
-def codec_parts(array: Array) -> Parts:
-    """``(filters, serializer, compressors)`` as JSON that ``create_array`` takes back.
+class CodecParts(NamedTuple):
+    """A chain as JSON that ``create_array`` takes back, by zarr-python's names."""
 
-    v3: the array->array, array->bytes and bytes->bytes codecs; when the chain is only the
-    sharding codec, the chain inside the shards (as zarr-python's ``inner_codecs``). v2: the
-    filters and the compressor as numcodecs configs, no serializer."""
-    meta = array.metadata
-    if meta.zarr_format == 2:
-        filters = tuple(dict(f) for f in meta.filters or ())
-        return filters, None, (dict(meta.compressor),) if meta.compressor is not None else ()
-    chain = array._pipeline
+    filters: tuple[dict[str, Any], ...]
+    serializer: dict[str, Any] | None
+    compressors: tuple[dict[str, Any], ...]
+
+
+def codec_parts(metadata: ArrayMetadata, pipeline: ChunkPipeline) -> CodecParts:
+    """v3: the array->array, array->bytes and bytes->bytes codecs of ``pipeline`` (the
+    array's, validated); when the chain is only the sharding codec, the chain inside the
+    shards (as zarr-python's ``inner_codecs``). v2: the filters and the compressor as
+    numcodecs configs, no serializer."""
+    if metadata.zarr_format == 2:
+        filters = tuple(dict(f) for f in metadata.filters or ())
+        return CodecParts(filters, None, (dict(metadata.compressor),) if metadata.compressor is not None else ())
+    chain = pipeline
     assert isinstance(chain, CodecPipeline)  # (a v3 array's)
     sharding = chain.sharding
-    if sharding is not None and sharding.inner is not None and not chain.array_array and not chain.bytes_bytes:
+    if isinstance(sharding, ShardingCodec) and sharding.inner and not chain.array_array and not chain.bytes_bytes:
         chain = sharding.inner
-    return (tuple(c.to_json() for c in chain.array_array), chain.array_bytes.to_json(),
-            tuple(c.to_json() for c in chain.bytes_bytes))
+    return CodecParts(tuple(c.to_json() for c in chain.array_array), chain.array_bytes.to_json(),
+                      tuple(c.to_json() for c in chain.bytes_bytes))
 
 
 def chunk_counts(grid: tuple[AxisGrid, ...], chunks: tuple[Any, ...]) -> tuple[int, ...]:

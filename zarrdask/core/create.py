@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from ..errors import (
 from ..keywords import did_you_mean
 from ..metadata.grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
-from ..metadata.nodes import ArrayMetadata
+from ..metadata.nodes import ArrayMetadata, GroupMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
@@ -33,10 +33,10 @@ from ..storage.base import Store, new_node_path, node_path
 from .array import Array, ArrayOptions
 from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config
 from .codec_input import as_list, codec_json_v2, codec_json_v3
-from .group import Group
 from .node_io import encode_node, read_nodes, write_node
 
-__all__ = ["ArrayPlan", "INDEX_CODECS", "OVERWRITE_HINT", "commit_array", "create_array", "create_group", "make_group", "plan_array"]
+__all__ = ["ArrayPlan", "INDEX_CODECS", "NewGroup", "OVERWRITE_HINT", "commit_array", "create_array", "plan_array",
+           "write_group"]
 
 _AUTO_CHUNK_BYTES = 4 << 20
 _AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial reads
@@ -201,7 +201,7 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
                                 spec.dimension_names, spec.attributes, spec.chunk_key_encoding, order)
     array = Array(store, path, metadata, opts)  # validates the codec chain before any write
     if zarr_format == 3:
-        metadata = metadata.evolve(codecs=_named(array._pipeline.to_json(), "codecs"))
+        metadata = metadata.evolve(codecs=_named(array.codecs, "codecs"))
     encode_node(path, metadata)  # validates the attributes before any write
     return ArrayPlan(store, path, metadata, opts, data if spec.write_data else None)
 
@@ -348,24 +348,23 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     )
 
 
-def create_group(store: Any, *, path: str | None = None, zarr_format: int | None = None, overwrite: bool = False,
-                 attributes: Mapping[str, Any] | None = None, storage_options: dict[str, Any] | None = None,
-                 allow_reserved_names: bool = False) -> Group:
-    """Create a group (and any missing parents) and return it; the keywords are zarr-python
-    3's ``zarr.create_group``'s (``allow_reserved_names``: as for :func:`create_array`)."""
-    return make_group(open_store(store, mode="a", storage_options=storage_options), path, zarr_format, overwrite,
-                      attributes, allow_reserved_names, OVERWRITE_HINT)
+class NewGroup(NamedTuple):
+    """A group just written: its normalised path and its metadata."""
+
+    path: str
+    metadata: GroupMetadata
 
 
-def make_group(store: Store, path: str | None, zarr_format: Any, overwrite: bool,
-               attributes: Mapping[str, Any] | None, allow_reserved_names: bool, exists_hint: str) -> Group:
-    """Create a group in an opened store; ``exists_hint``: how the caller replaces a node."""
+def write_group(store: Store, path: str | None, zarr_format: Any, *, overwrite: bool,
+                attributes: Mapping[str, Any] | None, allow_reserved_names: bool, exists_hint: str) -> NewGroup:
+    """Write a group's metadata (and any missing parents) in an opened store; ``exists_hint``:
+    how the caller replaces a node."""
     zarr_format = _zarr_format(zarr_format)
     path = new_node_path(path, zarr_format, allow_reserved_names)
-    meta: Any = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
+    meta: GroupMetadata = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
         GroupMetadataV2(attributes=dict(attributes or {}))
     encode_node(path, meta)
     _prepare(store, path, overwrite, zarr_format, exists_hint)
     write_node(store, path, meta, created=True)
-    return Group(store, path, meta)
+    return NewGroup(path, meta)
 

@@ -27,15 +27,17 @@ from ..keywords import check_keywords, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
 from ..metadata.v3 import GroupMetadataV3
+from ..storage import open_store
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
+from .create import OVERWRITE_HINT, create_array, write_group
 from .node import Node
 from .node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
     from .describe import NodeInfo
 
-__all__ = ["Group", "node_from_metadata", "walk", "consolidate_metadata"]
+__all__ = ["Group", "consolidate_metadata", "create_group", "make_group", "node_from_metadata", "walk"]
 
 Member = Union[Array, "Group"]
 
@@ -147,7 +149,7 @@ class Group(Node[GroupMetadata]):
     def _member(self, name: str, meta: NodeMetadata) -> Member:
         node = node_from_metadata(self._store, join_path(self._path, name), meta, self._child_consolidated(name, meta))
         if self._consolidated is not None and name in self._consolidated:
-            node._parent_copy = (self._consolidated, name)
+            node.attach_consolidated(self._consolidated, name)
         return node
 
     def get(self, path: str, default: Any = None) -> Any:
@@ -236,8 +238,6 @@ class Group(Node[GroupMetadata]):
 
     # -- creation -----------------------------------------------------------------------
     def _create_array(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
-        from .create import create_array
-
         check_keywords(f"Group.{method}", kwargs, _array_keywords())
         zarr_format = kwargs.pop("zarr_format", None) or self.zarr_format
         if zarr_format != self.zarr_format:
@@ -284,8 +284,6 @@ class Group(Node[GroupMetadata]):
 
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: Mapping[str, Any] | None = None) -> Group:
-        from .create import create_group
-
         self._consolidated = None
         return create_group(self._store, path=join_path(self._path, name), attributes=attributes,
                             zarr_format=self.zarr_format, overwrite=overwrite)
@@ -342,13 +340,29 @@ def _below(key: str, rel: str) -> bool:
 def _array_keywords() -> frozenset[str]:
     """The keywords :func:`zarrdask.create_array` takes besides the store and the place
     (its named parameters, and :class:`ArrayOptions` when it takes those as keywords)."""
-    from .create import create_array
-
     params = inspect.signature(create_array).parameters.values()
     names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
     if any(p.kind is p.VAR_KEYWORD for p in params):
         names |= {f.name for f in dataclasses.fields(ArrayOptions)}
     return frozenset(names - {"store", "path", "name"})
+
+
+def create_group(store: Any, *, path: str | None = None, zarr_format: int | None = None, overwrite: bool = False,
+                 attributes: Mapping[str, Any] | None = None, storage_options: dict[str, Any] | None = None,
+                 allow_reserved_names: bool = False) -> Group:
+    """Create a group (and any missing parents) and return it; the keywords are zarr-python
+    3's ``zarr.create_group``'s (``allow_reserved_names``: as for :func:`create_array`)."""
+    return make_group(open_store(store, mode="a", storage_options=storage_options), path, zarr_format,
+                      overwrite=overwrite, attributes=attributes, allow_reserved_names=allow_reserved_names,
+                      exists_hint=OVERWRITE_HINT)
+
+
+def make_group(store: Store, path: str | None, zarr_format: Any, *, overwrite: bool,
+               attributes: Mapping[str, Any] | None, allow_reserved_names: bool, exists_hint: str) -> Group:
+    """Create a group in an opened store; ``exists_hint``: how the caller replaces a node."""
+    new = write_group(store, path, zarr_format, overwrite=overwrite, attributes=attributes,
+                      allow_reserved_names=allow_reserved_names, exists_hint=exists_hint)
+    return Group(store, new.path, new.metadata)
 
 
 def walk(store: Store, path: str, metadata: NodeMetadata, max_depth: int | None = None) -> dict[str, NodeMetadata]:

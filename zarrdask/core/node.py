@@ -67,6 +67,11 @@ class Node(Generic[M]):
         self.attrs.update(new_attributes)
         return self
 
+    def attach_consolidated(self, copy: dict[str, Any], name: str) -> None:
+        """Keep ``copy[name]`` current when this node's metadata changes: ``copy`` is the
+        in-memory consolidated metadata of the group this node was opened through."""
+        self._parent_copy = (copy, name)
+
     def _set_attributes(self, attributes: dict[str, Any]) -> None:
         self._update_metadata(cast(M, self._metadata.evolve(attributes=attributes)))  # (evolve keeps the type)
 

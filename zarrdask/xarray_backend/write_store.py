@@ -30,7 +30,7 @@ from zarrdask.compat.xarray import (
 )
 from zarrdask.core.api import open_group
 from zarrdask.core.array import Array
-from zarrdask.core.create import create_group
+from zarrdask.core.group import create_group
 from zarrdask.storage import open_store
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.core.group import Group
