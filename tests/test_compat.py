@@ -222,3 +222,18 @@ def test_icechunk_fork_of_a_changed_session_merges_back(tmp_path):
     session.commit("fork merged")
     back = zarr.open_array(repo.readonly_session("main").store, path="a")[:]
     np.testing.assert_array_equal(back, [0] * 5 + [2] * 5, err_msg=f"checked on icechunk {CHECKED_ON}")
+
+
+def test_fsspec_async_file_methods():
+    """fsspec's async filesystems still implement reads and writes as ``_cat_file`` /
+    ``_pipe_file`` coroutines (checked on 2026.9.0)."""
+    import inspect
+
+    from fsspec.asyn import AsyncFileSystem
+    from fsspec.implementations.http import HTTPFileSystem
+
+    from zarrdask.compat.fsspec import async_cat_file, async_pipe_file
+
+    for cls in (AsyncFileSystem, HTTPFileSystem):
+        assert inspect.iscoroutinefunction(async_cat_file(cls))
+        assert inspect.iscoroutinefunction(async_pipe_file(cls))

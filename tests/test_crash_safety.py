@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import zarrdask
-from zarrdask.storage.local import _is_temp
+from zarrdask.storage.local import is_temporary_name
 
 from _s3 import s3_storage_options
 
@@ -96,7 +96,7 @@ def _kill_writers(url: str, options: dict[str, Any] | None, seed: int) -> int:
 
 
 def _temporary_files(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if _is_temp(p.name))
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if is_temporary_name(p.name))
 
 
 def test_sigkill_local_writer(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "zarrdask"
 #: with (the longest prefix wins). Modules of one layer may import each other (no cycles).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("zarrdask.errors", "zarrdask.keywords", "zarrdask.compat"),
-    ("zarrdask.compat.icechunk", "zarrdask.storage"),
+    ("zarrdask.compat.icechunk", "zarrdask.compat.fsspec", "zarrdask.storage"),
     ("zarrdask.metadata",),
     ("zarrdask.indexing",),
     ("zarrdask.codecs",),

@@ -470,7 +470,7 @@ class TestS3Store(StoreTests):
         import s3fs
 
         fresh_fs = s3fs.S3FileSystem(**store.storage_options, skip_instance_cache=True)
-        FsspecStore(fresh_fs, path=store._root).set("a/b/z", b"z")
+        FsspecStore(fresh_fs, path=store.root).set("a/b/z", b"z")
         assert store.list_dir("a/b") == (["c", "d", "z"], [])
         assert sorted(store.list_prefix("a/b")) == ["a/b/c", "a/b/d", "a/b/z"]
 

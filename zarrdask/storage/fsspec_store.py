@@ -31,17 +31,19 @@ from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads
-from .local import _MISSING, _is_temp
+from ..compat.fsspec import async_cat_file, async_pipe_file
+from .local import MISSING_ERRORS, is_temporary_name
 from .requests import Requests
 from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
 
-__all__ = ["FsspecStore", "ZipStore"]
+__all__ = ["FsspecStore", "ZipStore", "fs_protocols"]
 
 T = TypeVar("T")
 DEFAULT_CONCURRENCY = 64
 
 
-def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
+def fs_protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
+    """The protocol names a filesystem answers to."""
     return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
 
 
@@ -82,12 +84,28 @@ class FsspecStore(StreamedReads, Store):
             root = f"{root.rstrip('/')}/{self.path}" if root else self.path
         self._root = root
         self._base = root.rstrip("/") + "/" if root else ""
-        protocols = _protocols(fs)
+        protocols = fs_protocols(fs)
         self._local = "file" in protocols or "local" in protocols
         self._async = bool(getattr(fs, "async_impl", False)) and not self._local
         self.read_only = read_only or bool({"http", "https"} & set(protocols))
 
-    def _dir(self, prefix: str) -> str:
+    @property
+    def root(self) -> str:
+        """The store's root path on its filesystem (no protocol)."""
+        return self._root
+
+    @property
+    def key_prefix(self) -> str:
+        """What a key is prefixed with to make its path on the filesystem."""
+        return self._base
+
+    @property
+    def on_local_disk(self) -> bool:
+        """Whether the filesystem is the local one (``file://``)."""
+        return self._local
+
+    def directory(self, prefix: str) -> str:
+        """The filesystem path of the directory of keys below ``prefix``."""
         return self._base + prefix if prefix else self._root
 
     def _stream(self, requests: list[Callable[[], Awaitable[T]]]) -> Iterator[tuple[int, T | Exception]]:
@@ -99,7 +117,7 @@ class FsspecStore(StreamedReads, Store):
         while True:
             try:
                 return fn()
-            except _MISSING:
+            except MISSING_ERRORS:
                 raise
             except Exception as exc:
                 failures += 1
@@ -128,7 +146,7 @@ class FsspecStore(StreamedReads, Store):
         if not paths:
             return
         if self._async:
-            cat = self.fs._cat_file
+            cat = async_cat_file(self.fs)
             calls = [lambda p=p, s=s, e=e: cat(p, start=s, end=e) for p, s, e in zip(paths, starts, ends)]
             results: Iterator[tuple[int, Any]] = self._stream(calls)
         else:
@@ -138,7 +156,7 @@ class FsspecStore(StreamedReads, Store):
                 raise StoreError(f"cannot read {len(paths)} byte ranges from {self.url}: {e}") from e
         for j, result in results:
             i = slots[j]
-            if isinstance(result, _MISSING):
+            if isinstance(result, MISSING_ERRORS):
                 yield i, None
             elif isinstance(result, BaseException):
                 yield i, self._past_end(requests[i][0], paths[j], starts[j], result)
@@ -154,7 +172,7 @@ class FsspecStore(StreamedReads, Store):
         if is_range_not_satisfiable(error):
             try:
                 size = self.fs.size(path)
-            except _MISSING:
+            except MISSING_ERRORS:
                 return None
             except Exception:
                 size = None
@@ -166,7 +184,7 @@ class FsspecStore(StreamedReads, Store):
         return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._base + key))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        top = self._dir(prefix)
+        top = self.directory(prefix)
         try:
             found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top))
         except FileNotFoundError:
@@ -174,11 +192,11 @@ class FsspecStore(StreamedReads, Store):
         head = self._base + prefix + "/" if prefix else self._base
         n = len(self._base)
         return iter(
-            [p[n:] for p in found if p.startswith(head) and not (self._local and _is_temp(p.rsplit("/", 1)[-1]))]
+            [p[n:] for p in found if p.startswith(head) and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))]
         )
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        top = self._dir(prefix)
+        top = self.directory(prefix)
         try:
             self.fs.invalidate_cache(top)
             entries = self._call(f"list {prefix!r}", lambda: self.fs.ls(top, detail=True))
@@ -194,7 +212,7 @@ class FsspecStore(StreamedReads, Store):
             name = full.rsplit("/", 1)[-1]
             if entry["type"] == "directory":
                 dirs.add(name)
-            elif not (self._local and _is_temp(name)):
+            elif not (self._local and is_temporary_name(name)):
                 values.add(name)
         return sorted(values), sorted(dirs)
 
@@ -206,7 +224,7 @@ class FsspecStore(StreamedReads, Store):
         keys = list(items)
         data = [v if type(v) is bytes else bytes(v) for v in items.values()]
         if self._async:  # one PUT per key, concurrent; each retried on its own
-            pipe = self.fs._pipe_file
+            pipe = async_pipe_file(self.fs)
             calls = [lambda k=k, v=v: pipe(self._base + k, v) for k, v in zip(keys, data)]
             for i, result in self._stream(calls):
                 if isinstance(result, Exception):

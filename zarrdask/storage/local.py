@@ -18,13 +18,15 @@ from collections.abc import Iterator
 from ..errors import StoreError
 from .base import ByteRange, ByteRequest, Store, Value
 
-__all__ = ["LocalStore"]
+__all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name"]
 
 _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
-_MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+#: the errors an absent key raises on a local file system
+MISSING_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
-def _is_temp(name: str) -> bool:
+def is_temporary_name(name: str) -> bool:
+    """Whether a file name is one of an atomic write in progress (``.<name>.<hex>.tmp``)."""
     return name[:1] == "." and name.endswith(".tmp") and _TMP_NAME.match(name) is not None
 
 
@@ -64,7 +66,8 @@ class LocalStore(Store):
         self.read_only = read_only
         self._prefix = os.path.join(self.root, "")
 
-    def _path(self, key: str) -> str:
+    def path_of(self, key: str) -> str:
+        """The file of ``key``."""
         if os.sep != "/":
             key = key.replace("/", os.sep)
         return self._prefix + key
@@ -72,9 +75,9 @@ class LocalStore(Store):
     # -- reads -----------------------------------------------------------------
     def _get(self, key: str) -> bytes | None:
         try:
-            with open(self._path(key), "rb") as f:
+            with open(self.path_of(key), "rb") as f:
                 return f.read()
-        except _MISSING:
+        except MISSING_ERRORS:
             return None
         except OSError as e:
             raise StoreError(f"cannot read key {key!r} from {self.root!r}: {e}") from e
@@ -86,8 +89,8 @@ class LocalStore(Store):
             by_key.setdefault(key, []).append(i)
         for key, indices in by_key.items():
             try:
-                fd = os.open(self._path(key), os.O_RDONLY)
-            except _MISSING:
+                fd = os.open(self.path_of(key), os.O_RDONLY)
+            except MISSING_ERRORS:
                 continue
             except OSError as e:
                 raise StoreError(f"cannot open key {key!r} in {self.root!r}: {e}") from e
@@ -117,41 +120,41 @@ class LocalStore(Store):
 
     def _size(self, key: str) -> int | None:
         try:
-            st = os.stat(self._path(key))
+            st = os.stat(self.path_of(key))
         except (FileNotFoundError, NotADirectoryError):
             return None
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
     def _exists(self, key: str) -> bool:
-        return os.path.isfile(self._path(key))
+        return os.path.isfile(self.path_of(key))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        top = self._path(prefix) if prefix else self.root
+        top = self.path_of(prefix) if prefix else self.root
         base = prefix + "/" if prefix else ""
         for dirpath, _, filenames in os.walk(top):
             rel = os.path.relpath(dirpath, top)
             head = base if rel == "." else base + rel.replace(os.sep, "/") + "/"
             for name in filenames:
-                if not _is_temp(name):
+                if not is_temporary_name(name):
                     yield head + name
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         values: list[str] = []
         dirs: list[str] = []
         try:
-            with os.scandir(self._path(prefix) if prefix else self.root) as it:
+            with os.scandir(self.path_of(prefix) if prefix else self.root) as it:
                 for entry in it:
                     if entry.is_dir():
                         dirs.append(entry.name)
-                    elif not _is_temp(entry.name):
+                    elif not is_temporary_name(entry.name):
                         values.append(entry.name)
-        except _MISSING:
+        except MISSING_ERRORS:
             pass
         return sorted(values), sorted(dirs)
 
     # -- writes ----------------------------------------------------------------
     def _set(self, key: str, value: Value) -> None:
-        path = self._path(key)
+        path = self.path_of(key)
         directory, name = os.path.split(path)
         tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
         try:
@@ -186,10 +189,10 @@ class LocalStore(Store):
     def _delete_many(self, keys: list[str]) -> None:
         parents: set[str] = set()
         for key in keys:
-            path = self._path(key)
+            path = self.path_of(key)
             try:
                 os.unlink(path)
-            except _MISSING:
+            except MISSING_ERRORS:
                 continue
             except OSError as e:
                 raise StoreError(f"cannot delete key {key!r} in {self.root!r}: {e}") from e

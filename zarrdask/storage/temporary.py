@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from .base import Store
-from .fsspec_store import FsspecStore, _protocols
-from .local import LocalStore, _is_temp
+from .fsspec_store import FsspecStore, fs_protocols
+from .local import LocalStore, is_temporary_name
 
 __all__ = ["temporary_files", "remove_temporary_files"]
 
@@ -32,16 +32,16 @@ def temporary_files(store: Store, prefix: str = "") -> list[str]:
         for dirpath, _, filenames in os.walk(top):
             rel = os.path.relpath(dirpath, store.root).replace(os.sep, "/")
             head = "" if rel == "." else rel + "/"
-            found.extend(head + name for name in filenames if _is_temp(name))
+            found.extend(head + name for name in filenames if is_temporary_name(name))
         return sorted(found)
-    if isinstance(store, FsspecStore) and store._local:
-        top = store._dir(prefix)
+    if isinstance(store, FsspecStore) and store.on_local_disk:
+        top = store.directory(prefix)
         try:
             paths = store.fs.find(top)
         except FileNotFoundError:
             return []
-        n = len(store._base)
-        return sorted(p[n:] for p in paths if _is_temp(p.rsplit("/", 1)[-1]))
+        n = len(store.key_prefix)
+        return sorted(p[n:] for p in paths if is_temporary_name(p.rsplit("/", 1)[-1]))
     return []
 
 
@@ -65,17 +65,17 @@ def _age(store: Store, key: str) -> float:
     """Seconds since the temporary file ``key`` of a local store was last written."""
     try:
         if isinstance(store, LocalStore):
-            return time.time() - os.stat(store._path(key)).st_mtime
-        return time.time() - store.fs.modified(store._base + key).timestamp()  # type: ignore[attr-defined]
+            return time.time() - os.stat(store.path_of(key)).st_mtime
+        return time.time() - store.fs.modified(store.key_prefix + key).timestamp()  # type: ignore[attr-defined]
     except FileNotFoundError:  # renamed onto its key meanwhile: a write completing
         return -1.0
 
 
 def _abort_s3_uploads(store: Store) -> list[str]:
     """Abort the incomplete multipart uploads below an S3 store's root; their keys."""
-    if not (isinstance(store, FsspecStore) and "s3" in _protocols(store.fs)):
+    if not (isinstance(store, FsspecStore) and "s3" in fs_protocols(store.fs)):
         return []
-    bucket, _, root = store._root.strip("/").partition("/")
+    bucket, _, root = store.root.strip("/").partition("/")
     base = f"{root}/" if root else ""
     aborted = []
     for upload in store.fs.list_multipart_uploads(bucket):
