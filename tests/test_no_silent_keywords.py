@@ -105,6 +105,8 @@ ACCOUNTED: dict[str, tuple[str, Callable[[Any, dict[str, Any]], Any]]] = {
     "zarrdask.compat.dask:named_from_array": ("internal: dask.array.from_array's keywords", None),
     "zarrdask.compat.dask:private_from_array": ("internal: dask's FromArray expression's keywords", None),
     "zarrdask.xarray_backend.array_writes:ArrayWrites.sync": ("dask.compute's keywords", None),
+    "zarrdask.dask_io.transactions:run_writes": (
+        "internal: dask.compute's keywords (xarray's chunkmanager_store_kwargs, passed on as xarray does)", None),
 }
 
 
