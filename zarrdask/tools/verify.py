@@ -25,6 +25,9 @@ from ..core.node_io import NodeMetadata, parse_node_documents, read_node
 from ..core.progress import ProgressBar, counted
 from ..core.units import StoredUnits
 from ..errors import InvalidValueError, MetadataError, NodeNotFoundError
+from ..metadata.nodes import ArrayMetadata
+from ..metadata.v2 import ArrayMetadataV2
+from ..metadata.v3 import ArrayMetadataV3
 from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path
@@ -101,7 +104,7 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     nodes = _walk(s, path, report)
     units = []
     for node_path, meta in nodes.items():
-        if meta.node_type == "array":
+        if isinstance(meta, (ArrayMetadataV2, ArrayMetadataV3)):
             units.extend(_array_units(s, node_path, meta, report, sample))
     report.units_checked = len(units)
     if progress:
@@ -160,7 +163,7 @@ def _problems(exc: MetadataError) -> str:
     return "; ".join(str(p) for p in exc.problems)
 
 
-def _array_units(store: Store, path: str, meta: NodeMetadata, report: VerifyReport,
+def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyReport,
                  sample: int | None) -> list[_Unit]:
     """The stored units of the array at ``path`` to read; its other keys are orphans."""
     try:

@@ -67,6 +67,13 @@ class IndexCache:
                 self._data.pop(key, None)
 
 
+def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
+    """The sharding codec a chain of this kind declares (typed there as its base class)."""
+    codec = pipeline.sharding
+    assert isinstance(codec, ShardingCodec)
+    return codec
+
+
 class _InnerJob:
     """One inner chunk of a ranged read: its placement, the unit's target, and its bytes
     once fetched (None: absent from the shard)."""
@@ -109,8 +116,8 @@ class ShardedChunkSource(ChunkSource):
                  pipelines: Callable[[tuple[int, ...]], ChunkPipeline], spec: ChunkSpec, options: ArrayOptions,
                  grid: tuple[AxisGrid, ...]) -> None:
         super().__init__(store, path, key_encoding, pipelines, spec, options, grid, shards=True)
-        codec, perm = self.pipeline.sharding, self.pipeline.axis_permutation
-        assert codec is not None and codec.inner is not None and perm is not None
+        codec, perm = _sharding_of(self.pipeline), self.pipeline.axis_permutation
+        assert codec.inner is not None and perm is not None
         self.inner: CodecPipeline = codec.inner
         self.cache = IndexCache(options.index_cache_size)
         self._perm = perm
@@ -129,9 +136,7 @@ class ShardedChunkSource(ChunkSource):
         shape = stored_shape(self.grid, coords)
         codec = self._codecs.get(shape)
         if codec is None:
-            found = self.pipelines(shape).sharding
-            assert found is not None
-            codec = self._codecs[shape] = found
+            codec = self._codecs[shape] = _sharding_of(self.pipelines(shape))
         return codec
 
     def _strides_at(self, coords: tuple[int, ...]) -> tuple[int, ...]:
