@@ -13,7 +13,7 @@ import zarr
 import dask.array as da
 import distributed
 import zarrdask
-from zarrdask.errors import StoreError
+from zarrdask.errors import InvalidModeError, StoreError
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(120)]
 
@@ -95,3 +95,58 @@ def test_a_store_that_cannot_travel_is_refused_before_any_write(client):
         zarrdask.to_zarr(da.zeros((10, 10), chunks=5), store, path="z")
     assert "stays in its process" in str(err.value) and "scheduler='threads'" in str(err.value)
     assert not store._store_dict  # nothing written, not even metadata
+
+
+@pytest.fixture
+def source(tmp_path):
+    """A local group: ``a`` (108 chunks: two byte-copy tasks) and ``b`` (sharded)."""
+    rng = np.random.default_rng(5)
+    data = {"a": rng.standard_normal((90, 70)), "b": rng.integers(0, 1000, (40, 50), dtype="i8")}
+    root = zarrdask.create_group(str(tmp_path / "src"))
+    root.create_array("a", shape=data["a"].shape, dtype=data["a"].dtype, chunks=(8, 8))[...] = data["a"]
+    root.create_array("b", shape=data["b"].shape, dtype=data["b"].dtype, chunks=(5, 5), shards=(20, 25))[...] = \
+        data["b"]
+    return str(tmp_path / "src"), data
+
+
+@pytest.mark.parametrize("layout", [{}, {"chunks": (16, 16), "shards": None}], ids=["bytes", "rechunked"])
+def test_copy_into_a_session_from_worker_processes(client, tmp_path, source, layout):
+    path, data = source
+    repo = _repo(tmp_path)
+    session = repo.writable_session("main")
+    plan = zarrdask.copy(path, session.store, dry_run=True, **layout)
+    assert all(a.bytes_copied == (not layout) for a in plan.arrays)
+    zarrdask.copy(path, session.store, client=client, **layout)
+    back = _committed(repo, session)
+    for name, values in data.items():
+        array = zarrdask.open_array(back, path=name)
+        assert array.chunks == ((16, 16) if layout else zarrdask.open_array(path, path=name).chunks)
+        np.testing.assert_array_equal(array[...], values)
+        assert array[...].dtype == values.dtype
+
+
+def test_copy_refuses_a_target_that_cannot_travel_before_any_write(client, source):
+    store = _StaysHome()
+    with pytest.raises(StoreError, match="zarrdask.copy.*cannot be sent to Dask's worker processes"):
+        zarrdask.copy(source[0], store, client=client)
+    assert not store._store_dict
+
+
+@pytest.mark.parametrize("kind", ["Dataset", "DataTree"])
+def test_xarray_writer_refuses_a_store_that_cannot_travel_before_any_write(client, kind):
+    """Refused by the writer the user called, before the group's metadata is prepared."""
+    store = _StaysHome()
+    ds = xr.Dataset({"t": (("x",), np.arange(20.0)), "u": (("x",), np.arange(20))}).chunk({"x": 5})
+    data = ds if kind == "Dataset" else xr.DataTree.from_dict({"/": ds, "/child": ds})
+    with pytest.raises(StoreError, match=rf"^{kind}\.zarrdask\.to_zarr\(\): the store .* cannot be sent to Dask's "
+                                         "worker processes"):
+        data.zarrdask.to_zarr(store, mode="w")
+    assert not store._store_dict  # not the group's metadata either
+
+
+def test_return_stored_deferred_into_a_session_is_refused_before_any_write(client, tmp_path):
+    session = _repo(tmp_path).writable_session("main")
+    with pytest.raises(InvalidModeError, match=r"return_stored=True with compute=False.*forks of the session taken "
+                                               r"before the workers write.*zarrdask.from_zarr"):
+        zarrdask.to_zarr(da.ones((20, 20), chunks=10), session.store, path="x", return_stored=True, compute=False)
+    assert not session.has_uncommitted_changes

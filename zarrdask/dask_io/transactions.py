@@ -20,13 +20,14 @@ from typing import Any
 import dask
 from dask.delayed import Delayed
 
-from ..errors import StoreError
+from ..errors import InvalidModeError, StoreError
 from ..storage.base import Store
-from ..storage.transactional import holds_chunks, merge_changes, merge_into
+from ..storage.transactional import holds_chunks, in_session, merge_changes, merge_into
 from ..storage.zarr_python import ZarrPythonStore, is_zarr_python_store
 from .progress import compute
 
-__all__ = ["Writes", "check_forkable", "check_travels", "combined", "merge_written", "run_writes"]
+__all__ = ["Writes", "check_forkable", "check_read_after_write", "check_travels", "combined", "merge_written",
+           "run_writes"]
 
 
 class Writes(Delayed):
@@ -59,10 +60,11 @@ def combined(graphs: Sequence[Any]) -> Any:
     return dask.delayed(merge_changes)(list(graphs))
 
 
-def check_travels(function: str, store: Any) -> None:
-    """Refuse, before anything is written, a store that cannot be sent to the worker
-    processes of the scheduler in use (a distributed client, or dask's processes)."""
-    if not _ships_tasks():
+def check_travels(function: str, store: Any, *, client: Any = None) -> None:
+    """Refuse, before anything is written, a store (zarrdask's or zarr-python's) that
+    cannot be sent to the worker processes of the scheduler in use: ``client`` when given,
+    else dask's (a default distributed client, or dask's processes)."""
+    if client is None and not _ships_tasks():
         return
     if is_zarr_python_store(store):
         store = ZarrPythonStore(store)  # as it travels: a session's store as a fork
@@ -72,9 +74,10 @@ def check_travels(function: str, store: Any) -> None:
         pickle.dumps(store)
     except Exception as exc:
         raise StoreError(
-            f"{function}(): the store {store!r} cannot be sent to Dask's worker processes, which write the "
-            f"chunks ({type(exc).__name__}: {exc}). Pass a store they can open (a path, a URL, an Icechunk "
-            "session's store), or write on the threaded scheduler: with dask.config.set(scheduler='threads')"
+            f"{function}(): the store {store!r} cannot be sent to Dask's worker processes, which read and "
+            f"write the chunks ({type(exc).__name__}: {exc}). Pass a store they can open (a path, a URL, an "
+            "Icechunk session's store), or write on the threaded scheduler: with "
+            "dask.config.set(scheduler='threads')"
         ) from exc
 
 
@@ -87,6 +90,19 @@ def check_forkable(target: Any) -> None:
             f"the session of {target.store.url} holds uncommitted chunks of the array {target.path!r}: worker "
             "processes write through forks of the session, which would carry those chunks back over theirs. "
             "Commit the session first (session.commit(...)) and write through a new writable session")
+
+
+def check_read_after_write(function: str, store: Any) -> None:
+    """Refuse, before anything is written, reads to run after deferred writes
+    (``return_stored=True`` with ``compute=False``) into a session on worker processes:
+    the read tasks would receive forks of the session taken before the workers write, and
+    read none of it."""
+    if _ships_tasks() and in_session(store):
+        raise InvalidModeError(
+            f"{function}(): return_stored=True with compute=False into a session's store on worker "
+            "processes would read forks of the session taken before the workers write. Write first "
+            "(compute=True, or compute the Delayed and pass what it computes to session.merge(...)), then "
+            "read the stored data with zarrdask.from_zarr(...)")
 
 
 def _ships_tasks() -> bool:

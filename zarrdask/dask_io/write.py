@@ -24,7 +24,7 @@ from ..core.create import create_array
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
-from .transactions import check_travels, run_writes
+from .transactions import check_read_after_write, check_travels, run_writes
 from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, write_keywords
 from .read import from_zarr, open_location, open_source
 from .sources import Location, group_arrays, is_array_node, locate, node_path
@@ -110,12 +110,27 @@ def to_zarr(
     metadata is already written). ``return_stored=True`` returns a dask array of the
     stored data instead: read back from the target after the write (with ``compute=False``
     computing it writes first; not with dask's array query planning, which has no
-    ``to_zarr`` itself). The graph (see
+    ``to_zarr`` itself).
+
+    Into an Icechunk session (a writable session's ``store``) on worker processes (a
+    distributed client, or dask's processes) the store travels as a fork of the session,
+    each write task returns its fork's changes and the graph merges them; with
+    ``compute=True`` they are merged into your session before ``to_zarr`` returns, so
+    ``session.commit(...)`` then holds every byte. With ``compute=False`` the ``Delayed``
+    computes to those merged changes: pass them to your session,
+    ``changes = dask.compute(delayed)[0]`` then ``session.merge(changes)`` when not None,
+    before committing (on the threaded scheduler it computes to None: the writes went into
+    the session itself). ``return_stored=True`` with ``compute=False`` is refused there
+    (the reads would see forks taken before the writes): compute, then ``from_zarr``. A
+    session holding uncommitted chunks of the target array is refused on workers (commit
+    first), and so is any store worker processes cannot receive, before anything is
+    written. The graph (see
     :func:`~zarrdask.dask_io.write_graph.write_graph`) is generated from the plan when it
     is materialised, so it builds in the time of the per-axis plan::
 
         ("zarrdask-write-<id>", i, j) -> write_region(array, region, layout, [(x, k, l), ...])
-        "zarrdask-write-done-<id>"   -> None, after every write task (through a tree)
+        "zarrdask-write-done-<id>"   -> the changes merged (None but into a session's fork), after every
+                                        write task (through a tree)
     """
     explicit = {k: v for k, v in dict(
         chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
@@ -136,6 +151,8 @@ def to_zarr(
     if progress and not compute:
         raise InvalidModeError(f"{FUNCTION}(): progress=True draws a bar while to_zarr computes; with "
                                "compute=False compute the result under dask.diagnostics.ProgressBar()")
+    if return_stored and not compute:
+        check_read_after_write(FUNCTION, location.store)
     if not isinstance(arr, da.Array):
         arr = np.asarray(arr)
     target, region = _prepare_target(arr, location, mode, region, append_axis, storage_options, given, reading)

@@ -10,6 +10,7 @@ that compact form to a distributed scheduler, which materialises it.
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
 computes to them (see :mod:`.transactions`); elsewhere every result is None.
+:func:`gathered` does the same for write tasks made by hand (``copy``'s byte-for-byte ones).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+from dask import delayed
+from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
@@ -31,7 +34,7 @@ from ..plan import WritePlan
 from ..storage.transactional import changes, merge_changes
 from .transactions import Writes, check_forkable
 
-__all__ = ["DoneTree", "FAN_IN", "PlanWrites", "write_graph", "write_region"]
+__all__ = ["DoneTree", "FAN_IN", "PlanWrites", "gathered", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
 
@@ -55,6 +58,17 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Writes:
         {**graph.dependencies, done.name: {writes.name}},
     )
     return Writes(done.name, graph, target.store)
+
+
+def gathered(tasks: list[Delayed], into: Any) -> Writes:
+    """One ``Writes`` into the store ``into`` of write ``tasks`` made by hand (each
+    computing to its fork's changes, or None): their results merged up a tree of fan-in
+    :data:`FAN_IN`."""
+    level = tasks
+    while len(level) > FAN_IN:
+        level = [delayed(merge_changes)(level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    top = delayed(merge_changes)(level)
+    return Writes(top.key, top.dask, into)
 
 
 class PlanWrites:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..compat.icechunk import fork_session
 
-__all__ = ["changes", "fork_store", "holds_chunks", "is_transactional", "merge_changes", "merge_into"]
+__all__ = ["changes", "fork_store", "holds_chunks", "in_session", "is_transactional", "merge_changes", "merge_into"]
 
 
 def _session(inner: Any) -> Any | None:
@@ -47,6 +47,19 @@ def _zarr_python(store: Any) -> Any | None:
     return store
 
 
+def _caller_session(store: Any) -> Any | None:
+    """The writable session behind ``store`` (a ``ZarrPythonStore``, a wrapper of it, or
+    the zarr-python store itself), if it has one."""
+    base = _zarr_python(store)
+    return _session(store if base is None else base.inner)
+
+
+def in_session(store: Any) -> bool:
+    """Whether ``store`` (zarrdask's or zarr-python's) writes into a session (so it
+    travels as a fork)."""
+    return _caller_session(store) is not None
+
+
 def changes(store: Any) -> Any | None:
     """What was written through ``store`` when it is (or wraps) a fork made by zarrdask: its
     session, to be merged back; None for every other store, whose writes are in place."""
@@ -69,16 +82,14 @@ def holds_chunks(store: Any, path: str) -> bool:
     """Whether the session behind ``store`` holds uncommitted chunk changes of the array at
     ``path``: a fork carries them, and merging forks lays them back over the chunks the
     workers rewrote, so such a session must be committed before a forked write."""
-    base = _zarr_python(store)
-    session = None if base is None else _session(base.inner)
+    session = _caller_session(store)
     return session is not None and bool(session.status().updated_chunks.get("/" + path.strip("/")))
 
 
 def merge_into(store: Any, merged: Any) -> None:
     """Lay ``merged`` (from :func:`merge_changes`) into the session of ``store`` (the
     caller's ``ZarrPythonStore``, or a wrapper of it)."""
-    base = _zarr_python(store)
-    session = None if base is None else _session(base.inner)
+    session = _caller_session(store)
     if session is None:
         from ..errors import StoreError
 

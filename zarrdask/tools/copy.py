@@ -8,7 +8,9 @@ stored chunk or shard byte for byte (nothing is decoded). ``chunks``, ``shards``
 :mod:`zarrdask.tools.copy_layout`); arrays whose chunks change are then read with
 :func:`zarrdask.from_zarr` and written with :func:`zarrdask.to_zarr` into a target created
 from the source's metadata, all in one Dask graph (on a cluster when a client is given).
-Every option applies or is an error, before anything is written.
+Into an Icechunk session the workers' changes are merged into it: commit it afterwards.
+Every option applies or is an error, before anything is written, and so does a source or
+target that worker processes cannot receive.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from ..core.api import open as open_node
 from ..core.array import Array
 from ..core.group import Group, consolidate_metadata, walk
 from ..core.node_io import write_node
-from ..dask_io.progress import compute
+from ..dask_io.transactions import check_travels, run_writes
+from ..dask_io.write_graph import gathered
 from ..errors import ContainsNodeError, InvalidModeError
 from ..metadata.v2 import GroupMetadataV2
 from ..metadata.v3 import GroupMetadataV3
 from ..storage import open_store
 from ..storage.base import Store, join_path
+from ..storage.transactional import changes
 from .copy_layout import Options, same_bytes, target_metadata
 from .copy_plan import ArrayPlan, CopyPlan, plan_array
 from .copy_shapes import KEEP, ArrayShape, ShapeSpec, check_fits, check_spec
@@ -59,6 +63,8 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     dst = open_store(target, mode="a", storage_options=target_storage_options)
     if src.url == dst.url:
         raise InvalidModeError(f"source and target are the same store ({src.url})")
+    for store in (src, dst):
+        check_travels("zarrdask.copy", store, client=client)
     root = open_node(src, path=path or None)
     nodes = _nodes(src, root)
     arrays = {rel: n for rel, n in nodes.items() if isinstance(n, Array)}
@@ -80,7 +86,7 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
             _copy_group(src, dst, node, rel, fmt)
     writes = [w for (rel, array), step in zip(arrays.items(), plan.arrays)
               for w in _copy_array(src, dst, array, rel, targets[rel], step)]
-    compute(writes, progress, client)
+    run_writes(writes, progress, client)
     if isinstance(root, Group) and root.consolidated and (fmt != root.zarr_format or not plan.unchanged):
         consolidate_metadata(dst)
     return open_node(dst)
@@ -120,7 +126,9 @@ def _copy_group(src: Store, dst: Store, group: Group, rel: str, fmt: int) -> Non
 
 
 def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step: ArrayPlan) -> list[Any]:
-    """Write the array's metadata now; the delayed tasks that copy its data."""
+    """Write the array's metadata now; the delayed writes that copy its data (each
+    computing to the changes to merge into ``dst``'s session, see
+    :mod:`zarrdask.dask_io.transactions`)."""
     from dask import delayed
 
     if step.bytes_copied:
@@ -130,15 +138,18 @@ def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step:
             write_node(dst, rel, meta)
         keys = sorted(step.source_keys)
         moved = {k: join_path(rel, k[len(array.path):].lstrip("/")) for k in keys}
-        return [delayed(_copy_keys)(src, dst, {k: moved[k] for k in keys[i:i + _BATCH]})
-                for i in range(0, len(keys), _BATCH)]
+        tasks = [delayed(_copy_keys)(src, dst, {k: moved[k] for k in keys[i:i + _BATCH]})
+                 for i in range(0, len(keys), _BATCH)]
+        return [gathered(tasks, dst)] if tasks else []
     from ..dask_io import from_zarr, to_zarr
 
     write_node(dst, rel, meta, created=True)
     return [to_zarr(from_zarr(array), Array(dst, rel, meta), mode="r+", compute=False)]
 
 
-def _copy_keys(src: Store, dst: Store, keys: Mapping[str, str]) -> None:
-    """Copy stored units byte for byte (source key -> target key)."""
+def _copy_keys(src: Store, dst: Store, keys: Mapping[str, str]) -> Any:
+    """Copy stored units byte for byte (source key -> target key); the changes to merge
+    back when ``dst`` travelled as a session's fork (else None)."""
     blobs = src.get_many(list(keys))
     dst.set_many({keys[k]: b for k, b in zip(keys, blobs) if b is not None})
+    return changes(dst)

@@ -5,7 +5,9 @@ backend entry point, pydata/xarray#5954), so zarrdask provides its own writer,
 also reachable as ``ds.zarrdask.to_zarr(...)`` (and ``da.``/``dt.zarrdask.to_zarr``).
 CF encoding is xarray's own (``dump_to_store`` with the zarr coders); dask variables
 are written by zarrdask's shard-safe Dask writer, so dask chunks that cut through
-shards are fine.
+shards are fine. On worker processes a store they cannot receive is refused before
+anything is written, and an Icechunk session's store travels as forks whose changes are
+merged back into the session (see :mod:`zarrdask.dask_io.transactions`).
 
 ``to_zarr`` and ``datatree_to_zarr`` take exactly xarray's keywords; ``write_dataset``
 and ``write_datatree`` do the work, with zarrdask's ``progress`` as well.
@@ -23,6 +25,7 @@ from xarray.backends.writers import dump_to_store
 
 from zarrdask.compat.xarray import choose_default_mode, validate_dataset_names
 from zarrdask.core.group import Group, consolidate_metadata
+from zarrdask.dask_io.transactions import check_travels
 from zarrdask.errors import DatasetError
 from zarrdask.keywords import refuse
 from zarrdask.storage import MemoryStore
@@ -121,6 +124,7 @@ def write_dataset(
             v.load()
     encoding = {} if encoding is None else encoding
     mode = choose_default_mode(mode=mode, append_dim=append_dim, region=region)
+    check_travels(function, store)
     root = open_group_for_write(
         store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options,
         function=function,
@@ -204,6 +208,7 @@ def write_datatree(
             f"unexpected encoding group name(s) provided: {unknown}; the tree's groups are "
             f"{sorted(dt.groups)}")
     mode = choose_default_mode(mode=mode, append_dim=None, region=region)
+    check_travels(function, store)
     root = open_group_for_write(
         store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options,
         function=function,
