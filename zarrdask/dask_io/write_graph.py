@@ -23,8 +23,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
-from dask import delayed
-from dask.delayed import Delayed
+from dask.delayed import Delayed, delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
