@@ -87,7 +87,6 @@ def test_write_graph_ships_compact_and_materialises_on_the_scheduler(client, tmp
     import threading
 
     from zarrdask.dask_io.write_graph import PlanWrites
-    from zarrdask.storage import MemoryStore
 
     on_main = []
     real_task = PlanWrites.task
@@ -101,7 +100,7 @@ def test_write_graph_ships_compact_and_materialises_on_the_scheduler(client, tmp
     client.compute(to_zarr(x, str(tmp_path / "c.zarr"), compute=False, **LAYOUT)).result()
     np.testing.assert_array_equal(open_array(str(tmp_path / "c.zarr"))[...], data)
     assert on_main and not any(on_main)  # generated, but only where the scheduler runs
-    huge = to_zarr(da.zeros((100_000, 100_000), chunks=(99, 101), dtype="f4"), MemoryStore(),
+    huge = to_zarr(da.zeros((100_000, 100_000), chunks=(99, 101), dtype="f4"), str(tmp_path / "huge.zarr"),
                    chunks=(100, 100), shards=(100, 100), mode="w", compute=False)
     from dask.base import collections_to_expr
 

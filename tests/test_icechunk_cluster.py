@@ -10,6 +10,7 @@ import pytest
 import xarray as xr
 import zarr
 
+import dask
 import dask.array as da
 import distributed
 import zarrdask
@@ -150,3 +151,19 @@ def test_return_stored_deferred_into_a_session_is_refused_before_any_write(clien
                                                r"before the workers write.*zarrdask.from_zarr"):
         zarrdask.to_zarr(da.ones((20, 20), chunks=10), session.store, path="x", return_stored=True, compute=False)
     assert not session.has_uncommitted_changes
+
+
+@pytest.mark.parametrize("store", ["memory://", "zarrdask", "zarr-python"])
+def test_a_store_in_this_process_memory_is_refused_on_a_process_cluster(client, store):
+    """Worker processes would each write a copy of their own: the data would be lost, and
+    reads would see only the fill value. Refused before anything is written or read."""
+    from zarrdask.storage import MemoryStore
+
+    target = {"memory://": "memory://refused-on-a-cluster", "zarrdask": MemoryStore(),
+              "zarr-python": zarr.storage.MemoryStore()}[store]
+    with pytest.raises(StoreError, match="held in this process's memory"):
+        zarrdask.to_zarr(da.zeros((10, 10), chunks=5), target, path="z")
+    with dask.config.set(scheduler="threads"):
+        zarrdask.to_zarr(da.ones((10, 10), chunks=5), target, path="z")
+    with pytest.raises(StoreError, match="held in this process's memory"):
+        zarrdask.from_zarr(target, component="z")

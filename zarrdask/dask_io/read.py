@@ -28,6 +28,7 @@ from ..errors import ArrayNotFoundError, ShapeMismatchError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 from .dask_keywords import ReadKeywords, merged, read_keywords
 from .sources import Location, locate, node_path, not_an_array
+from .transactions import check_shared
 
 if TYPE_CHECKING:
     from ..storage import StoreLike
@@ -84,6 +85,7 @@ def from_zarr(
     given = read_keywords(FUNCTION, merged(FUNCTION, kwargs, zarr_read_kwargs), _NAMED)
     node_at = node_path(FUNCTION, component=component, path=path)
     array = open_location(FUNCTION, locate(FUNCTION, url, node_at, storage_options), given, storage_options)
+    check_shared(FUNCTION, array.store)
     block_chunks = read_chunks(array, chunks)
     reader = BlockReader(array)
     if name is None or name is True:

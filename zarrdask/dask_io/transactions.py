@@ -22,11 +22,13 @@ from dask.delayed import Delayed
 
 from ..errors import InvalidModeError, StoreError
 from ..storage.base import Store
+from ..storage.fsspec_store import FsspecStore, fs_protocols
+from ..storage.memory import MemoryStore
 from ..storage.transactional import holds_chunks, in_session, merge_changes, merge_into
 from ..storage.zarr_python import ZarrPythonStore, is_zarr_python_store
 from .progress import compute
 
-__all__ = ["Writes", "check_forkable", "check_read_after_write", "check_travels", "combined", "merge_written",
+__all__ = ["Writes", "check_forkable", "check_read_after_write", "check_shared", "check_travels", "combined", "merge_written",
            "run_writes"]
 
 
@@ -79,6 +81,36 @@ def check_travels(function: str, store: Any, *, client: Any = None) -> None:
             "Icechunk session's store), or write on the threaded scheduler: with "
             "dask.config.set(scheduler='threads')"
         ) from exc
+    check_shared(function, store)
+
+
+def check_shared(function: str, store: Any, *, client: Any = None) -> None:
+    """Refuse a store held in this process's memory when tasks run in other processes:
+    each worker would read and write a copy of its own (reads see the fill value, writes
+    are lost)."""
+    if (client is not None or _ships_tasks()) and _in_process_memory(store):
+        raise StoreError(
+            f"{function}(): the store {store!r} is held in this process's memory, and Dask's worker "
+            "processes would each read and write a copy of their own: reads would see only the fill value "
+            "and writes would be lost. Use a store the workers share (a local directory or a URL), or the "
+            "threaded scheduler: with dask.config.set(scheduler='threads')")
+
+
+def _in_process_memory(store: Any) -> bool:
+    """zarrdask's MemoryStore, fsspec's memory filesystem, zarr-python's MemoryStore."""
+    if isinstance(store, str):
+        return store.startswith("memory://")
+    if is_zarr_python_store(store):
+        store = ZarrPythonStore(store)
+    while isinstance(getattr(store, "inner", None), Store):
+        store = store.inner
+    if isinstance(store, MemoryStore):
+        return True
+    if isinstance(store, FsspecStore):
+        return "memory" in fs_protocols(store.fs)
+    if isinstance(store, ZarrPythonStore):
+        return type(store.inner).__name__ in ("MemoryStore", "GpuMemoryStore")
+    return False
 
 
 def check_forkable(target: Any) -> None:
