@@ -167,3 +167,20 @@ def test_a_store_in_this_process_memory_is_refused_on_a_process_cluster(client, 
         zarrdask.to_zarr(da.ones((10, 10), chunks=5), target, path="z")
     with pytest.raises(StoreError, match="held in this process's memory"):
         zarrdask.from_zarr(target, component="z")
+
+
+def test_memory_stores_on_a_cluster_in_this_process():
+    """A LocalCluster(processes=False) runs its workers in this process: zarrdask's memory
+    stores are shared with them and work; zarr-python's MemoryStore is pickled with its
+    contents into every task (its writes were lost), so it is refused."""
+    from zarrdask.storage import MemoryStore
+
+    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        for target in (MemoryStore(), "memory://shared-in-this-process"):
+            zarrdask.to_zarr(da.ones((10, 10), chunks=5), target, path="z")
+            assert float(zarrdask.from_zarr(target, component="z").sum().compute()) == 100.0
+        copied = zarr.storage.MemoryStore()
+        with pytest.raises(StoreError, match="every task receives a copy of its contents"):
+            zarrdask.to_zarr(da.ones((10, 10), chunks=5), copied, path="z")
+        assert not copied._store_dict

@@ -66,7 +66,7 @@ def check_travels(function: str, store: Any, *, client: Any = None) -> None:
     """Refuse, before anything is written, a store (zarrdask's or zarr-python's) that
     cannot be sent to the worker processes of the scheduler in use: ``client`` when given,
     else dask's (a default distributed client, or dask's processes)."""
-    if client is None and not _ships_tasks():
+    if not _ships_tasks(client):
         return
     if is_zarr_python_store(store):
         store = ZarrPythonStore(store)  # as it travels: a session's store as a fork
@@ -81,36 +81,43 @@ def check_travels(function: str, store: Any, *, client: Any = None) -> None:
             "Icechunk session's store), or write on the threaded scheduler: with "
             "dask.config.set(scheduler='threads')"
         ) from exc
-    check_shared(function, store)
+    check_shared(function, store, client=client)
 
 
 def check_shared(function: str, store: Any, *, client: Any = None) -> None:
-    """Refuse a store held in this process's memory when tasks run in other processes:
-    each worker would read and write a copy of its own (reads see the fill value, writes
-    are lost)."""
-    if (client is not None or _ships_tasks()) and _in_process_memory(store):
-        raise StoreError(
-            f"{function}(): the store {store!r} is held in this process's memory, and Dask's worker "
-            "processes would each read and write a copy of their own: reads would see only the fill value "
-            "and writes would be lost. Use a store the workers share (a local directory or a URL), or the "
-            "threaded scheduler: with dask.config.set(scheduler='threads')")
+    """Refuse a store held in memory that the tasks would not share: zarr-python's
+    MemoryStore whenever tasks are pickled (each task gets a copy of its contents), zarrdask's
+    memory stores when tasks run in other processes. Reads would see only the fill value
+    and writes would be lost."""
+    kind = _in_memory(store)
+    if kind == "copied" and _ships_tasks(client):
+        where = "every task receives a copy of its contents"
+    elif kind == "process" and _other_processes(client):
+        where = "Dask's worker processes would each read and write a copy of their own"
+    else:
+        return
+    raise StoreError(
+        f"{function}(): the store {store!r} is held in this process's memory, and {where}: reads would see "
+        "only the fill value and writes would be lost. Use a store the workers share (a local directory or "
+        "a URL), or the threaded scheduler: with dask.config.set(scheduler='threads')")
 
 
-def _in_process_memory(store: Any) -> bool:
-    """zarrdask's MemoryStore, fsspec's memory filesystem, zarr-python's MemoryStore."""
+def _in_memory(store: Any) -> str | None:
+    """"copied": zarr-python's MemoryStore (pickled with its contents); "process": zarrdask's
+    MemoryStore or fsspec's memory filesystem (shared within this process); else None."""
     if isinstance(store, str):
-        return store.startswith("memory://")
+        return "process" if store.startswith("memory://") else None
     if is_zarr_python_store(store):
         store = ZarrPythonStore(store)
     while isinstance(getattr(store, "inner", None), Store):
         store = store.inner
     if isinstance(store, MemoryStore):
-        return True
+        return "process"
     if isinstance(store, FsspecStore):
-        return "memory" in fs_protocols(store.fs)
-    if isinstance(store, ZarrPythonStore):
-        return type(store.inner).__name__ in ("MemoryStore", "GpuMemoryStore")
-    return False
+        return "process" if "memory" in fs_protocols(store.fs) else None
+    if isinstance(store, ZarrPythonStore) and type(store.inner).__name__ in ("MemoryStore", "GpuMemoryStore"):
+        return "copied"
+    return None
 
 
 def check_forkable(target: Any) -> None:
@@ -137,10 +144,31 @@ def check_read_after_write(function: str, store: Any) -> None:
             "read the stored data with zarrdask.from_zarr(...)")
 
 
-def _ships_tasks() -> bool:
-    """Whether the scheduler dask would use runs tasks in other processes."""
+def _ships_tasks(client: Any = None) -> bool:
+    """Whether tasks are pickled to run (``client`` when given, else the scheduler dask
+    would use: dask's processes or a distributed client, whose tasks are pickled even for
+    workers in this process)."""
+    if client is not None:
+        return True
     get = dask.base.get_scheduler()
     if get is None:
         return False
     return getattr(get, "__module__", "") == "dask.multiprocessing" or (
         "Client" in type(getattr(get, "__self__", None)).__name__)
+
+
+def _other_processes(client: Any = None) -> bool:
+    """Whether tasks run in processes other than this one (not so for the workers of a
+    ``LocalCluster(processes=False)``, which run in this process)."""
+    if not _ships_tasks(client):
+        return False
+    if client is None:
+        get = dask.base.get_scheduler()
+        client = getattr(get, "__self__", None)
+        if "Client" not in type(client).__name__:
+            return True  # dask's processes
+    try:
+        workers = client.scheduler_info()["workers"]
+    except Exception:  # noqa: BLE001 - a client that cannot say: assume other processes
+        return True
+    return not (workers and all(str(address).startswith("inproc://") for address in workers))
