@@ -184,3 +184,24 @@ def test_memory_stores_on_a_cluster_in_this_process():
         with pytest.raises(StoreError, match="every task receives a copy of its contents"):
             zarrdask.to_zarr(da.ones((10, 10), chunks=5), copied, path="z")
         assert not copied._store_dict
+
+
+@pytest.mark.parametrize("on_cluster", [False, True])
+def test_copy_overwrites_an_array_a_session_holds(tmp_path, request, on_cluster):
+    """copy(overwrite=True) into a session holding the array: the old chunks are deleted
+    before its zarr.json (Icechunk refuses the other order), and the new copy commits whole."""
+    src = str(tmp_path / "src.zarr")
+    zarrdask.to_zarr(da.arange(1600, chunks=100).reshape(40, 40).rechunk(10), src, path="a", chunks=(5, 5))
+    repo = _repo(tmp_path)
+    with dask.config.set(scheduler="threads"):
+        session = repo.writable_session("main")
+        zarrdask.to_zarr(da.ones((40, 40), chunks=10), session.store, path="a", chunks=(10, 10))
+        session.commit("old")
+    if on_cluster:
+        request.getfixturevalue("client")
+    session = repo.writable_session("main")
+    zarrdask.copy(src, session.store, overwrite=True)
+    session.commit("new")
+    got = zarrdask.open_array(repo.readonly_session("main").store, path="a")
+    assert got.chunks == (5, 5)
+    np.testing.assert_array_equal(got[...], np.arange(1600).reshape(40, 40))

@@ -27,6 +27,9 @@ from .transactional import fork_store, is_transactional
 
 __all__ = ["ZarrPythonStore", "is_zarr_python_store"]
 
+#: the names of metadata documents, deleted after the keys they describe
+_DOCUMENTS = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
+
 _METHODS = ("get", "get_partial_values", "set", "exists", "delete", "list_prefix", "list_dir")
 
 
@@ -128,10 +131,14 @@ class ZarrPythonStore(StreamedReads, Store):
         self._delete_many([key])
 
     def _delete_many(self, keys: list[str]) -> None:
-        calls = [lambda k=k: self.inner.delete(k) for k in keys]
-        for i, result in self._requests.stream(background_loop(), calls):
-            if isinstance(result, Exception) and not isinstance(result, FileNotFoundError):
-                raise StoreError(f"cannot delete key {keys[i]!r} from {self.url}: {result}") from result
+        # chunks before the metadata documents of their nodes: a transactional store
+        # (Icechunk) refuses to delete the chunks of an array whose zarr.json is gone
+        documents = [k for k in keys if k.rsplit("/", 1)[-1] in _DOCUMENTS]
+        for batch in ([k for k in keys if k.rsplit("/", 1)[-1] not in _DOCUMENTS], documents):
+            calls = [lambda k=k: self.inner.delete(k) for k in batch]
+            for i, result in self._requests.stream(background_loop(), calls):
+                if isinstance(result, Exception) and not isinstance(result, FileNotFoundError):
+                    raise StoreError(f"cannot delete key {batch[i]!r} from {self.url}: {result}") from result
 
     # -- identity ----------------------------------------------------------------------
     @property
