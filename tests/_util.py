@@ -12,6 +12,8 @@ import bisect
 import json
 import os
 import struct
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -378,3 +380,14 @@ def draw_shard_geometry(draw: Any, st: Any, max_per_shard: int, min_extent: int,
     shard = tuple(i * n for i, n in zip(inner, per_shard))
     shape = tuple(draw(st.integers(min_extent, 2 * s + spare)) for s in shard)
     return ndim, inner, shard, shape
+
+
+def run_with_query_planning(script: str) -> None:
+    """Run ``script`` in a fresh interpreter with dask's array query planning on (it is
+    chosen at dask's import) and the working tree's zarrdask; it must print "ok"."""
+    env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "True"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -18,7 +15,7 @@ from dask.delayed import Delayed
 from dask.utils import key_split
 import numpy as np
 import pytest
-from _util import CountingStore
+from _util import CountingStore, run_with_query_planning
 
 from zarrdask.core.api import open_array
 from zarrdask.core.create import create_array
@@ -361,9 +358,4 @@ def test_query_planning_on_in_a_subprocess(tmp_path):
         print("ok")
         """
     )
-    env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "True"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    run_with_query_planning(script)

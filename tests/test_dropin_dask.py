@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import pathlib
-import subprocess
-import sys
 import textwrap
 import warnings
 
@@ -21,6 +18,8 @@ import zarr
 import zarr.storage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from _util import run_with_query_planning
 
 import zarrdask
 from zarrdask.errors import ContainsNodeError, InvalidModeError, UnexpectedKeywordError, ZarrdaskError
@@ -406,9 +405,4 @@ def test_query_planning_on(tmp_path):
             raise AssertionError("not refused")
         print("ok")
     """)
-    env = {**os.environ, "DASK_ARRAY__QUERY_PLANNING": "True"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    run_with_query_planning(script)
