@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """zarrdask benchmark harness: zarrdask vs zarr-python vs TensorStore, in the same run.
 
-    python benchmarks/run.py [core|sharding|dask|xarray|all] [--size-mib N] [--repeat R]
+    python benchmarks/run.py [core|sharding|dask|xarray|layouts|all] [--size-mib N] [--repeat R]
                              [--json out.json] [--smoke] [--data-dir DIR]
 
 Prints, per scenario, the median and min of R repetitions for each library and the ratio
@@ -27,11 +27,12 @@ from harness import Geometry, environment, render_scenario, rmtree, write_json  
 from libs import zarrdask_status  # noqa: E402
 
 SCENARIOS = ("core", "sharding", "dask", "xarray")
+ON_REQUEST = ("layouts",)  # long (three layouts, a process cluster): not part of "all"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", nargs="?", default="all", choices=(*SCENARIOS, "all"))
+    p.add_argument("scenario", nargs="?", default="all", choices=(*SCENARIOS, *ON_REQUEST, "all"))
     p.add_argument("--size-mib", type=int, default=None, help="array size in MiB (default 512)")
     p.add_argument("--repeat", type=int, default=None, help="repetitions per measurement (default 3)")
     p.add_argument("--windows", type=int, default=None, help="random window reads (default 200)")
@@ -169,6 +170,10 @@ def run_scenario(name: str, geom: Geometry, args, data_dir: str):
         import bench_xarray
 
         return bench_xarray.run(geom, args.repeat, data_dir)
+    if name == "layouts":
+        import bench_layouts
+
+        return bench_layouts.run(geom, args.repeat, data_dir)
     raise ValueError(name)
 
 

@@ -1,0 +1,420 @@
+#!/usr/bin/env python
+"""Scenario 'layouts' (issue 25): the read path at the limit, on three layouts, every peer in one run.
+
+    python benchmarks/bench_layouts.py [--size-mib 512] [--repeat 5] [--layouts unsharded,big-inner,small-inner]
+                                       [--workloads dask-sum,dask-mean,read,write,dask-write,cluster]
+                                       [--cluster-shards 1024] [--json F] [--idle-wait 10] [--data-dir DIR]
+    python benchmarks/run.py layouts [--repeat 5] ...
+
+A (128, 1024, 1024) float32 array at 512 MiB, bytes + zstd-1, in three layouts:
+  unsharded    chunks (16, 256, 256)
+  big-inner    shards (32, 512, 512) holding inner chunks (16, 256, 256)
+  small-inner  shards (16, 512, 512) holding inner chunks (4, 64, 64)
+Below 64 MiB harness.Geometry shrinks the spatial dims to 256; the layouts' spatial sides
+shrink by the same factor (256 -> 64, 512 -> 128, 64 -> 16), so each layout keeps its count
+of shards and inner chunks per spatial dim; time sides are capped at the array's length.
+
+Each layout's array is written once by zarr-python (cached under ``<data>/ref`` with a stamp).
+Workloads per layout, the peers interleaved round by round (harness.measure_many); "grid
+unit" = the shard, or the chunk when unsharded:
+  dask-sum    ``.sum().compute()``: zarrdask.from_zarr(path) / da.from_zarr(path, chunks=grid
+              unit) on zarr-python, and with the zarrs pipeline / da.from_array(TensorStore, chunks=grid unit)
+  dask-mean   the same four, ``.mean(axis=0).compute()``
+  read        open + ``a[...]`` into numpy (TensorStore: ``.read().result()``)
+  write       create + write the whole numpy array into an emptied directory (libs adapters)
+  dask-write  zarrdask.to_zarr / dask.array.to_zarr (zarr-python, and with the zarrs pipeline) /
+              da.store into TensorStore, from da.from_array(data, chunks=grid unit)
+Dask runs the threaded scheduler with its default worker count. Sums and means are checked
+against numpy's, reads bit for bit, and every write repetition is read back and compared
+(all untimed).
+
+cluster (once): on distributed.LocalCluster(2 worker processes x 1 thread), read + sum of a
+2-D float32 array of ``--cluster-shards`` shards of 64 x 64 (16 KiB; inner chunks 16 x 64):
+zarrdask.from_zarr(path) vs da.from_zarr(path, chunks=shard) vs the same sum over the same
+blocks persisted in the workers' memory (the floor a reader can approach).
+
+Notes under the table give, for every row, the spread max/min over the repetitions and each
+peer's spread / zarrdask's, and the best peer's ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(1, str(HERE.parent))  # the working tree's zarrdask, as run.py does
+
+import numpy as np  # noqa: E402
+
+import harness  # noqa: E402
+import reference  # noqa: E402
+from harness import (  # noqa: E402
+    TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Cell, Geometry, Row, Scenario, Task, compare, environment,
+    fmt_time, make_data, measure_many, render_scenario, rmtree, write_json,
+)
+from harness import _short  # noqa: E402 - the table's short library names (zd, zp, zs, ts)
+from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec  # noqa: E402
+
+# At 512 MiB: (chunks, shards) of each layout.
+LAYOUTS = {
+    "unsharded": Layout((16, 256, 256)),
+    "big-inner": Layout((16, 256, 256), (32, 512, 512)),
+    "small-inner": Layout((4, 64, 64), (16, 512, 512)),
+}
+WORKLOADS = ("dask-sum", "dask-mean", "read", "write", "dask-write", "cluster")
+IN_MEMORY = "in-memory"  # the cluster row's third cell: blocks persisted on the workers
+CLUSTER_SHARD = (64, 64)  # float32: 16 KiB
+CLUSTER_INNER = (16, 64)
+
+
+def scaled(layout: Layout, shape: tuple[int, ...]) -> Layout:
+    """``layout`` for an array of ``shape``: spatial sides scaled as Geometry scales the array's
+    (1024 -> ``shape[1]``), the time side capped at ``shape[0]``."""
+
+    def fit(block):
+        if block is None:
+            return None
+        return (min(block[0], shape[0]), *(max(1, b * shape[1] // 1024) for b in block[1:]))
+
+    return Layout(fit(layout.chunks), fit(layout.shards))
+
+
+def describe(layout: Layout) -> str:
+    chunks = "x".join(map(str, layout.chunks))
+    if layout.shards is None:
+        return f"chunks {chunks}"
+    return f"shards {'x'.join(map(str, layout.shards))}, inner {chunks}"
+
+
+def layout_array(name: str, layout: Layout, data: np.ndarray, data_dir: str) -> str:
+    """The array of ``data`` in ``layout``, written once by zarr-python (as reference.py's are)."""
+    path = os.path.join(data_dir, "ref", f"layout_{name}.zarr")
+    params = {"v": reference.STAMP_VERSION, "shape": list(data.shape), "chunks": list(layout.chunks),
+              "shards": None if layout.shards is None else list(layout.shards)}
+    if not reference._fresh(path, params):
+        print(f"  .. writing the {name} array with zarr-python: {path}", flush=True)
+        rmtree(path)
+        LIB_OBJECTS[ZARR_PYTHON].write(path, data, layout)
+        reference._stamp(path, params)
+    return path
+
+
+def close_check(expected, what: str):
+    """A check: the result within 1e-4 (relative) of ``expected`` everywhere."""
+
+    def check(result):
+        got = np.asarray(result, dtype=np.float64)
+        if got.shape == np.shape(expected) and np.allclose(got, expected, rtol=1e-4, atol=0):
+            return None
+        return f"{what} differs from numpy's (max |diff| {np.max(np.abs(got - expected)):.3g})"
+
+    return check
+
+
+# --------------------------------------------------------------------------- dask reads
+
+
+def dask_readers(path: str, grid: tuple[int, ...]) -> dict:
+    """The four dask arrays over ``path``, each built anew per call (the open is timed)."""
+    import dask.array as da
+    import tensorstore as ts
+    import zarr
+
+    def zarrdask_array():
+        import zarrdask
+
+        return zarrdask.from_zarr(path)
+
+    def zarrs_array():
+        with zarr.config.set(LIB_OBJECTS[ZARRS].PIPELINE):  # the pipeline is bound at open
+            return da.from_zarr(path, chunks=grid)
+
+    def tensorstore_array():
+        arr = ts.open(ts_spec(path), read=True).result()
+        return da.from_array(TSDaskAdapter(arr), chunks=grid, name="ts-read-" + uuid.uuid4().hex)
+
+    return {
+        ZARRDASK: zarrdask_array,
+        ZARR_PYTHON: lambda: da.from_zarr(path, chunks=grid),
+        ZARRS: zarrs_array,
+        TENSORSTORE: tensorstore_array,
+    }
+
+
+def dask_read_row(case: str, path: str, grid, reduce, check, nbytes: int, repeat: int) -> Row:
+    tasks = {lib: Task(lambda make=make: reduce(make()).compute(), check=check)
+             for lib, make in dask_readers(path, grid).items()}
+    return Row(case, measure_many(case, tasks, repeat), nbytes=nbytes)
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def readback(data: np.ndarray, path: str, reader: str):
+    """A check reading ``path`` back with ``reader`` and comparing it with ``data``."""
+    lib = LIB_OBJECTS[reader]
+    return lambda _result: compare(data, lib.read_all(lib.open(path)))
+
+
+def numpy_write_row(case: str, data, layout: Layout, out: dict, repeat: int) -> Row:
+    def task(lib):
+        L, path = LIB_OBJECTS[lib], out[lib]
+        reader = ZARR_PYTHON if lib == TENSORSTORE else TENSORSTORE
+        return Task(lambda: L.write(path, data, layout), setup=lambda: rmtree(path),
+                    check=readback(data, path, reader), check_every=True)
+
+    return Row(case, measure_many(case, {lib: task(lib) for lib in out}, repeat), nbytes=data.nbytes)
+
+
+def dask_write_row(case: str, data, layout: Layout, out: dict, repeat: int) -> Row:
+    import dask.array as da
+    import tensorstore as ts
+    import zarr
+    from zarr.codecs import ZstdCodec
+
+    x = da.from_array(data, chunks=layout.grid, name="src-" + uuid.uuid4().hex)
+
+    def zarrdask_write():
+        import zarrdask
+
+        zarrdask.to_zarr(x, out[ZARRDASK], chunks=layout.chunks, shards=layout.shards, compressors=[ZSTD1],
+                         fill_value=0, mode="w")
+
+    def zarr_python_write(lib):
+        # mode="w-": a new array (mode="w" would make dask take a global lock)
+        write = lambda: da.to_zarr(x, out[lib], mode="w-", chunks=layout.chunks, shards=layout.shards,  # noqa: E731
+                                   compressors=ZstdCodec(level=1, checksum=False), fill_value=0)
+        if lib == ZARRS:
+            with zarr.config.set(LIB_OBJECTS[ZARRS].PIPELINE):  # bound when dask creates the array
+                return write()
+        return write()
+
+    def tensorstore_write():
+        arr = ts.open(ts_spec(out[TENSORSTORE], shape=data.shape, layout=layout), create=True,
+                      delete_existing=True).result()
+        da.store(x, TSDaskAdapter(arr), lock=False)
+
+    fns = {ZARRDASK: zarrdask_write, ZARR_PYTHON: lambda: zarr_python_write(ZARR_PYTHON),
+           ZARRS: lambda: zarr_python_write(ZARRS), TENSORSTORE: tensorstore_write}
+
+    def task(lib):
+        reader = ZARR_PYTHON if lib == TENSORSTORE else TENSORSTORE
+        return Task(fns[lib], setup=lambda: rmtree(out[lib]), check=readback(data, out[lib], reader),
+                    check_every=True)
+
+    return Row(case, measure_many(case, {lib: task(lib) for lib in fns}, repeat), nbytes=data.nbytes)
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+def cluster_shape(n_shards: int) -> tuple[int, int]:
+    """A near-square 2-D array of exactly ``n_shards`` shards of CLUSTER_SHARD."""
+    cols = math.isqrt(n_shards)
+    while n_shards % cols:
+        cols -= 1
+    return (n_shards // cols * CLUSTER_SHARD[0], cols * CLUSTER_SHARD[1])
+
+
+def cluster_row(n_shards: int, data_dir: str, repeat: int) -> Row:
+    """Read + sum of ``n_shards`` small shards on a 2-process LocalCluster, and the same sum over
+    the blocks persisted in worker memory, interleaved."""
+    import logging
+
+    import dask.array as da
+    import distributed
+
+    shape = cluster_shape(n_shards)
+    data = make_data((1, *shape))[0]
+    path = layout_array(f"cluster{n_shards}", Layout(CLUSTER_INNER, CLUSTER_SHARD), data, data_dir)
+    check = close_check(float(data.sum(dtype=np.float64)), "sum")
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    case = f"cluster: read + sum of {n_shards} shards of 16 KiB"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        held = client.persist(da.from_array(data, chunks=CLUSTER_SHARD, name="held-" + uuid.uuid4().hex))
+        distributed.wait(held)
+
+        def zarrdask_sum():
+            import zarrdask
+
+            return zarrdask.from_zarr(path).sum().compute()
+
+        tasks = {
+            ZARRDASK: Task(zarrdask_sum, check=check),
+            ZARR_PYTHON: Task(lambda: da.from_zarr(path, chunks=CLUSTER_SHARD).sum().compute(), check=check),
+            IN_MEMORY: Task(lambda: held.sum().compute(), check=check),
+        }
+        cells = measure_many(case, tasks, repeat)
+    return Row(case, cells, nbytes=data.nbytes,
+               note=f"array {shape} float32, shards {CLUSTER_SHARD}, inner {CLUSTER_INNER}; LocalCluster(2 processes x 1 thread)")
+
+
+# --------------------------------------------------------------------------- report
+
+
+def spread(cell: Cell) -> float | None:
+    return max(cell.times) / min(cell.times) if cell.times and min(cell.times) > 0 else None
+
+
+def spread_note(row: Row) -> str:
+    """Every cell's max and spread (max/min; the table has median and min), and each peer's
+    spread over zarrdask's (< 1: the peer's repetitions are the tighter)."""
+    base = row.cells.get(ZARRDASK)
+    base_spread = spread(base) if base is not None else None
+    parts = []
+    for lib, cell in row.cells.items():
+        s = spread(cell)
+        if s is None:
+            parts.append(f"{_short(lib)} n/a")
+            continue
+        text = f"{_short(lib)} {s:.2f} (max {fmt_time(max(cell.times))})"
+        if lib != ZARRDASK and base_spread:
+            text += f" = {s / base_spread:.2f}x zd's"
+        parts.append(text)
+    return f"spread max/min {row.case}: " + "; ".join(parts)
+
+
+def best_peer_note(row: Row, peers: tuple[str, ...]) -> str:
+    ratios = {lib: row.ratio(lib) for lib in peers if row.ratio(lib) is not None}
+    if not ratios:
+        return f"{row.case}: no peer ratio"
+    lib = min(ratios, key=ratios.get)
+    return f"{row.case}: best peer {lib}, ratio {ratios[lib]:.2f}x"
+
+
+# --------------------------------------------------------------------------- scenario
+
+
+def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), workloads=WORKLOADS,
+        cluster_shards: int | None = None) -> Scenario:
+    """The scenario; ``cluster_shards`` defaults to 1024, or 64 when Geometry shrinks the array (< 64 MiB)."""
+    import dask
+
+    sc = Scenario(
+        name="layouts",
+        title=f"the read path at the limit: three layouts of {geom.shape} float32, bytes+zstd-1 (issue 25)",
+        columns={
+            ZARRDASK: "zarrdask: from_zarr / Array API / to_zarr",
+            ZARR_PYTHON: "zarr-python: da.from_zarr(chunks=grid unit) / Array API / da.to_zarr",
+            ZARRS: "zarr-python with the zarrs pipeline: the same",
+            TENSORSTORE: "TensorStore: da.from_array(chunks=grid unit) / .read() / .write() / da.store",
+        },
+    )
+    data = make_data(geom.shape)
+    total = float(data.sum(dtype=np.float64))
+    mean0 = data.mean(axis=0, dtype=np.float64) if "dask-mean" in workloads else None
+    dask_rows, direct_rows, write_rows = [], [], []
+    with dask.config.set(scheduler="threads"):
+        for name in layouts:
+            layout = scaled(LAYOUTS[name], geom.shape)
+            label = f"[{name}: {describe(layout)}]"
+            path = layout_array(name, layout, data, data_dir)
+            out = {lib: os.path.join(data_dir, "layouts_write", lib) for lib in (ZARRDASK, ZARR_PYTHON, ZARRS, TENSORSTORE)}
+            if "dask-sum" in workloads:
+                dask_rows.append(dask_read_row(f"{label} dask .sum()", path, layout.grid, lambda x: x.sum(),
+                                               close_check(total, "sum"), geom.nbytes, repeat))
+                sc.rows.append(dask_rows[-1])
+            if "dask-mean" in workloads:
+                dask_rows.append(dask_read_row(f"{label} dask .mean(axis=0)", path, layout.grid,
+                                               lambda x: x.mean(axis=0), close_check(mean0, "mean"), geom.nbytes,
+                                               repeat))
+                sc.rows.append(dask_rows[-1])
+            if "read" in workloads:
+                tasks = {lib: Task(lambda L=LIB_OBJECTS[lib]: L.read_all(L.open(path)),
+                                   check=lambda r: compare(data, r)) for lib in out}
+                case = f"{label} read a[...]"
+                direct_rows.append(Row(case, measure_many(case, tasks, repeat), nbytes=geom.nbytes))
+                sc.rows.append(direct_rows[-1])
+            if "write" in workloads:
+                write_rows.append(numpy_write_row(f"{label} write numpy", data, layout, out, repeat))
+                sc.rows.append(write_rows[-1])
+            if "dask-write" in workloads:
+                write_rows.append(dask_write_row(f"{label} dask write", data, layout, out, repeat))
+                sc.rows.append(write_rows[-1])
+            for p in out.values():
+                rmtree(p)
+    if "cluster" in workloads:
+        n = cluster_shards or (1024 if geom.shape[1] >= 1024 else 64)
+        row = cluster_row(n, data_dir, repeat)
+        sc.rows.append(row)
+        zd, mem = row.cells[ZARRDASK], row.cells[IN_MEMORY]
+        if zd.median and mem.median:
+            sc.notes.append(f"cluster: zarrdask / in-memory sum = {zd.median / mem.median:.2f} (target <= 1.5); "
+                            f"in-memory med {mem.median:.3f} s (min {mem.min:.3f}) [{mem.check_summary()}]")
+    for row in sc.rows:
+        sc.notes.append(spread_note(row))
+    for row in dask_rows:
+        sc.notes.append(best_peer_note(row, (ZARR_PYTHON, ZARRS, TENSORSTORE)))
+    for row in direct_rows:
+        sc.notes.append(best_peer_note(row, (ZARRS, TENSORSTORE)))
+    for row in write_rows:
+        sc.notes.append(best_peer_note(row, (ZARR_PYTHON, ZARRS, TENSORSTORE)))
+    sc.notes.append(
+        "targets (issue 25): dask rows >= 1.2x TensorStore and zarr-python+zarrs; read >= 1.1x the best of zarrs "
+        "and TensorStore; writes >= 1.1x the best peer; zarrdask's dask spread <= 1.5x TensorStore's "
+        "(tensorstore's spread/zd's >= 0.67); cluster >= 1.2x zarr-python and within 1.5x of in-memory")
+    sc.notes.append("grid unit = the shard (the chunk when unsharded); reads time open + read; writes time "
+                    "create + write into an emptied directory; every write read back and compared, untimed")
+    return sc
+
+
+def _names(text: str, allowed) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise SystemExit(f"unknown {unknown}; choose from {', '.join(allowed)}")
+    return names
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size-mib", type=int, default=512)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--layouts", default=",".join(LAYOUTS))
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--cluster-shards", type=int, default=None,
+                   help="shards of the cluster workload (default 1024; 64 below 64 MiB)")
+    p.add_argument("--json", default=None)
+    p.add_argument("--idle-wait", type=float, default=10.0,
+                   help="before each timed call wait up to S seconds for other processes to use < 0.25 cores")
+    p.add_argument("--data-dir", default=str(HERE / "data"))
+    args = p.parse_args(argv)
+    layouts, workloads = _names(args.layouts, LAYOUTS), _names(args.workloads, WORKLOADS)
+
+    import run as run_py  # noqa: PLC0415 - its zarrdask preload, without its command line
+
+    run_py.preload_zarrdask()
+    warnings.simplefilter("ignore")
+    harness.IDLE_WAIT_S = args.idle_wait
+    geom = Geometry.from_size(args.size_mib)
+    os.makedirs(args.data_dir, exist_ok=True)
+    env = environment()
+    print(f"zarrdask layouts benchmark  {env['time']}  commit {env['git_commit']}; versions {env['versions']}")
+    print(f"  array {geom.shape} float32; repeat {args.repeat}; data dir {args.data_dir}")
+    t0 = time.perf_counter()
+    sc = run(geom, args.repeat, args.data_dir, layouts, workloads, args.cluster_shards)
+    sc.wall_s = time.perf_counter() - t0
+    print()
+    print(render_scenario(sc))
+    st = harness.idle_stats
+    if st["calls"]:
+        print(f"\nidle wait: {st['waited_s']:.0f}s before {st['calls']} timed calls; {st['gave_up']} gave up")
+    if args.json:
+        env["idle_wait"] = dict(st, max_wait_s=args.idle_wait, idle_cores=harness.IDLE_CORES)
+        write_json(args.json, env, vars(args), [sc])
+        print(f"results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
