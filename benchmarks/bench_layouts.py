@@ -113,7 +113,9 @@ def close_check(expected, what: str):
 
     def check(result):
         got = np.asarray(result, dtype=np.float64)
-        if got.shape == np.shape(expected) and np.allclose(got, expected, rtol=1e-4, atol=0):
+        if got.shape != np.shape(expected):
+            return f"{what} has shape {got.shape}, not {np.shape(expected)}"
+        if np.allclose(got, expected, rtol=1e-4, atol=0):
             return None
         return f"{what} differs from numpy's (max |diff| {np.max(np.abs(got - expected)):.3g})"
 
@@ -256,7 +258,8 @@ def cluster_row(n_shards: int, data_dir: str, repeat: int) -> Row:
         }
         cells = measure_many(case, tasks, repeat)
     return Row(case, cells, nbytes=data.nbytes,
-               note=f"array {shape} float32, shards {CLUSTER_SHARD}, inner {CLUSTER_INNER}; LocalCluster(2 processes x 1 thread)")
+               note=f"array {shape} float32, shards {CLUSTER_SHARD}, inner {CLUSTER_INNER}; LocalCluster(2 processes "
+                    "x 1 thread); its background load ('!', bg) counts the cluster's own worker processes")
 
 
 # --------------------------------------------------------------------------- report
@@ -319,7 +322,8 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
             layout = scaled(LAYOUTS[name], geom.shape)
             label = f"[{name}: {describe(layout)}]"
             path = layout_array(name, layout, data, data_dir)
-            out = {lib: os.path.join(data_dir, "layouts_write", lib) for lib in (ZARRDASK, ZARR_PYTHON, ZARRS, TENSORSTORE)}
+            out_dir = os.path.join(data_dir, "layouts_write")
+            out = {lib: os.path.join(out_dir, lib) for lib in (ZARRDASK, ZARR_PYTHON, ZARRS, TENSORSTORE)}
             if "dask-sum" in workloads:
                 dask_rows.append(dask_read_row(f"{label} dask .sum()", path, layout.grid, lambda x: x.sum(),
                                                close_check(total, "sum"), geom.nbytes, repeat))
@@ -341,8 +345,7 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
             if "dask-write" in workloads:
                 write_rows.append(dask_write_row(f"{label} dask write", data, layout, out, repeat))
                 sc.rows.append(write_rows[-1])
-            for p in out.values():
-                rmtree(p)
+            rmtree(out_dir)
     if "cluster" in workloads:
         n = cluster_shards or (1024 if geom.shape[1] >= 1024 else 64)
         row = cluster_row(n, data_dir, repeat)
