@@ -1,6 +1,6 @@
-"""What a chunk pipeline is to its callers: the one interface of the v3 codec chain
-(:class:`~zarrdask.codecs.pipeline.CodecPipeline`) and the v2 encoding
-(:class:`~zarrdask.codecs.v2.V2Pipeline`).
+"""What a chunk pipeline is to its callers: the interface of
+:class:`~zarrdask.codecs.pipeline.CodecPipeline`, which runs both a v3 codec chain and the
+v2 encoding (expressed as codecs by ``codecs/v2.py``).
 
 A pipeline encodes and decodes the stored value of one unit (a chunk, or a shard) of a
 fixed chunk spec, whole or in batches straight into a stack, and declares how its units
@@ -65,7 +65,7 @@ class ChunkPipeline(Protocol):
         """The fixed stored size of a unit, when every stage fixes it."""
 
     def to_json(self) -> list[dict[str, Any]]:
-        """The stages as JSON: the v3 codec objects, or one v2 ``filters``/``compressor`` record."""
+        """The stages as JSON, one object per codec."""
 
     def without_checksums(self) -> ChunkPipeline:
         """The same pipeline reading without verifying checksums."""

@@ -30,7 +30,7 @@ from ..indexing import Selection, basic_selection, orthogonal_selection, point_s
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
-from .codec_parts import chunk_counts, codec_parts
+from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
 from .output import format_bytes, output_array
 from .pipelines import shape_pipelines
@@ -170,7 +170,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     @property
     def codecs(self) -> list[dict[str, Any]]:
         """The codec chain as JSON (v3), or the v2 filters/compressor."""
-        return self._pipeline.to_json()
+        return codec_json(self._metadata, self._pipeline)
 
     @property
     def info(self) -> NodeInfo:

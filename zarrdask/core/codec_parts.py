@@ -11,7 +11,7 @@ from ..codecs.sharding import ShardingCodec
 from ..metadata.grid import AxisGrid, RegularAxis, ceil_div
 from ..metadata.nodes import ArrayMetadata
 
-__all__ = ["CodecParts", "codec_parts", "chunk_counts"]
+__all__ = ["CodecParts", "codec_json", "codec_parts", "chunk_counts"]
 
 
 class CodecParts(NamedTuple):
@@ -37,6 +37,15 @@ def codec_parts(metadata: ArrayMetadata, pipeline: ChunkPipeline) -> CodecParts:
         chain = sharding.inner
     return CodecParts(tuple(c.to_json() for c in chain.array_array), chain.array_bytes.to_json(),
                       tuple(c.to_json() for c in chain.bytes_bytes))
+
+
+def codec_json(metadata: ArrayMetadata, pipeline: ChunkPipeline) -> list[dict[str, Any]]:
+    """v3: the codec chain as JSON. v2: one record of the numcodecs ``filters`` and
+    ``compressor`` as the metadata holds them."""
+    if metadata.zarr_format == 2:
+        return [{"filters": [dict(f) for f in metadata.filters] if metadata.filters else None,
+                 "compressor": dict(metadata.compressor) if metadata.compressor is not None else None}]
+    return pipeline.to_json()
 
 
 def chunk_counts(grid: tuple[AxisGrid, ...], chunks: tuple[Any, ...]) -> tuple[int, ...]:

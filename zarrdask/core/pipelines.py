@@ -1,7 +1,8 @@
 """The chunk pipelines of an array: built from its metadata, per stored unit shape.
 
 A v3 array's codec chain is validated against the shape its units are stored with (a
-rectilinear grid's units each have their own); a v2 array has one encoding. Built v3
+rectilinear grid's units each have their own); a v2 array has one encoding, expressed
+as codecs of the same pipeline type (``codecs/v2.py``). Built v3
 pipelines are immutable and shared between arrays with the same chain and chunk spec.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 from ..codecs.base import ChunkSpec
 from ..codecs.pipeline import CodecPipeline
 from ..codecs.protocol import ChunkPipeline
-from ..codecs.v2 import V2Pipeline
+from ..codecs.v2 import v2_pipeline
 from ..errors import MetadataError
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.v3 import ArrayMetadataV3
@@ -36,8 +37,11 @@ def shape_pipelines(metadata: ArrayMetadata, key: str, *, verify: bool) -> Pipel
     sharding codec checks its inner chunks divide it), cached per shape; ``verify=False``:
     reading without checking checksums. ``key``: the metadata document errors name."""
     if metadata.zarr_format == 2:
-        v2 = V2Pipeline(metadata)
-        return lambda shape: v2  # (v2: a regular grid, one encoding)
+        try:
+            v2 = v2_pipeline(metadata)
+        except MetadataError as exc:
+            raise type(exc)(exc.problems, key=exc.key or key) from None
+        return lambda shape: v2  # (v2: a regular grid, one encoding; its checksums are numcodecs')
     built: dict[tuple[int, ...], ChunkPipeline] = {}
 
     def pipeline(shape: tuple[int, ...]) -> ChunkPipeline:

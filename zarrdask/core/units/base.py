@@ -179,8 +179,7 @@ class ChunkSource(ABC):
 
     @property
     def carries_checksum(self) -> bool:
-        chain = self.pipeline.to_json()
-        return carries_checksum(chain if isinstance(chain, list) else [chain])
+        return carries_checksum(self.pipeline.to_json())
 
 
 def _no_strides(coords: tuple[int, ...]) -> tuple[int, ...]:

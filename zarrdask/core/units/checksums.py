@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...codecs.v2 import V2Compressor, V2Serializer
+
 __all__ = ["carries_checksum"]
 
 #: codecs whose encoded bytes always hold a checksum their decoder checks (gzip: CRC-32,
@@ -24,19 +26,19 @@ def _checked(name: str, config: dict[str, Any]) -> bool:
 
 def carries_checksum(codecs: Sequence[Any]) -> bool:
     """True when every stored chunk's data passes a checksummed codec: one in the chain
-    (v3, inside or after sharding; the shard index's own checksum does not count) or the
-    v2 filters and compressor."""
+    (v3, inside or after sharding; the shard index's own checksum does not count), a v2
+    filter or the v2 compressor."""
     for codec in codecs:
         if isinstance(codec, str):
             if _checked(codec, {}):
                 return True
             continue
-        if "name" not in codec:  # v2: {"filters": [...], "compressor": {...}}
-            parts = [*(codec.get("filters") or ()), *([codec["compressor"]] if codec.get("compressor") else [])]
+        config = codec.get("configuration") or {}
+        if codec["name"] in (V2Serializer.name, V2Compressor.name):  # numcodecs configs, with their ids
+            parts = config.get("filters", [config])
             if any(_checked(p["id"], p) for p in parts):
                 return True
             continue
-        config = codec.get("configuration") or {}
         if codec["name"] == "sharding_indexed":
             if carries_checksum(config.get("codecs", ())):
                 return True
