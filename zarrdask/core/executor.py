@@ -1,15 +1,21 @@
 """Where a read or write call's per-chunk work runs: the one threading policy.
 
-``threads`` (an array option) fixes the count; 1 is serial. Left as None, a call made on
-the main thread spreads its chunks over zarrdask's pool (one thread per core), and a call
-made on any other thread runs serially. Another thread is a Dask or distributed worker
-thread, a caller's own pool, or zarrdask's pool itself: each already runs beside others,
-so handing its chunks to the pool as well only adds hand-offs. A pool thread never waits
-on the pool (that could deadlock), whatever ``threads`` says.
+The calling thread always works on its own call. Idle cores help it: a call splits its
+items into a few batches per thread, takes them one after another itself, and hands the
+same queue to helpers from zarrdask's pool (one thread per core), as many as there are
+cores no other zarrdask call or helper is using. So a Dask worker thread reading a shard
+while the other workers are busy decodes alone (no oversubscription), and the last task
+of a graph, a scheduler with fewer threads than cores, or a call on the main thread gets
+every idle core. A helper stops taking batches once more threads are at work than there
+are cores. ``threads`` (an array option) fixes the count instead (1: serial). A pool
+thread never spreads its own work (it is already a helper).
+
+The caller waits only for batches a helper has started, so a helper that never gets a
+thread can not hold a call up.
 
 ``run_waiting`` is for work that mostly waits on a remote store, one step per item
 (opening the nodes of a tree, say): up to :data:`WAITING_THREADS` threads of a pool of
-its own, whose calls then follow the policy above like any other non-main thread.
+its own, whose calls then follow the policy above like any other thread.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 __all__ = ["WAITING_THREADS", "run_all", "run_waiting", "thread_count"]
 
@@ -26,12 +32,17 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _CPUS = os.cpu_count() or 1
-_MIN_PARALLEL = 8  # fewer items than this run serially: handing work to the pool costs more
+_MIN_PARALLEL = 8  # fewer items than this run serially: handing work over costs more
+_BATCHES_PER_THREAD = 4
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _IN_POOL = threading.local()
 WAITING_THREADS = 32
 _WAITING_POOL: ThreadPoolExecutor | None = None
+
+#: threads at work on zarrdask calls: callers spreading their items, and helpers
+_active = 0
+_active_lock = threading.Lock()
 
 
 def _mark_pool_thread() -> None:
@@ -48,26 +59,98 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def thread_count(requested: int | None) -> int:
-    """How many threads a call made on the current thread may use (the policy above)."""
+    """The most threads a call made on the current thread may use (the policy above)."""
     if getattr(_IN_POOL, "flag", False):
         return 1
-    if requested is not None:
-        return requested
-    return _CPUS if threading.current_thread() is threading.main_thread() else 1
+    return requested if requested is not None else _CPUS
+
+
+def _claim(n: int) -> int:
+    """Count ``n`` more threads at work; the count before."""
+    global _active
+    with _active_lock:
+        before = _active
+        _active += n
+        return before
+
+
+class _Call(Generic[T, R]):
+    """One call's batches, taken in turn by its caller and its helpers. Every batch runs
+    (an error is kept and the earliest batch's raised at the end, as a serial run would)."""
+
+    def __init__(self, fn: Callable[[T], R], batches: list[Sequence[T]]) -> None:
+        self.fn, self.batches = fn, batches
+        self.results: list[list[R]] = [[] for _ in batches]
+        self.errors: dict[int, BaseException] = {}
+        self.next = 0
+        self.running = 0
+        self.cond = threading.Condition()
+
+    def _take(self) -> int | None:
+        with self.cond:
+            if self.next == len(self.batches):
+                return None
+            self.next += 1
+            self.running += 1
+            return self.next - 1
+
+    def _run(self, i: int) -> None:
+        try:
+            self.results[i] = [self.fn(item) for item in self.batches[i]]
+        except BaseException as exc:  # kept for the caller, which raises it
+            self.errors[i] = exc
+        with self.cond:
+            self.running -= 1
+            if self.running == 0:
+                self.cond.notify_all()
+
+    def work(self) -> None:
+        """The caller's part: take batches until none is left, then wait for the helpers'."""
+        while (i := self._take()) is not None:
+            self._run(i)
+        with self.cond:
+            self.cond.wait_for(lambda: self.running == 0)
+
+    def help(self, limit: int) -> None:
+        """A helper's part: take batches while at most ``limit`` threads are at work."""
+        _claim(1)
+        try:
+            while _active <= limit and (i := self._take()) is not None:
+                self._run(i)
+        finally:
+            _claim(-1)
+
+    def result(self) -> list[R]:
+        if self.errors:
+            raise self.errors[min(self.errors)]
+        return [r for part in self.results for r in part]
 
 
 def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
             min_parallel: int = _MIN_PARALLEL) -> list[R]:
-    """Apply ``fn`` to every item, in order, on ``thread_count(threads)`` threads. Items go
-    to the pool in a few batches per thread (a future per item costs about as much as
+    """Apply ``fn`` to every item, in order, on the calling thread and up to
+    ``thread_count(threads) - 1`` helpers (idle cores only, unless ``threads`` is given).
+    Items go in a few batches per thread (a hand-over per item costs about as much as
     decoding a small chunk); fewer than ``min_parallel`` items run serially."""
     n_threads = thread_count(threads)
     if n_threads == 1 or len(items) < min_parallel:
         return [fn(item) for item in items]
-    n_batches = min(len(items), 4 * n_threads)
-    bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
-    batches = [items[bounds[i]: bounds[i + 1]] for i in range(n_batches)]
-    return [r for part in _pool().map(lambda batch: [fn(item) for item in batch], batches) for r in part]
+    limit = _CPUS if threads is None else n_threads
+    before = _claim(1)
+    try:
+        helpers = min(n_threads, limit - before) - 1
+        if helpers <= 0:
+            return [fn(item) for item in items]
+        n_batches = min(len(items), _BATCHES_PER_THREAD * (helpers + 1))
+        bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]
+        call = _Call(fn, [items[bounds[i]: bounds[i + 1]] for i in range(n_batches)])
+        pool = _pool()
+        for _ in range(helpers):
+            pool.submit(call.help, limit)
+        call.work()
+        return call.result()
+    finally:
+        _claim(-1)
 
 
 def run_waiting(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
