@@ -94,14 +94,12 @@ def from_zarr(
         name = f"zarrdask-read-{token}"
     elif name is False:
         name = f"zarrdask-read-{uuid.uuid4().hex}"
-    # The annotation keeps the read layer out of Blockwise fusion, so progress bars and the
-    # dashboard still show the reads (dask's low-level fusion then merges each read with a
-    # single consumer into one task named "zarrdask-read-<op>": still one task per shard).
-    # Query planning ignores annotations but does not fuse the from-array expression either.
-    with dask.annotate(zarrdask="read"):
-        return named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
-                                inline_array=bool(inline_array),
-                                meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+    # No annotation on the layer: Blockwise fusion then merges each read with its
+    # consumers into one task (as dask's own from_zarr), so a cluster schedules one task
+    # per shard, not two; the progress bar shows the fused task under its consumer's name.
+    return named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
+                            inline_array=bool(inline_array),
+                            meta=np.empty((0,) * array.ndim, dtype=array.dtype))
 
 
 def open_source(
