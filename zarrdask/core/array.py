@@ -26,6 +26,7 @@ from ..errors import (
 )
 from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
 from ..metadata.nodes import ArrayMetadata
+from ..metadata.v3draft import chunk_prefix
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
@@ -93,7 +94,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             if exc.key is not None:
                 raise
             raise type(exc)(exc.problems, key=key) from None
-        source = open_units(chunk_store, self._path, meta.chunk_key_encoding, pipelines, spec, self._options, grid)
+        source = open_units(chunk_store, chunk_prefix(meta, self._path), meta.chunk_key_encoding, pipelines, spec, self._options, grid)
         self._source: StoredUnits = source
         self._chunks = self._source.read_shape
         self._shards = self._source.shards

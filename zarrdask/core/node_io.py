@@ -1,7 +1,10 @@
 """Reading and writing node metadata documents (the only metadata I/O).
 
 Detecting a v3 node costs one read (``zarr.json``); a v2 node one more batched call
-(``.zarray``, ``.zgroup``, ``.zattrs`` and ``.zmetadata`` together).
+(``.zarray``, ``.zgroup``, ``.zattrs`` and ``.zmetadata`` together). Where neither is
+found, one more batched call looks for the old formats, which are read only: a Zarr v1
+array (``meta`` + ``attrs``) and the v3.0 draft (the root ``zarr.json`` declares it; its
+documents lie under ``meta/root``, listed once per group opened).
 """
 
 from __future__ import annotations
@@ -15,6 +18,15 @@ from ..errors import MetadataError, NodeNotFoundError, StoreError
 from ..metadata.nodes import NodeMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.parsed_cache import parse_v3_cached
+from ..metadata.v1 import V1_DOCUMENTS, is_v1, parse_v1
+from ..metadata.v3draft import (
+    DRAFT_FORMAT,
+    GroupMetadataDraft,
+    document_key,
+    is_draft_entry_point,
+    parse_draft_array,
+    parse_draft_group,
+)
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_json_document, parse_v3
 from ..storage.base import Store, join_path
 from ..storage.local import LocalStore
@@ -38,6 +50,10 @@ def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | 
         doc = docs["zarr.json"]
         if doc.get("zarr_format") == 2:
             raise MetadataError("zarr.json declares zarr_format 2", key=join_path(path, "zarr.json"))
+        if doc.get("zarr_format") != 3:
+            raise MetadataError(f"zarr.json declares zarr_format {doc.get('zarr_format')!r}, a format zarrdask cannot "
+                                "read (it reads Zarr v3, v2, v1 and the v3.0 draft of 2019-2022, whose root "
+                                f"zarr.json declares {DRAFT_FORMAT!r})", key=join_path(path, "zarr.json"))
         if not consolidated and "consolidated_metadata" in doc:
             doc = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
         if raw is not None:
@@ -64,10 +80,101 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
     docs: list[dict[str, Any]] = [{} for _ in paths]
     raws: list[bytes | None] = [None] * len(paths)
     _fetch_documents(store, paths, range(len(paths)), ("zarr.json",), docs, raws)
+    draft = any(is_draft_entry_point(d.get("zarr.json")) for d, p in zip(docs, paths) if not p)
+    for d, p in zip(docs, paths):
+        if draft and not p:
+            d.clear()  # the draft's entry point describes the store; the root node is in meta/root
     if zarr_format != 3:
         v2 = [i for i, d in enumerate(docs) if not d]
         _fetch_documents(store, paths, v2, _V2_NAMES, docs, None)
-    return [parse_node_documents(d, path, zarr_format, consolidated, raw) for d, path, raw in zip(docs, paths, raws)]
+    found = [parse_node_documents(d, path, zarr_format, consolidated, raw) for d, path, raw in zip(docs, paths, raws)]
+    missing = [i for i, m in enumerate(found) if m is None]
+    if missing:
+        for i, meta in zip(missing, _read_old_formats(store, [paths[i] for i in missing], zarr_format, draft)):
+            found[i] = meta
+    return found
+
+
+def _read_old_formats(store: Store, paths: Sequence[str], zarr_format: int | None,
+                      draft: bool) -> list[NodeMetadata | None]:
+    """Nodes of the old formats at ``paths`` (None where there is none): one batched fetch
+    of each path's v1 ``meta``/``attrs`` and of the root ``zarr.json`` (unless ``draft``
+    already says the store is a v3.0 draft), then the draft's documents."""
+    keys = [join_path(p, n) for p in paths for n in V1_DOCUMENTS] + ([] if draft else ["zarr.json"])
+    blobs = store.get_many(keys)
+    if not draft:
+        draft = is_draft_entry_point(_lenient_json(blobs[-1]))
+    out: list[NodeMetadata | None] = [None] * len(paths)
+    for i, p in enumerate(paths):
+        meta_blob, attrs_blob = blobs[2 * i], blobs[2 * i + 1]
+        doc = _lenient_json(meta_blob)
+        if is_v1(doc) and zarr_format in (None, 2):
+            key = join_path(p, "meta")
+            attrs = parse_json_document(attrs_blob, join_path(p, "attrs")) if attrs_blob is not None else {}
+            out[i] = parse_v1(doc, attrs, key)
+    if draft:
+        todo = [i for i, m in enumerate(out) if m is None]
+        for i, meta in zip(todo, _read_draft_nodes(store, [paths[i] for i in todo])):
+            out[i] = meta
+    return out
+
+
+def _lenient_json(blob: bytes | None) -> Any:
+    """A document that may be one (a v1 ``meta``, the root ``zarr.json``): None unless JSON."""
+    if blob is None:
+        return None
+    try:
+        return json.loads(blob)
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def _read_draft_nodes(store: Store, paths: Sequence[str]) -> list[NodeMetadata | None]:
+    """Nodes of a v3.0 draft store by hierarchy path: one batched fetch of their array and
+    group documents; a group (explicit, or implicit: documents below it but none of its
+    own) lists ``meta/root`` below it once and parses every node there."""
+    keys = [document_key(p, kind) for p in paths for kind in ("array", "group")]
+    blobs = store.get_many(keys)
+    out: list[NodeMetadata | None] = []
+    for i, p in enumerate(paths):
+        array_blob, group_blob = blobs[2 * i], blobs[2 * i + 1]
+        if array_blob is not None:
+            out.append(parse_draft_array(parse_json_document(array_blob, keys[2 * i]), keys[2 * i]))
+            continue
+        group_doc = parse_json_document(group_blob, keys[2 * i + 1]) if group_blob is not None else None
+        out.append(_draft_group(store, p, group_doc, keys[2 * i + 1]))
+    return out
+
+
+def _draft_group(store: Store, path: str, doc: dict[str, Any] | None, key: str) -> GroupMetadataDraft | None:
+    """The draft group at ``path`` with every node below it; None when nothing is there."""
+    prefix = document_key(path, "group")[:-len(".group.json")] + "/"
+    docs: dict[str, tuple[str, str]] = {}  # relative path -> (kind, key)
+    for k in store.list_prefix(prefix):
+        for kind in ("array", "group"):
+            if k.endswith(f".{kind}.json"):
+                docs[k[len(prefix):-len(f".{kind}.json")]] = (kind, k)
+    if doc is None and not docs:
+        return None
+    blobs = dict(zip([k for _, k in docs.values()], store.get_many([k for _, k in docs.values()])))
+    nodes: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any] | None] = {}
+    for rel, (kind, k) in docs.items():
+        blob = blobs[k]
+        if blob is None:
+            continue
+        if kind == "array":
+            nodes[rel] = parse_draft_array(parse_json_document(blob, k), k)
+        else:
+            groups[rel] = parse_json_document(blob, k)
+    for rel in list(nodes) + list(groups):  # implicit groups: every directory above a document
+        parts = rel.split("/")
+        for j in range(1, len(parts)):
+            groups.setdefault("/".join(parts[:j]), None)
+    for rel in sorted(groups, key=lambda g: -g.count("/")):  # deepest first: members before their group
+        below = {q[len(rel) + 1:]: m for q, m in nodes.items() if q.startswith(rel + "/")}
+        nodes[rel] = parse_draft_group(groups[rel], below, document_key(join_path(path, rel), "group"))
+    return parse_draft_group(doc, nodes, key)
 
 
 def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], names: Sequence[str],
@@ -167,13 +274,6 @@ def explain_missing(store: Store, path: str, zarr_format: int | None = None,
     (how the caller's function creates a node) is added where creating one would work.
     Costs one batched read and one listing (only on this error path)."""
     where = f"no array or group at {path or '<root>'!r} in {store!r}"
-    if zarr_format in (2, 3):
-        other = 2 if zarr_format == 3 else 3
-        names = _V2_NAMES[:2] if other == 2 else ("zarr.json",)
-        found = [n for n, blob in zip(names, store.get_many([join_path(path, n) for n in names])) if blob is not None]
-        if found:
-            return NodeNotFoundError(f"{where}: it holds Zarr v{other} metadata ({found[0]}); open with "
-                                     f"zarr_format={other} or leave zarr_format unset")
     local = None
     if isinstance(store, LocalStore):
         local = os.path.join(store.root, *path.split("/")) if path else store.root
