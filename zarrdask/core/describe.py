@@ -12,7 +12,8 @@ from typing import Any, Protocol
 from ..metadata.grid import AxisGrid
 from ..storage.base import Store
 
-__all__ = ["DescribedArray", "DescribedGroup", "NodeInfo", "Row", "array_info", "group_info", "codec_summary"]
+__all__ = ["DescribedArray", "DescribedGroup", "NodeInfo", "Row", "array_info", "codec_summary", "group_info",
+           "storage_rows"]
 
 
 class DescribedArray(Protocol):
@@ -81,7 +82,7 @@ class DescribedGroup(Protocol):
     def consolidated(self) -> bool: ...
     @property
     def store(self) -> Store: ...
-    def members(self) -> Sequence[tuple[str, Any]]: ...
+    def members(self, max_depth: int | None = 0) -> Sequence[tuple[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -185,23 +186,31 @@ def array_info(array: DescribedArray, *, storage: bool = False) -> NodeInfo:
         _row("Bytes", "bytes", array.nbytes, _bytes(array.nbytes)),
     ]
     if storage:
-        stats = array.storage_statistics()
-        units = array.units
-        keys = units.stored_keys()
-        rows.append(_row("Chunks stored", "chunks_stored", stats.chunks_stored,
-                         f"{stats.chunks_stored} of {stats.chunks_total}"))
-        rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))
-        if array.shards is not None:
-            total = len(units.unit_keys())
-            rows.append(_row("Shards stored", "shards_stored", len(keys), f"{len(keys)} of {total}"))
-            rows.append(_row("Shards total", "shards_total", total))
-        stored = sum(units.store.size(k) or 0 for k in keys)
-        rows.append(_row("Bytes stored", "bytes_stored", stored, _bytes(stored)))
-        # the stored share of the array's bytes over the bytes that store it
-        part = array.nbytes * stats.chunks_stored / stats.chunks_total if stats.chunks_total else 0
-        ratio = round(part / stored, 4) if stored else None
-        rows.append(_row("Compression ratio", "compression_ratio", ratio, f"{ratio:.2f}" if stored else "-"))
+        rows.extend(storage_rows(array))
     return NodeInfo(tuple(rows))
+
+
+def storage_rows(array: DescribedArray) -> list[Row]:
+    """What is stored: chunks (and shards) stored of those possible, their bytes and the
+    compression ratio. Lists the array's keys (and reads sharded arrays' indexes)."""
+    rows: list[Row] = []
+    stats = array.storage_statistics()
+    units = array.units
+    keys = units.stored_keys()
+    rows.append(_row("Chunks stored", "chunks_stored", stats.chunks_stored,
+                     f"{stats.chunks_stored} of {stats.chunks_total}"))
+    rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))
+    if array.shards is not None:
+        total = len(units.unit_keys())
+        rows.append(_row("Shards stored", "shards_stored", len(keys), f"{len(keys)} of {total}"))
+        rows.append(_row("Shards total", "shards_total", total))
+    stored = sum(units.store.size(k) or 0 for k in keys)
+    rows.append(_row("Bytes stored", "bytes_stored", stored, _bytes(stored)))
+    # the stored share of the array's bytes over the bytes that store it
+    part = array.nbytes * stats.chunks_stored / stats.chunks_total if stats.chunks_total else 0
+    ratio = round(part / stored, 4) if stored else None
+    rows.append(_row("Compression ratio", "compression_ratio", ratio, f"{ratio:.2f}" if stored else "-"))
+    return rows
 
 
 def _json_shape(shape: Any) -> Any:

@@ -83,6 +83,16 @@ class ReadPlan:
         return ReadPlanSummary(len(self.units), whole, len(self.units) - whole,
                                sum(len(u.chunks) for u in self.units))
 
+    def __repr__(self) -> str:
+        from .plan_display import read_plan_text
+
+        return read_plan_text(self)
+
+    def _repr_html_(self) -> str:
+        from .plan_display import read_plan_html
+
+        return read_plan_html(self)
+
 
 class StorageLayout(NamedTuple):
     """How an array is stored. ``unit_grid``: the grid of stored values (one key per shard

@@ -136,6 +136,16 @@ class WritePlanSummary:
     bytes_read: int
     aligned: bool
 
+    def __repr__(self) -> str:
+        from .plan_display import write_summary_text
+
+        return write_summary_text(self)
+
+    def _repr_html_(self) -> str:
+        from .plan_display import write_summary_html
+
+        return write_summary_html(self)
+
 
 @dataclass(frozen=True, slots=True)
 class WritePlan:

@@ -32,6 +32,7 @@ from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path
 from ..storage.temporary import temporary_files
+from .verify_display import report_html, report_text
 
 __all__ = ["Finding", "VerifyReport", "verify"]
 
@@ -78,6 +79,12 @@ class VerifyReport:
                 "units_stored": self.units_stored, "units_checked": self.units_checked,
                 "findings": [vars(f) for f in self.findings], "fixed": [vars(f) for f in self.fixed],
                 "not_verifiable_beyond_decoding": list(self.unverifiable)}
+
+    def __repr__(self) -> str:
+        return report_text(self)
+
+    def _repr_html_(self) -> str:
+        return report_html(self)
 
 
 @dataclass(frozen=True)
