@@ -68,11 +68,18 @@ def _not_an_array(function: str, store: Store, path: str, meta: GroupMetadata) -
                               f"{fix}")
 
 
+def _read_only_if_old(store: Store, meta: NodeMetadata) -> Store:
+    """The store read-only when the node is of an old format (Zarr v1, the v3.0 draft),
+    which zarrdask reads but never writes (``migrate`` converts it)."""
+    return open_store(store, mode="r") if hasattr(meta, "source_format") else store
+
+
 def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, spec: dict[str, Any],
                     options: dict[str, Any]) -> Array:
     """An existing array opened where the call could also create one: ``shape``/``dtype``/
     ``chunks``/``shards`` must match it; the other creation keywords are validated (a typo
     is an error) but, as in zarr-python, only used when the array is created."""
+    store = _read_only_if_old(store, meta)
     array = node_from_metadata(store, path, meta, options=ArrayOptions(**options))
     assert isinstance(array, Array)
     array.check_expectations(spec.get("shape"), spec.get("dtype"), spec.get("chunks") if spec.get("chunks") != "auto"
@@ -153,7 +160,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
         return _existing_array(function, s, path, meta, spec, options)
     if array_only:
         raise _not_an_array(function, s, path, meta)
-    group = node_from_metadata(s, path, meta)
+    group = node_from_metadata(_read_only_if_old(s, meta), path, meta)
     _check_consolidated(group, use_consolidated)
     return group
 
@@ -212,7 +219,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
         raise GroupNotFoundError(f"{function}(): the node at {_where(path)} in {s!r} is an array, not a group; "
                                  f"open it with zarrdask.open_array(store, path={path!r})"
                                  + (" (mode='w' replaces it with a group)" if mode != "r" else ""))
-    group = node_from_metadata(s, path, meta)
+    group = node_from_metadata(_read_only_if_old(s, meta), path, meta)
     _check_consolidated(group, use_consolidated)
     return group
 

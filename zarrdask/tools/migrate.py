@@ -13,6 +13,10 @@ dimension names) get the ``_FillValue`` attribute xarray writes in v3, so that t
 masking xarray applied through the v2 ``fill_value`` is kept. Groups that held
 consolidated metadata hold it inline afterwards.
 
+The old formats (:mod:`zarrdask.tools.migrate_old`): a Zarr v1 array is migrated in place
+like a v2 array (its ``meta``/``attrs`` replaced); a v3.0-draft store needs ``target=``,
+a new store it is copied to.
+
 Everything is converted and checked before anything is written; then every
 ``zarr.json`` is written, and only then are the v2 documents removed.
 """
@@ -35,6 +39,7 @@ from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3
 from ..storage import open_store
 from ..storage.base import Store, join_path
+from .migrate_old import copy_draft, draft_needs_copy, v1_removed
 
 __all__ = ["MigratedNode", "array_document", "migrate", "xarray_fill_attribute"]
 
@@ -53,12 +58,14 @@ class MigratedNode:
 
 
 def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
-            storage_options: dict[str, Any] | None = None) -> list[MigratedNode]:
-    """Convert the v2 hierarchy (or array) at ``path`` to v3 metadata in place; returns the
-    new documents (written unless ``dry_run``). Chunks are not touched."""
+            storage_options: dict[str, Any] | None = None, target: Any = None,
+            target_storage_options: dict[str, Any] | None = None) -> list[MigratedNode]:
+    """Convert the v2 or v1 hierarchy (or array) at ``path`` to v3 metadata in place;
+    returns the new documents (written unless ``dry_run``). Chunks are not touched. A
+    v3.0-draft store is copied to ``target`` (an empty store) instead."""
     if to != 3:
-        raise InvalidModeError(f"migrate converts Zarr v2 to v3; to={to!r} is not supported")
-    s = open_store(store, mode="r" if dry_run else "a", storage_options=storage_options)
+        raise InvalidModeError(f"migrate converts Zarr v2, v1 and the v3.0 draft to v3; to={to!r} is not supported")
+    s = open_store(store, mode="r" if dry_run or target is not None else "a", storage_options=storage_options)
     path = path.strip("/")
     try:
         root = read_node(s, path, 2)
@@ -68,6 +75,16 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
         if read_node(s, path).zarr_format == 3:
             raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is already Zarr v3") from None
         raise
+    needs_copy = draft_needs_copy(root, f"{path or '<root>'!r} in {s!r}")
+    if needs_copy is not None and target is None:
+        raise needs_copy
+    if needs_copy is not None:
+        dst = open_store(target, mode="a", storage_options=target_storage_options)
+        made = copy_draft(s, path, root, dst, dry_run=dry_run, to_v3=array_document)
+        return [MigratedNode(rel, join_path(rel, "zarr.json"), m.to_json(), ()) for rel, m in sorted(made.items())]
+    if target is not None:
+        raise InvalidModeError(f"target= is for v3.0-draft stores, which are copied; {path or '<root>'!r} in {s!r} "
+                               "is migrated in place (leave target unset)")
     nodes = {path: root}
     if root.node_type == "group":
         nodes.update({join_path(path, rel): m for rel, m in walk(s, path, root).items()})
@@ -80,7 +97,7 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
     result = []
     for p in sorted(converted):
         key = join_path(p, "zarr.json")
-        removed = tuple(k for k in (join_path(p, d) for d in _V2_DOCS) if k in present)
+        removed = tuple(k for k in (join_path(p, d) for d in _V2_DOCS) if k in present) + v1_removed(p, nodes[p])
         result.append(MigratedNode(p, key, converted[p].to_json(), removed))
     if not dry_run:
         s.set_many({m.key: _dumps(m.document) for m in result})

@@ -1,0 +1,173 @@
+"""Zarr v1 and the v3.0 draft: the fixtures written by zarr 1.1.0 and zarr-python 2.18
+(tests/data/old_formats/make_fixtures.py) read bit-exact, write refused, migrated to v3.1
+and read there by zarr-python 3 and TensorStore."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zarrdask
+from zarrdask.errors import InvalidModeError, MetadataError, ReadOnlyError
+
+DATA = Path(__file__).parent / "data" / "old_formats"
+V1 = json.loads((DATA / "v1" / "expected" / "manifest.json").read_text())
+DRAFT = json.loads((DATA / "v3draft" / "expected" / "manifest.json").read_text())
+DRAFT_STORE = DATA / "v3draft" / DRAFT["store"]
+TS_CODECS = {"bytes", "transpose", "blosc", "gzip", "zstd"}
+
+
+def expected(fmt: str, entry: dict) -> np.ndarray:
+    return np.load(DATA / fmt / "expected" / entry["expected"], allow_pickle=entry["expected"].endswith("utf8.npy"))
+
+
+def user_attributes(entry: dict) -> dict:
+    """The attributes the writer reported, without the draft's ``filters`` (its encoding)."""
+    return {k: v for k, v in entry["attributes"].items() if k != "filters"}
+
+
+def assert_same(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal bit for bit (in native byte order: zarrdask returns native arrays)."""
+    assert got.shape == want.shape
+    if want.dtype == object:
+        assert got.dtype.kind in "OT" and got.tolist() == want.tolist()  # (zarr-python 3: StringDType)
+        return
+    native = want.dtype.newbyteorder("=") if want.dtype.fields is None else want.dtype
+    assert got.dtype == native
+    assert got.tobytes() == want.astype(native).tobytes()
+
+
+@pytest.mark.parametrize("entry", V1["arrays"], ids=lambda e: e["path"])
+def test_v1_reads_bit_exact_with_attributes(entry):
+    want = expected("v1", entry)
+    a = zarrdask.open_array(DATA / "v1" / entry["path"])
+    assert a.metadata.source_format == "Zarr v1"
+    assert_same(a[...], want)
+    assert dict(a.attrs) == user_attributes(entry)
+    assert_same(zarrdask.from_zarr(str(DATA / "v1" / entry["path"])).compute(), want)
+    assert_same(zarrdask.open(str(DATA / "v1" / entry["path"]))[...], want)
+
+
+@pytest.mark.parametrize("entry", DRAFT["arrays"], ids=lambda e: e["path"])
+def test_draft_reads_bit_exact_by_hierarchy_path(entry):
+    want = expected("v3draft", entry)
+    a = zarrdask.open_array(DRAFT_STORE, path=entry["path"])
+    assert a.path == entry["path"]
+    assert_same(a[...], want)
+    assert dict(a.attrs) == user_attributes(entry)
+    assert_same(zarrdask.from_zarr(str(DRAFT_STORE), component=entry["path"]).compute(), want)
+
+
+def test_draft_hierarchy_explicit_and_implicit_groups():
+    g = zarrdask.open_group(DRAFT_STORE, mode="r")
+    assert dict(g.attrs) == DRAFT["groups"][""]
+    assert set(g.group_keys()) == {"compressors", "deep", "dtypes", "fill", "filters", "implicit", "layout"}
+    assert dict(g["deep"].attrs) == DRAFT["groups"]["deep"]
+    assert dict(g["implicit"].attrs) == {}  # no document: an implicit group
+    assert g["deep"]["er"].array_keys() == ("nested",)
+    assert zarrdask.open(DRAFT_STORE, path="deep/er").array_keys() == ("nested",)
+
+
+def test_xarray_engine_reads_the_draft_with_gdal_style_dimensions():
+    xr = pytest.importorskip("xarray")
+    entry = next(e for e in DRAFT["arrays"] if e["path"] == "deep/er/nested")
+    ds = xr.open_dataset(DRAFT_STORE, engine="zarrdask", group="deep/er", chunks={})
+    assert ds["nested"].dims == ("y", "x")
+    assert ds["nested"].attrs == {"units": "K"}
+    assert_same(ds["nested"].values, expected("v3draft", entry))
+
+
+def test_writes_are_refused_with_the_way_out(tmp_path):
+    shutil.copytree(DATA / "v1" / "attributes", tmp_path / "v1")
+    a = zarrdask.open_array(tmp_path / "v1", mode="r+")
+    with pytest.raises(ReadOnlyError):
+        a[0, 0] = 1
+    with pytest.raises(ReadOnlyError, match="Zarr v1 is read-only.*migrate"):
+        a.metadata.to_documents()
+    g = zarrdask.open_group(DRAFT_STORE)  # mode "a", as zarr-python's default
+    with pytest.raises(ReadOnlyError):
+        g["fill/nan_partial"][0, 0] = 1.0
+
+
+def test_unreadable_formats_are_named(tmp_path):
+    (tmp_path / "future").mkdir()
+    (tmp_path / "future" / "zarr.json").write_text(json.dumps({"zarr_format": 4, "node_type": "array"}))
+    with pytest.raises(MetadataError, match="zarr_format 4, a format zarrdask cannot read"):
+        zarrdask.open(tmp_path / "future")
+    shutil.copytree(DATA / "v1" / "compression_zlib", tmp_path / "v1")
+    meta = json.loads((tmp_path / "v1" / "meta").read_text())
+    (tmp_path / "v1" / "meta").write_text(json.dumps(dict(meta, compression="snappy")))
+    with pytest.raises(MetadataError, match="meta: .*unknown v1 compression 'snappy'"):
+        zarrdask.open_array(tmp_path / "v1")
+    with pytest.raises(InvalidModeError, match="Zarr v3.0 draft.*needs a copy.*target"):
+        zarrdask.migrate(DRAFT_STORE)
+
+
+def _read_with_peers(path: Path, component: str, want: np.ndarray) -> None:
+    """zarr-python 3 and (for the codecs and types it has) TensorStore read it bit-exact."""
+    zarr = pytest.importorskip("zarr")
+    ts = pytest.importorskip("tensorstore")
+    doc = json.loads((path / component / "zarr.json").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(zarr.open_array(str(path), path=component, mode="r")[...], want)
+    if {c["name"] for c in doc["codecs"]} <= TS_CODECS and want.dtype.kind in "biufc" and want.dtype.fields is None:
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path / component)}}
+        assert_same(ts.open(spec).result().read().result(), want)
+
+
+@pytest.mark.parametrize("entry", [e for e in V1["arrays"] if e["path"] != "dtype_record"], ids=lambda e: e["path"])
+def test_v1_migrates_in_place(tmp_path, entry):
+    shutil.copytree(DATA / "v1" / entry["path"], tmp_path / "a")
+    (node,) = zarrdask.migrate(tmp_path / "a", dry_run=True)
+    assert node.removed == ("meta", "attrs") and (tmp_path / "a" / "meta").exists()
+    zarrdask.migrate(tmp_path / "a")
+    assert not (tmp_path / "a" / "meta").exists()
+    assert json.loads((tmp_path / "a" / "zarr.json").read_text())["chunk_key_encoding"]["name"] == "v2"
+    want = expected("v1", entry)
+    a = zarrdask.open_array(tmp_path / "a")
+    assert a.zarr_format == 3 and dict(a.attrs) == user_attributes(entry)
+    assert_same(a[...], want)
+    _read_with_peers(tmp_path, "a", want)
+
+
+def test_structured_types_are_refused_by_migrate(tmp_path):
+    shutil.copytree(DATA / "v1" / "dtype_record", tmp_path / "a")
+    with pytest.raises(MetadataError, match="structured"):
+        zarrdask.migrate(tmp_path / "a")
+    assert (tmp_path / "a" / "meta").exists()
+
+
+@pytest.mark.parametrize("group", ["compressors", "layout", "fill", "filters", "deep", "implicit"])
+def test_draft_migrates_by_copy(tmp_path, group):
+    nodes = zarrdask.migrate(DRAFT_STORE, path=group, target=tmp_path / "new", dry_run=True)
+    assert not (tmp_path / "new").exists() or not any((tmp_path / "new").iterdir())
+    assert nodes[0].path == "" and nodes[0].document["node_type"] == "group"
+    zarrdask.migrate(DRAFT_STORE, path=group, target=tmp_path / "new")
+    g = zarrdask.open_group(tmp_path / "new", mode="r")
+    assert g.zarr_format == 3
+    for entry in DRAFT["arrays"]:
+        if entry["path"].startswith(group + "/"):
+            rel = entry["path"][len(group) + 1:]
+            want = expected("v3draft", entry)
+            a = zarrdask.open_array(tmp_path / "new", path=rel)
+            assert_same(a[...], want)
+            assert dict(a.attrs) == user_attributes(entry) or a.dimension_names is not None
+            _read_with_peers(tmp_path / "new", rel, want)
+
+
+def test_cli_migrate_dry_run_prints_the_documents(tmp_path, capsys):
+    from zarrdask.cli import main
+
+    shutil.copytree(DATA / "v1" / "order_F_int32", tmp_path / "a")
+    assert main(["migrate", str(tmp_path / "a"), "--dry-run"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (node,) = out["nodes"]
+    assert node["document"]["codecs"][0]["name"] == "transpose" and node["removed"] == ["meta", "attrs"]
+    assert main(["migrate", str(DRAFT_STORE), "--path", "implicit", "--target", str(tmp_path / "b")]) == 0
+    assert zarrdask.open_array(tmp_path / "b", path="child")[...].tolist() == [0, 3, 6, 9, 12, 15]
