@@ -162,7 +162,7 @@ def test_nothing_user_given_becomes_markup(climate: zarrdask.Array, tmp_path: Pa
         assert not wrap.find_all("script") and HOSTILE in wrap.text()
         assert {e.tag for e in wrap.walk()} <= {"div", "style", "pre", "span", "ul", "li", "b", "input", "label",
                                                "table", "tr", "th", "td", "dl", "dt", "dd", "figure", "figcaption",
-                                               "svg", "polygon", "polyline", "text"}
+                                               "svg", "g", "polygon", "polyline", "text"}
 
 
 def test_one_dimensional_array_has_one_axis(tmp_path: Path) -> None:
@@ -279,3 +279,11 @@ def test_verify_report_reprs(climate: zarrdask.Array, tmp_path: Path) -> None:
     (row,) = findings.find_all("tbody")[0].find_all("tr")
     assert [td.text() for td in row.find_all("td")] == [report.findings[0].key, "orphan", report.findings[0].problem]
     assert not wrap.find_all("script")
+
+
+def test_info_table_display(climate: zarrdask.Array) -> None:
+    info = climate.info_complete()
+    wrap = parse(info._repr_html_())
+    assert wrap.find_all("pre")[0].text() == str(info)
+    facts = {tr.find_all("th")[0].text(): tr.find_all("td")[0].text() for tr in wrap.find_all("tr")}
+    assert facts == {row.label: row.text for row in info.rows}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..metadata.grid import AxisGrid
+from ..plan.display import Fact, document, fact_table
 from ..storage.base import Store
 
 __all__ = ["DescribedArray", "DescribedGroup", "NodeInfo", "Row", "array_info", "codec_summary", "group_info",
@@ -120,7 +121,9 @@ class NodeInfo:
         return f"<table>{body}</table>"
 
     def _repr_html_(self) -> str:
-        return self.to_html()
+        """The table in the displays' style (theme-aware), its text as the fallback."""
+        title = next((row.text for row in self.rows if row.key == "path"), "")
+        return document("zarrdask info", title, str(self), fact_table(Fact(r.label, r.text) for r in self.rows))
 
 
 def _row(label: str, key: str, value: Any, text: str | None = None) -> Row:

@@ -138,4 +138,7 @@ def _box(axes: Sequence[AxisDrawing], lengths: Sequence[float], lines: Sequence[
     x, y = 4 + d / 2 - 5, 4 + d / 2 - 5
     body += (f"<text x='{x:.1f}' y='{y:.1f}' text-anchor='middle' transform='rotate(-45 {x:.1f} {y:.1f})' "
              f"{_FONT}>{esc(_label(axes[0]))}</text>")
-    return body, width + d + 22, height + d + 24
+    # the slanted label reaches about 2.2 px up and left per character from the edge's middle
+    pad = max(0.0, 2.2 * len(_label(axes[0])) - d / 2 + 4)
+    return (f"<g transform='translate({pad:.1f} {pad:.1f})'>{body}</g>", width + d + 22 + pad,
+            height + d + 24 + pad)
