@@ -166,7 +166,13 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
-        return self._metadata.dimension_names
+        """The axes' names: v3 ``dimension_names``, v2 ``_ARRAY_DIMENSIONS``, else the names
+        NCZarr (netCDF-C) keeps in its ``_nczarr_array`` attribute; None when there are none."""
+        from ..metadata.nczarr import nczarr_dimension_names
+
+        meta = self._metadata
+        names = meta.dimension_names
+        return names if names is not None else nczarr_dimension_names(meta.attributes, meta.ndim)
 
     @property
     def codecs(self) -> list[dict[str, Any]]:

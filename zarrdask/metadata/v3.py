@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, ClassVar, Literal
+
+import numpy as np
 
 from .dtypes import DataType, parse_data_type_v3
 from ..errors import MetadataError, Problem
@@ -14,7 +18,10 @@ from .grid import (ChunkGrid, ChunkKeyEncoding, RegularChunkGrid, check_shape, p
 from ..keywords import did_you_mean
 from .extension import NamedConfig, parse_named_config
 
-__all__ = ["ArrayMetadataV3", "GroupMetadataV3", "parse_json_document", "parse_v3"]
+__all__ = ["ArrayMetadataV3", "GroupMetadataV3", "NODE_DOCUMENT", "parse_json_document", "parse_v3", "round_fill_json"]
+
+#: a node's metadata document, and so a name no node may take (core spec 3.1, zarr-specs #375)
+NODE_DOCUMENT = "zarr.json"
 
 _ARRAY_FIELDS = {
     "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
@@ -138,7 +145,7 @@ class ArrayMetadataV3:
         fill = None
         if data_type is not None and "fill_value" in doc:
             try:
-                fill = data_type.fill_from_json(doc["fill_value"])
+                fill = data_type.fill_from_json(round_fill_json(data_type, doc["fill_value"]))
             except MetadataError as exc:
                 problems.extend(exc.problems)
         attributes = _parse_attributes(doc.get("attributes", {}), problems)
@@ -188,20 +195,76 @@ class GroupMetadataV3:
         _check_format(doc, "group", problems)
         extra = _extra_fields(doc, _GROUP_FIELDS, problems)
         attributes = _parse_attributes(doc.get("attributes", {}), problems)
-        documents = None
-        cm = doc.get("consolidated_metadata")
-        if cm is not None:
-            if not isinstance(cm, Mapping) or not isinstance(cm.get("metadata", {}), Mapping):
-                problems.append(Problem(("consolidated_metadata",), "expected an object with a 'metadata' object"))
-            elif cm.get("kind", "inline") != "inline":
-                if cm.get("must_understand", True) is not False:
-                    problems.append(Problem(("consolidated_metadata", "kind"), f"unknown kind {cm.get('kind')!r}",
-                                            unknown_extension=True))
-            else:
-                documents = flatten_consolidated(cm.get("metadata", {}))
+        documents = _parse_consolidated_field(doc.get("consolidated_metadata"), problems)
         raise_problems(problems, key)
         consolidated = None if documents is None else _parse_consolidated_nodes(documents, key)
         return cls(attributes=attributes, consolidated=consolidated, extra_fields=extra)
+
+
+def _parse_consolidated_field(cm: Any, problems: list[Problem]) -> dict[str, Mapping[str, Any]] | None:
+    """The flattened entries of ``consolidated_metadata`` (None when absent or null).
+
+    Core spec 3.1 (zarr-specs #373): the field is ``{"must_understand": false, "kind":
+    "inline", "metadata": {...}}``, an object without the ``name`` extension objects carry.
+    No entry may name a node ``zarr.json`` (#375)."""
+    if cm is None:
+        return None
+    where = ("consolidated_metadata",)
+    if not isinstance(cm, Mapping):
+        problems.append(Problem(where, 'expected {"kind": "inline", "must_understand": false, "metadata": {...}}, '
+                                       f"got {cm!r}"))
+        return None
+    before = len(problems)
+    if cm.get("kind", "inline") != "inline":
+        problems.append(Problem((*where, "kind"), f"expected 'inline', got {cm.get('kind')!r}"))
+    if cm.get("must_understand", False) is not False:
+        problems.append(Problem((*where, "must_understand"), f"expected false, got {cm.get('must_understand')!r}"))
+    if not isinstance(cm.get("metadata"), Mapping):
+        problems.append(Problem((*where, "metadata"), f"expected an object of node metadata, got {cm.get('metadata')!r}"))
+    if len(problems) > before:
+        return None
+    documents = flatten_consolidated(cm["metadata"])
+    for path in documents:
+        if NODE_DOCUMENT in path.split("/"):
+            problems.append(Problem((*where, "metadata", path), f"a node must not be named {NODE_DOCUMENT!r}"))
+    return documents
+
+
+def round_fill_json(data_type: DataType, value: Any) -> Any:
+    """A v3 fill value given as a JSON number, for a binary float type narrower than 64 bits,
+    as the hex string of the value it rounds to "half to even" (core spec 3.1, zarr-specs
+    #377): rounding the number straight to the type, not through a float64 first (which
+    can land on a midpoint: 1.0000000596046448 is float32 1.0000001, not 1.0). The number
+    is the shortest decimal of the parsed JSON number (what writers emit); a complex
+    value's two numbers each. Other values pass unchanged."""
+    native = data_type.dtype
+    if native.kind == "c" and native.itemsize == 8 and isinstance(value, list) and len(value) == 2:
+        return [_round_half_even(part, np.dtype(np.float32)) for part in value]
+    if native.kind == "f" and native.itemsize in (2, 4) and not data_type.fields:
+        return _round_half_even(value, native)
+    return value
+
+
+def _round_half_even(value: Any, native: np.dtype[Any]) -> Any:
+    """``value`` (a JSON number) rounded half to even to ``native``, as a hex string."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value == 0:
+        return value  # zeros (with their sign) are exact
+    exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    info = np.finfo(native)
+    beyond = Fraction(2) ** int(info.maxexp)  # where rounding with no exponent limit reaches infinity
+    with np.errstate(over="ignore"):  # past the type's range: infinity, compared like the others
+        guess = native.type(float(exact))  # within one step of the answer (float64 rounded first)
+        candidates = (np.nextafter(guess, native.type(-np.inf)), guess, np.nextafter(guess, native.type(np.inf)))
+    best, best_key = guess, None
+    for candidate in candidates:
+        as_value = (beyond if candidate > 0 else -beyond) if np.isinf(candidate) else Fraction(float(candidate))
+        bits = int(np.array(candidate, dtype=native).view(f"u{native.itemsize}"))
+        key = (abs(as_value - exact), bits & 1)
+        if best_key is None or key < best_key:
+            best, best_key = candidate, key
+    if np.isinf(best):
+        return value  # beyond the type's range: refused as out of range by the fill parser
+    return "0x" + format(int(np.array(best, dtype=native).view(f"u{native.itemsize}")), f"0{native.itemsize * 2}x")
 
 
 def _parse_consolidated_nodes(

@@ -29,6 +29,7 @@ from zarrdask.core.block_reader import BlockReader
 from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
 from zarrdask.errors import MetadataError
+from zarrdask.metadata.nczarr import nczarr_dimension_names
 from zarrdask.xarray_backend.encoding import (
     decode_fill_value_attr,
     read_encoding,
@@ -138,7 +139,7 @@ def array_dims_and_attrs(array: Array) -> DimsAndAttrs:
     """Dimension names and user attributes of one array.
 
     v3: ``dimension_names``; v2: the ``_ARRAY_DIMENSIONS`` attribute (hidden from
-    the attributes), else NCZarr's ``dimrefs``. A v2 array with neither is refused, as
+    the attributes), else NCZarr's dimension references (v3 too, without ``dimension_names``). A v2 array with neither is refused, as
     by xarray's own engine (names made up per array would conflict between arrays);
     v3 arrays without names get ``dim_0, dim_1, ...`` with a warning (xarray refuses them).
     """
@@ -146,8 +147,12 @@ def array_dims_and_attrs(array: Array) -> DimsAndAttrs:
     # Straight from the (immutable) metadata: ``array.attrs`` re-reads it per key.
     attrs = dict(meta.attributes)
     names: Sequence[str | None] | None
-    if meta.zarr_format == 3:
-        names = meta.dimension_names
+    if meta.zarr_format == 3 or getattr(meta, "source_format", None) == "Zarr v1":  # (v1 names no dimension)
+        names = getattr(meta, "dimension_names", None)
+        if names is None and array.ndim:
+            names = _nczarr_dims_maybe(array, attrs)
+            if names is not None:
+                attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
     else:
         names = attrs.pop(DIMENSION_KEY, None)
         if names is None:
@@ -187,15 +192,15 @@ def _missing_v2_dimensions(array: Array) -> DatasetKeyError:
     )
 
 
-def _nczarr_dims_maybe(array: Array, attrs: Mapping[str, Any]) -> list[str] | None:
-    """NCZarr dimension references (fully qualified names), if the array has them."""
-    nczarr = attrs.get("_nczarr_array")
-    if nczarr is None:
+def _nczarr_dims_maybe(array: Array, attrs: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """NCZarr's dimension names (``dimension_references`` or ``dimrefs``), if the array has
+    them: in the attributes, else (netCDF-C 4.8) in ``.zarray``, read only then."""
+    names = nczarr_dimension_names(attrs, array.ndim)
+    if names is None and array.zarr_format == 2:
         raw = array.store.get(posixpath.join(array.path, ".zarray"))
-        nczarr = json.loads(raw).get("_NCZARR_ARRAY") if raw else None
-    if not nczarr or "dimrefs" not in nczarr:
-        return None
-    return [posixpath.basename(ref) for ref in nczarr["dimrefs"]]
+        zarray = json.loads(raw) if raw else None
+        names = nczarr_dimension_names(attrs, array.ndim, zarray if isinstance(zarray, dict) else None)
+    return names
 
 
 class ZarrdaskDataStore(AbstractDataStore):
