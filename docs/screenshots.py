@@ -4,7 +4,8 @@ Builds a small sharded array (dimension names, attributes), a group with nested 
 read plan, a write plan and a verify report in a temporary directory; writes each
 display's HTML into a page styled as JupyterLab's light or dark theme (its ``--jp-*``
 variables); and photographs the display in headless Chromium through Playwright:
-``docs/screenshots/<name>-<theme>.png`` (and the pages, ``.html``, with ``--keep-html``).
+``docs/screenshots/<name>-<theme>.png`` (and the pages, ``.html``, with ``--keep-html``);
+``group-opened-<theme>.png`` is the group after a click on its first subgroup.
 
 Needs Playwright (``pip install playwright``) and a Chromium: Playwright's own
 (``playwright install chromium``) or one on the system (``$CHROMIUM``, or
@@ -116,6 +117,11 @@ def main() -> int:
                 target = args.out / f"{name}-{theme}.png"
                 tab.locator("#out").screenshot(path=str(target))
                 print(f"{target} ({target.stat().st_size // 1024} kB)")
+                if name == "group":  # a click on a folded subgroup opens it (no script: a checkbox)
+                    tab.locator("li[data-node='group'] > label").first.click()
+                    target = args.out / f"{name}-opened-{theme}.png"
+                    tab.locator("#out").screenshot(path=str(target))
+                    print(f"{target} ({target.stat().st_size // 1024} kB)")
             context.close()
         browser.close()
     return 0

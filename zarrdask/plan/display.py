@@ -90,7 +90,7 @@ dl.zd-attrs dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font
 .zd-good { color: var(--zd-good); font-weight: 600; }
 .zd-bad { color: var(--zd-bad); font-weight: 600; }
 ul.zd-tree { list-style: none; margin: 0; padding: 0 0 0 1.1em; border-left: 1px solid var(--zd-border); }
-.zd-body > ul.zd-tree { border-left: none; padding-left: 0; }
+.zd-section > .zd-body > ul.zd-tree { border-left: none; padding-left: 0; }
 ul.zd-tree > li { position: relative; }
 ul.zd-tree > li > label { padding: 1px 0; font-weight: normal; color: var(--zd-fg); }
 .zd-leaf { display: block; padding: 1px 0 1px 1.3em; }
