@@ -66,6 +66,10 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     for store in (src, dst):
         check_travels("zarrdask.copy", store, client=client)
     root = open_node(src, path=path or None)
+    found = getattr(root.metadata, "source_format", None)
+    if found is not None and found != "Zarr v1":
+        raise InvalidModeError(f"{src.url} is a {found} store, which copy does not walk; "
+                               f"zarrdask.migrate(source, target=...) copies it as Zarr v3.1, chunks byte for byte")
     nodes = _nodes(src, root)
     arrays = {rel: n for rel, n in nodes.items() if isinstance(n, Array)}
     if isinstance(root, Group):
