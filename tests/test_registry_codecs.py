@@ -138,12 +138,20 @@ def test_zfp_registry_examples_parse(tmp_path):
         assert a.codecs == [{"name": "zfp", "configuration": config}]
 
 
-def test_zfp_float_rate_below_zfps_minimum_is_refused():
-    """zfp keeps at least 9 bits per float32 block; zfpy's encoder would not, so such a rate
-    is refused rather than written as a stream other readers read differently."""
-    a = _array("float32", [{"name": "zfp", "configuration": {"mode": "fixed_rate", "rate": 0.5}}], (8,), (8,))
-    with pytest.raises(CodecError, match="minimum of 9 bits"):
-        a[...] = np.ones(8, "float32")
+@pytest.mark.parametrize("dtype, rate, shape, refused", [
+    ("float32", 2.0, (8,), True), ("float32", 2.25, (8,), False), ("float64", 2.75, (8,), True),
+    ("float64", 0.75, (4, 4), False), ("int32", 0.25, (8,), False), ("float16", 0.5, (8,), True),
+])
+def test_zfp_float_rate_below_zfps_minimum_is_refused(tmp_path, dtype, rate, shape, refused):
+    """zfp keeps at least 9 (float32) or 12 (float64) bits per block; zfpy sets rates without
+    the type and would not, so such a rate is refused for reading and writing alike rather
+    than streams read with another block size than zfp's."""
+    doc = _document(dtype, [{"name": "zfp", "configuration": {"mode": "fixed_rate", "rate": rate}}], shape, shape)
+    if refused:
+        with pytest.raises(MetadataError, match="configuration/rate: .* below zfp's minimum"):
+            _open(tmp_path, doc)
+    else:
+        assert _open(tmp_path, doc).shape == shape
 
 
 FUZZED = [

@@ -106,9 +106,18 @@ class ZfpCodec(ArrayBytesCodec):
         if len(spec.shape) > 4:
             raise config_error(loc, f"zfp compresses chunks of at most 4 dimensions, got {len(spec.shape)} "
                                     f"(chunk shape {spec.shape})")
-        if spec.dtype.fields or _field_for(spec.dtype.dtype) is None:
+        field = None if spec.dtype.fields else _field_for(spec.dtype.dtype)
+        if field is None:
             raise config_error(loc, f"zfp does not take data type {spec.dtype.name!r}; it takes int32, int64, "
                                     "float32, float64 and, promoted, int8, int16, uint8, uint16, float16")
+        least = _MIN_RATE_BITS.get(field.native.name)
+        ndim = max(len(spec.shape), 1)
+        if self.mode == "fixed_rate" and least is not None and math.floor((1 << (2 * ndim)) * self.params["rate"] + 0.5) < least:
+            # zfp keeps at least this many bits per float block; zfpy sets the rate without the
+            # type, so it would write and read such streams with smaller blocks than zfp does
+            raise config_error((*loc, "configuration", "rate"),
+                               f"{self.params['rate']} is below zfp's minimum of {least} bits per {ndim}-d block "
+                               f"of {field.native.name}, which the zfpy binding does not apply")
         return self
 
     def _kwargs(self) -> dict[str, Any]:
@@ -141,13 +150,6 @@ class ZfpCodec(ArrayBytesCodec):
                 wide -= 1 << (field.bits - 1)
             data = wide << (31 - field.bits)
         native = np.ascontiguousarray(data, dtype=field.native).reshape(spec.shape or (1,))
-        if self.mode == "fixed_rate":
-            # zfpy compresses with zfp_type_none, which skips zfp's lower bound on float rates;
-            # a reader applies it, so a rate below it would be read with another block size
-            least = _MIN_RATE_BITS.get(field.native.name)
-            if least is not None and math.floor((1 << (2 * native.ndim)) * self.params["rate"] + 0.5) < least:
-                raise CodecError(f"zfp: rate {self.params['rate']} is below zfp's minimum of {least} bits per "
-                                 f"{native.ndim}-d block for {field.native.name}")
         zfpy = _zfpy()
         try:
             return bytes(zfpy.compress_numpy(native, write_header=False, **self._kwargs()))
