@@ -76,10 +76,14 @@ def node_path(path: str | None) -> str:
 
 
 def new_node_path(path: str | None, zarr_format: int, allow_reserved_names: bool = False) -> str:
-    """The path of a node about to be created: a valid key whose names, in Zarr v3, do not
-    start with ``__`` (the spec reserves that prefix) unless ``allow_reserved_names``.
-    Existing nodes with such names (xarray writes ``__xarray_dataarray_variable__``) open."""
+    """The path of a node about to be created: a valid key whose names, in Zarr v3, are not
+    ``zarr.json`` (the node document's name: invalid since the 2026-07-23 core rules) and do
+    not start with ``__`` (the spec reserves that prefix) unless ``allow_reserved_names``.
+    Existing nodes with ``__`` names (xarray writes ``__xarray_dataarray_variable__``) open."""
     path = node_path(path)
+    if zarr_format == 3 and "zarr.json" in (path.split("/") if path else ()):
+        raise InvalidKeyError(f"node name 'zarr.json' in {path!r}: Zarr v3 forbids a node named as the node "
+                              "document (zarr-specs #375); choose another name")
     if zarr_format == 3 and not allow_reserved_names:
         for name in path.split("/") if path else ():
             if name.startswith("__"):
