@@ -38,7 +38,7 @@ def add_parser(sub: Subcommands) -> None:
                         "write nothing")
     p.add_argument("--json", action="store_true", help="the plan (--dry-run) or the copied arrays as JSON")
     p.add_argument("--scheduler", metavar="ADDRESS", help="a distributed scheduler to run on (tcp://host:port)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (none with --json either)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (drawn on stderr only when it is a terminal; none with --json either)")
     p.set_defaults(run=run, storage_option=[])
 
 

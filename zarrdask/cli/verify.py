@@ -23,7 +23,7 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument("--fix", action="store_true",
                    help="remove leftover temporary files and rewrite stale consolidated metadata "
                         "(run it while nothing writes to the store)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (drawn on stderr only when it is a terminal)")
     p.set_defaults(run=run)
 
 

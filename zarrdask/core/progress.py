@@ -1,60 +1,69 @@
-"""A plain text progress bar, for work that runs outside Dask (core writes, ``verify``).
+"""Progress bars that fit where the code runs, drawn by tqdm: the one place zarrdask makes
+them (core writes and ``verify`` here; dask and distributed computations in
+``dask_io.progress`` with the same bars).
 
-Dask and distributed work shows their own bars (``dask.diagnostics.ProgressBar``,
-``distributed.progress``); this one counts items done from any thread and redraws one
-line on stderr at most ten times a second.
+Inside a Jupyter kernel with ipywidgets: tqdm's notebook widget. Elsewhere: tqdm's text
+bar on stderr when stderr is a terminal, and nothing when it is a file or a pipe (no
+carriage returns in logs; a kernel's stderr is no terminal, so a kernel without
+ipywidgets shows nothing rather than red stderr text).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
-from typing import IO, TypeVar
+from importlib.util import find_spec
+from typing import Any, TypeVar
 
-__all__ = ["ProgressBar", "counted"]
+__all__ = ["ProgressBar", "counted", "in_notebook", "new_bar"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-class ProgressBar:
-    """``with ProgressBar(total, "verify") as bar: ... bar.advance()``; thread-safe."""
+def in_notebook() -> bool:
+    """Whether this runs inside a Jupyter kernel that can show widgets (tqdm's own test
+    for a kernel, and ipywidgets installed)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    return shell is not None and "IPKernelApp" in shell.config and find_spec("ipywidgets") is not None
 
-    def __init__(self, total: int, label: str = "", width: int = 30, stream: IO[str] | None = None,
-                 interval: float = 0.1) -> None:
-        self.total, self.label, self.width, self.interval = total, label, width, interval
-        self.stream = stream if stream is not None else sys.stderr
-        self.done = 0
+
+def new_bar(total: int | None, label: str, unit: str) -> Any:
+    """A tqdm bar of ``total`` steps (``unit``, such as chunks or tasks) named ``label``: a
+    widget in a notebook, else text on stderr that tqdm disables (``disable=None``) when
+    stderr is not a terminal."""
+    if in_notebook():
+        from tqdm.notebook import tqdm as notebook_bar
+
+        return notebook_bar(total=total, desc=label, unit=unit)
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit=unit, file=sys.stderr, disable=None)
+
+
+class ProgressBar:
+    """``with ProgressBar(total, "verify") as bar: ... bar.advance()``, counting stored
+    chunks (or shards); thread-safe (the executor's threads advance it)."""
+
+    def __init__(self, total: int, label: str = "", unit: str = "chunk") -> None:
+        self.total, self.label, self.unit = total, label, unit
         self._lock = threading.Lock()
-        self._start = self._last = 0.0
+        self._bar: Any = None
 
     def __enter__(self) -> ProgressBar:
-        self._start = time.monotonic()
-        self._draw()
+        self._bar = new_bar(self.total, self.label, self.unit)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._draw()
-        self.stream.write("\n")
-        self.stream.flush()
+        self._bar.close()
 
     def advance(self, n: int = 1) -> None:
         with self._lock:
-            self.done += n
-            now = time.monotonic()
-            if now - self._last >= self.interval:
-                self._last = now
-                self._draw()
-
-    def _draw(self) -> None:
-        frac = self.done / self.total if self.total else 1.0
-        filled = int(round(frac * self.width))
-        elapsed = time.monotonic() - self._start
-        self.stream.write(f"\r{self.label} [{'#' * filled}{' ' * (self.width - filled)}] "
-                          f"{frac:4.0%} {self.done}/{self.total} | {elapsed:.1f}s")
-        self.stream.flush()
+            self._bar.update(n)
 
 
 def counted(fn: Callable[[T], R], bar: ProgressBar) -> Callable[[T], R]:

@@ -100,7 +100,8 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
            storage_options: dict[str, Any] | None = None) -> VerifyReport:
     """Check the hierarchy at ``path`` (see the module docstring). ``sample``: read at most
     this many stored chunks per array, chosen at random (metadata, key and consolidated
-    checks stay complete); ``progress``: a bar on stderr while chunks are read."""
+    checks stay complete); ``progress``: a bar while chunks are read (a widget in Jupyter, stderr in a
+    terminal, nothing in a file or pipe)."""
     if sample is not None and sample < 0:
         raise InvalidValueError(f"sample={sample!r}: expected a number of chunks, 0 or more")
     s = open_store(store, mode="a" if fix else "r", storage_options=storage_options)
