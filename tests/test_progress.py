@@ -136,3 +136,22 @@ def test_in_process_bars_count_chunks_and_tasks(tmp_path: Path, monkeypatch: pyt
     zarrdask.to_zarr(x, tmp_path / "d.zarr", mode="w", chunks=(10, 10), progress=True)
     a[...] = np.zeros((100, 100), dtype="f4")
     assert terminal.text == ""
+
+
+def test_a_distributed_client_draws_the_schedulers_feed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    import dask.array as da
+    import distributed
+
+    terminal = _Terminal()
+    x = da.ones((60, 60), chunks=(7, 9))
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None):
+        monkeypatch.setattr(sys, "stderr", terminal)
+        zarrdask.to_zarr(x, tmp_path / "d.zarr", chunks=(10, 10), shards=(30, 30), progress=True)
+        monkeypatch.setattr(terminal, "isatty", lambda: False)
+        drawn, terminal.text = terminal.text, ""
+        zarrdask.to_zarr(x, tmp_path / "e.zarr", chunks=(10, 10), progress=True)
+        assert terminal.text == ""  # a file: neither a bar nor distributed's text
+    assert "write: 100%" in drawn and "\x1b[2K" not in drawn
+    assert "Completed" not in capsys.readouterr().out  # distributed's own text bar is not drawn
+    np.testing.assert_array_equal(zarrdask.open_array(tmp_path / "e.zarr")[...], np.ones((60, 60)))
