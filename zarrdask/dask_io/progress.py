@@ -14,9 +14,9 @@ from ..core.progress import new_bar
 __all__ = ["compute"]
 
 
-def compute(graphs: Sequence[Any], progress: bool = False, client: Any = None, label: str = "write") -> list[Any]:
+def compute(graphs: Sequence[Any], progress: bool = False, client: Any = None) -> list[Any]:
     """Compute ``graphs`` (Dask collections) together, returning their results; ``progress``
-    draws a bar named ``label``."""
+    draws a bar ("write", counting tasks)."""
     import dask
 
     if client is None and progress:
@@ -24,12 +24,12 @@ def compute(graphs: Sequence[Any], progress: bool = False, client: Any = None, l
     if client is not None:
         futures = client.compute(list(graphs))
         if progress:
-            _follow(futures, client, new_bar(None, label, "task"))
+            _follow(futures, client, new_bar(None, "write", "task"))
         return list(client.gather(futures))
     if progress:
         from tqdm.dask import TqdmCallback
 
-        with TqdmCallback(tqdm_class=lambda total: new_bar(total, label, "task")):
+        with TqdmCallback(tqdm_class=lambda total: new_bar(total, "write", "task")):
             return list(dask.compute(*graphs))
     return list(dask.compute(*graphs))
 
@@ -44,7 +44,7 @@ def _follow(futures: list[Any], client: Any, bar: Any) -> None:
     class Feed(TextProgressBar):  # type: ignore[misc]
         """The feed with tqdm's drawing in place of distributed's text."""
 
-        def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:  # noqa: A002 (distributed's name)
+        def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:  # (distributed's keywords)
             bar.total = all
             bar.n = all - remaining
             bar.refresh()
