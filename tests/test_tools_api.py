@@ -79,11 +79,11 @@ def test_core_write_progress(tmp_path: Path, capfd: pytest.CaptureFixture) -> No
     a = zarrdask.create_array(tmp_path / "w.zarr", shape=(100, 100), dtype="f4", chunks=(10, 10), progress=True)
     a[...] = np.ones((100, 100), dtype="f4")
     err = capfd.readouterr().err
-    assert "write / [" in err and "100/100" in err
+    assert err == ""  # stderr is no terminal: no bar (drawing: tests/test_progress.py)
 
 
 def test_to_zarr_progress(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
     x = da.ones((60, 60), chunks=(7, 9))
     zarrdask.to_zarr(x, tmp_path / "d.zarr", chunks=(10, 10), shards=(30, 30), progress=True)
-    assert "100% Completed" in capfd.readouterr().out
+    assert capfd.readouterr() == ("", "")  # no terminal: no bar
     assert zarrdask.open_array(tmp_path / "d.zarr").nshards_initialized == 4

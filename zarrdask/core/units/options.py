@@ -27,7 +27,7 @@ class ArrayOptions:
     ``index_cache_size``: shard indexes kept per array (LRU).
     ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
     ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
-    ``progress``: writes draw a progress bar on stderr (chunks encoded).
+    ``progress``: writes show a progress bar (chunks encoded; see ``core.progress``).
     ``lock``: held around every write call (``acquire()``/``release()``: a ``distributed.Lock``, a
     :class:`~zarrdask.core.locks.FileLock`), for processes writing parts of the same chunk or shard
     outside Dask. Without it such writes are unsafe: one writer's part can be lost.
