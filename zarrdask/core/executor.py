@@ -1,7 +1,7 @@
 """Where a read or write call's per-chunk work runs: the one threading policy.
 
 The calling thread always works on its own call. Idle cores help it: a call splits its
-items into a few batches per thread, takes them one after another itself, and hands the
+items into batches (16 per thread), takes them one after another itself, and hands the
 same queue to helpers from zarrdask's pool (one thread per core), as many as there are
 cores no other zarrdask call or helper is using. So a Dask worker thread reading a shard
 while the other workers are busy decodes alone (no oversubscription), and the last task
@@ -33,7 +33,7 @@ R = TypeVar("R")
 
 _CPUS = os.cpu_count() or 1
 _MIN_PARALLEL = 8  # fewer items than this run serially: handing work over costs more
-_BATCHES_PER_THREAD = 4
+_BATCHES_PER_THREAD = 16  # (4: the unsharded full read's median 2-4 % slower, its tail one batch)
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _IN_POOL = threading.local()
@@ -130,8 +130,9 @@ def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
             min_parallel: int = _MIN_PARALLEL) -> list[R]:
     """Apply ``fn`` to every item, in order, on the calling thread and up to
     ``thread_count(threads) - 1`` helpers (idle cores only, unless ``threads`` is given).
-    Items go in a few batches per thread (a hand-over per item costs about as much as
-    decoding a small chunk); fewer than ``min_parallel`` items run serially."""
+    Items go in batches, 16 per thread: fine enough that the threads finish together
+    (a batch of 4 MiB chunks takes a few ms), coarse enough that taking one costs nothing
+    next to its items; fewer than ``min_parallel`` items run serially."""
     n_threads = thread_count(threads)
     if n_threads == 1 or len(items) < min_parallel:
         return [fn(item) for item in items]
