@@ -33,7 +33,7 @@ R = TypeVar("R")
 
 _CPUS = os.cpu_count() or 1
 _MIN_PARALLEL = 8  # fewer items than this run serially: handing work over costs more
-_BATCHES_PER_THREAD = 16  # (4: the unsharded full read's median 2-4 % slower, its tail one batch)
+_BATCHES_PER_THREAD = 16  # (why 16: benchmarks/README.md, issue 25)
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _IN_POOL = threading.local()
