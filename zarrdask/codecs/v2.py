@@ -34,11 +34,21 @@ from .vlen import check_item_count
 __all__ = ["V2Compressor", "V2Serializer", "v2_pipeline"]
 
 _VLEN_IDS = ("vlen-utf8", "vlen-bytes", "vlen-array")
+#: netCDF-C writes ``elementsize: 0`` for data it shuffled by the item size; numcodecs
+#: reads (and writes) 0 as no shuffle: the same document stands for two byte layouts
+_AMBIGUOUS_SHUFFLE = ("a shuffle filter with elementsize 0 is ambiguous: netCDF-C writes it for data shuffled by "
+                      "the item size ({n} bytes here), numcodecs for data not shuffled at all; zarrdask does not "
+                      "guess. If netCDF-C wrote this array, set the filter's elementsize to {n} in .zarray; if "
+                      "numcodecs did, remove the filter")
 _REFUSED = {"pickle": "the pickle object codec would execute code from the store; it is refused"}
 
 
 def v2_pipeline(metadata: ArrayMetadataV2) -> CodecPipeline:
     """The pipeline of a v2 array's chunks (v2 stores no shards)."""
+    itemsize = metadata.data_type.dtype.itemsize
+    for i, f in enumerate(metadata.filters or ()):
+        if f.get("id") == "shuffle" and f.get("elementsize") == 0 and itemsize > 1:
+            raise MetadataError([Problem(("filters", i, "elementsize"), _AMBIGUOUS_SHUFFLE.format(n=itemsize))])
     filters = [numcodecs_codec(f, ("filters", i)) for i, f in enumerate(metadata.filters or ())]
     if metadata.data_type.dtype.kind == "O" and not filters:
         raise MetadataError([Problem(("filters",), "an object (|O) array needs an object codec filter, e.g. vlen-utf8")])
