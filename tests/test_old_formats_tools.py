@@ -1,11 +1,14 @@
-"""``copy`` refuses a v3.0 draft store, naming ``migrate(target=...)``, which copies it
-(the draft keeps chunks apart from its documents, a layout copy does not walk)."""
+"""The old formats above the core: ``copy`` refuses a v3.0 draft store, naming
+``migrate(target=...)``, which copies it (the draft keeps chunks apart from its documents,
+a layout copy does not walk); the xarray engine opens a Zarr v1 array (v1 has no groups)
+as a dataset of one variable."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import zarrdask
@@ -14,9 +17,40 @@ from zarrdask.errors import InvalidModeError
 DATA = Path(__file__).parent / "data" / "old_formats"
 DRAFT = json.loads((DATA / "v3draft" / "expected" / "manifest.json").read_text())
 DRAFT_STORE = DATA / "v3draft" / DRAFT["store"]
+V1 = json.loads((DATA / "v1" / "expected" / "manifest.json").read_text())
+NUMERIC_V1 = [e for e in V1["arrays"] if e["path"].startswith(("dtype_", "compression_", "order_"))]
 
 
 def test_copy_refuses_a_draft_store_and_names_migrate(tmp_path):
     with pytest.raises(InvalidModeError, match=r"v3\.0 draft.*migrate\(source, target="):
         zarrdask.copy(DRAFT_STORE, tmp_path / "out.zarr")
     assert not any((tmp_path / "out.zarr").rglob("*.json"))
+
+
+
+@pytest.mark.parametrize("entry", NUMERIC_V1[:8], ids=lambda e: e["path"])
+def test_xarray_engine_opens_a_v1_array_as_a_dataset_of_one_variable(entry):
+    """v1 has no groups: the array opens alone, named by its directory, its dimensions
+    dim_0... (v1 names none) with the warning unnamed v3 arrays give."""
+    xr = pytest.importorskip("xarray")
+    want = np.load(DATA / "v1" / "expected" / entry["expected"], allow_pickle=True)
+    with pytest.warns(UserWarning, match="no dimension names"):
+        ds = xr.open_dataset(DATA / "v1" / entry["path"], engine="zarrdask", chunks={}, mask_and_scale=False)
+    var = ds[entry["path"]]
+    assert var.dims == tuple(f"dim_{i}" for i in range(want.ndim))
+    got = var.values
+    if want.dtype.kind in "biufc":
+        assert got.tobytes() == want.astype(want.dtype.newbyteorder("=")).tobytes()
+    else:
+        assert got.tolist() == want.tolist()
+
+
+def test_xarray_engine_still_refuses_a_lone_v2_array(tmp_path):
+    """Only v1, which has no groups, opens as a lone array; a v2 or v3 array where a group
+    is expected stays an error, as with xarray's own engine."""
+    xr = pytest.importorskip("xarray")
+    from zarrdask.errors import GroupNotFoundError
+
+    zarrdask.create_array(tmp_path / "a.zarr", shape=(2,), dtype="i1", zarr_format=2)
+    with pytest.raises(GroupNotFoundError):
+        xr.open_dataset(tmp_path / "a.zarr", engine="zarrdask")

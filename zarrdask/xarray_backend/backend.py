@@ -19,13 +19,13 @@ from xarray.backends.common import AbstractDataStore, BackendEntrypoint, datatre
 from xarray.core.utils import close_on_error
 
 from zarrdask.compat.xarray import construct_dataset, normalize_path
-from zarrdask.core.api import open_group
+from zarrdask.core.api import open_array, open_group
 from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
-from zarrdask.errors import InvalidStoreError
+from zarrdask.errors import GroupNotFoundError, InvalidStoreError, NodeNotFoundError
 from zarrdask.xarray_backend.decode import decode_cf_variables
 from zarrdask.xarray_backend.public import public
-from zarrdask.xarray_backend.store import ZarrdaskDataStore
+from zarrdask.xarray_backend.store import LoneArray, ZarrdaskDataStore
 
 if TYPE_CHECKING:
     from xarray import DataTree
@@ -59,15 +59,33 @@ def _open_store(
     if store is not None:
         raise InvalidStoreError(
             f"store= must be a zarrdask Group or ZarrdaskDataStore, got {type(store).__name__}")
-    root = open_group(
-        normalize_path(filename_or_obj),
-        mode=mode,
-        path=group,
-        storage_options=storage_options,
-        use_consolidated=consolidated,
-        zarr_format=zarr_format,
-    )
+    try:
+        root = open_group(
+            normalize_path(filename_or_obj),
+            mode=mode,
+            path=group,
+            storage_options=storage_options,
+            use_consolidated=consolidated,
+            zarr_format=zarr_format,
+        )
+    except GroupNotFoundError:
+        lone = _v1_array(filename_or_obj, group, storage_options)
+        if lone is None:
+            raise
+        return ZarrdaskDataStore(lone, **options)  # type: ignore[arg-type]
     return ZarrdaskDataStore(root, **options)
+
+
+def _v1_array(filename_or_obj: Any, group: str | None, storage_options: dict[str, Any] | None) -> LoneArray | None:
+    """A Zarr v1 array where a group was looked for: v1 has no groups, so the array opens
+    as a dataset of one variable (None: no v1 array there)."""
+    try:
+        array = open_array(normalize_path(filename_or_obj), path=group, storage_options=storage_options)
+    except NodeNotFoundError:
+        return None
+    if getattr(array.metadata, "source_format", None) != "Zarr v1":
+        return None
+    return LoneArray(array)
 
 
 def _preload_index_coordinates(stores: list[ZarrdaskDataStore], drop_variables: Any) -> None:

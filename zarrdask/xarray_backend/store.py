@@ -148,7 +148,7 @@ def array_dims_and_attrs(array: Array) -> DimsAndAttrs:
     attrs = dict(meta.attributes)
     names: Sequence[str | None] | None
     if meta.zarr_format == 3 or getattr(meta, "source_format", None) == "Zarr v1":  # (v1 names no dimension)
-        names = getattr(meta, "dimension_names", None)
+        names = meta.dimension_names
         if names is None and array.ndim:
             names = _nczarr_dims_maybe(array, attrs)
             if names is not None:
@@ -201,6 +201,21 @@ def _nczarr_dims_maybe(array: Array, attrs: Mapping[str, Any]) -> tuple[str, ...
         zarray = json.loads(raw) if raw else None
         names = nczarr_dimension_names(attrs, array.ndim, zarray if isinstance(zarray, dict) else None)
     return names
+
+
+class LoneArray:
+    """A Zarr v1 array seen as a group holding it alone (v1 has no groups, no attributes
+    above its arrays), the variable named by its directory."""
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+        self.name = posixpath.basename((array.path or array.store.url).rstrip("/")) or "data"
+        self.store = array.store
+        self.zarr_format = array.zarr_format
+        self.attrs: dict[str, Any] = {}
+
+    def members(self) -> list[tuple[str, Array]]:
+        return [(self.name, self.array)]
 
 
 class ZarrdaskDataStore(AbstractDataStore):
