@@ -1,4 +1,5 @@
-"""Codec lists inside a codec's configuration (``n5_default``, ``conditional``): JSON -> codecs."""
+"""Codec lists inside a codec's configuration (``sharding_indexed``, ``n5_default``,
+``conditional``): JSON -> codecs."""
 
 from __future__ import annotations
 

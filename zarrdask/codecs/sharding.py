@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 
 from ..metadata.dtypes import data_type_from_numpy
-from ..errors import CodecError, CorruptChunkError, MetadataError, Problem
-from ..metadata.extension import parse_named_config
+from ..errors import CodecError, CorruptChunkError, MetadataError
 from ..storage.base import Buffer, ByteRange, ByteRequest, SuffixRange
 from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
-from .pipeline import CodecPipeline, build_codecs
+from .nested import parse_codec_list
+from .pipeline import CodecPipeline
 from .registry import register_codec
 
 __all__ = ["ShardingCodec", "ShardIndex", "MISSING", "is_empty_chunk"]
@@ -147,16 +147,6 @@ def is_empty_chunk(array: np.ndarray, fill_value: Any) -> bool:
     return bool(np.all(raw == np.frombuffer(fill.tobytes(), np.uint8)))
 
 
-def _parse_codec_list(value: Any, loc: Loc) -> list[Codec]:
-    if not isinstance(value, list) or not value:
-        raise config_error(loc, f"expected a non-empty list of codecs, got {value!r}")
-    problems: list[Problem] = []
-    named = [parse_named_config(v, (*loc, i), problems) for i, v in enumerate(value)]
-    if problems:
-        raise MetadataError(problems)
-    return build_codecs([n for n in named if n is not None], loc)
-
-
 @register_codec
 class ShardingCodec(ArrayBytesCodec):
     """The sharding codec. After ``validate`` it holds the inner and index pipelines."""
@@ -183,8 +173,8 @@ class ShardingCodec(ArrayBytesCodec):
             isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape
         ):
             raise config_error((*loc, "configuration", "chunk_shape"), f"expected a list of positive integers, got {shape!r}")
-        codecs = _parse_codec_list(configuration.get("codecs"), (*loc, "configuration", "codecs"))
-        index_codecs = _parse_codec_list(
+        codecs = parse_codec_list(configuration.get("codecs"), (*loc, "configuration", "codecs"))
+        index_codecs = parse_codec_list(
             configuration.get("index_codecs", [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]),
             (*loc, "configuration", "index_codecs"),
         )

@@ -13,7 +13,8 @@ would run code from the store.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numcodecs
@@ -74,6 +75,20 @@ def numcodecs_codec(config: Mapping[str, Any], loc: Loc) -> Any:
         raise MetadataError([Problem(loc, f"expected settings numcodecs' {codec_id!r} codec takes: {exc}")]) from None
 
 
+@contextmanager
+def _decode_errors() -> Iterator[None]:
+    """Any failure of a numcodecs backend on stored bytes (each raises its own types) as a
+    CorruptChunkError saying a v2 chunk could not be decoded; MemoryError passes."""
+    try:
+        yield
+    except CorruptChunkError as exc:
+        raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise CorruptChunkError(f"v2 chunk cannot be decoded: {exc}") from exc
+
+
 class V2Serializer(ArrayBytesCodec):
     """A v2 chunk's elements (C order of what it sees) in the stored dtype, through the
     numcodecs filters. ``stored``: the on-disk dtype, set by :meth:`validate` from the spec."""
@@ -120,17 +135,11 @@ class V2Serializer(ArrayBytesCodec):
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         stored, n = self._dtype(), math.prod(spec.shape)
         decoded: Any = data
-        try:
+        with _decode_errors():
             for f in reversed(self.filters):
                 if f.codec_id in _VLEN_IDS:
                     check_item_count(f.codec_id, decoded, n)
                 decoded = f.decode(decoded)
-        except CorruptChunkError as exc:
-            raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
-        except MemoryError:
-            raise
-        except Exception as exc:  # numcodecs backends raise assorted types on corrupt input
-            raise CorruptChunkError(f"v2 chunk cannot be decoded: {exc}") from exc
         if stored.kind == "O":
             flat = np.asarray(decoded, dtype=object).reshape(-1)
         else:
@@ -176,17 +185,11 @@ class V2Compressor(BytesBytesCodec):
         return encoded if isinstance(encoded, bytes) else bytes(numcodecs.compat.ensure_bytes(encoded))
 
     def decode(self, data: Buffer, expected: int | None) -> Buffer:
-        try:
+        with _decode_errors():
             if self._bounded is not None:
                 return self._bounded(data, expected)
             decoded: Buffer = self.impl.decode(data)
             return decoded
-        except CorruptChunkError as exc:
-            raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
-        except MemoryError:
-            raise
-        except Exception as exc:  # numcodecs backends raise assorted types on corrupt input
-            raise CorruptChunkError(f"v2 chunk cannot be decoded: {exc}") from exc
 
     def decode_into(self, data: Sequence[Buffer], outs: Sequence[memoryview]) -> None:
         if self._into is None:
