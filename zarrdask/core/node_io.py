@@ -101,7 +101,10 @@ def _read_old_formats(store: Store, paths: Sequence[str], zarr_format: int | Non
     of each path's v1 ``meta``/``attrs`` and of the root ``zarr.json`` (unless ``draft``
     already says the store is a v3.0 draft), then the draft's documents."""
     keys = [join_path(p, n) for p in paths for n in V1_DOCUMENTS] + ([] if draft else ["zarr.json"])
-    blobs = store.get_many(keys)
+    try:
+        blobs = store.get_many(keys)
+    except StoreError:  # a store that takes only today's Zarr keys (Icechunk) holds no old format
+        return [None] * len(paths)
     if not draft:
         draft = is_draft_entry_point(_lenient_json(blobs[-1]))
     out: list[NodeMetadata | None] = [None] * len(paths)
@@ -274,6 +277,13 @@ def explain_missing(store: Store, path: str, zarr_format: int | None = None,
     (how the caller's function creates a node) is added where creating one would work.
     Costs one batched read and one listing (only on this error path)."""
     where = f"no array or group at {path or '<root>'!r} in {store!r}"
+    if zarr_format in (2, 3):
+        other = 2 if zarr_format == 3 else 3
+        names = _V2_NAMES[:2] if other == 2 else ("zarr.json",)
+        found = [n for n, blob in zip(names, store.get_many([join_path(path, n) for n in names])) if blob is not None]
+        if found:
+            return NodeNotFoundError(f"{where}: it holds Zarr v{other} metadata ({found[0]}); open with "
+                                     f"zarr_format={other} or leave zarr_format unset")
     local = None
     if isinstance(store, LocalStore):
         local = os.path.join(store.root, *path.split("/")) if path else store.root
