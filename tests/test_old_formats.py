@@ -136,11 +136,34 @@ def test_v1_migrates_in_place(tmp_path, entry):
     _read_with_peers(tmp_path, "a", want)
 
 
-def test_structured_types_are_refused_by_migrate(tmp_path):
+def test_structured_types_migrate_to_the_struct_data_type(tmp_path):
+    """A record array becomes the registry's ``struct`` type (packed fields, one ``bytes``
+    endian), its chunks kept: zarrdask reads it bit-exact; zarr-python 3.1 names only its own
+    ``structured`` type and TensorStore has none, so they refuse it by name (never a value)."""
+    entry = next(e for e in V1["arrays"] if e["path"] == "dtype_record")
     shutil.copytree(DATA / "v1" / "dtype_record", tmp_path / "a")
-    with pytest.raises(MetadataError, match="structured"):
+    zarrdask.migrate(tmp_path / "a")
+    assert json.loads((tmp_path / "a" / "zarr.json").read_text())["data_type"]["name"] == "struct"
+    want = expected("v1", entry)
+    assert_same(zarrdask.open_array(tmp_path / "a")[...], want)
+    zarr = pytest.importorskip("zarr")
+    try:
+        got = zarr.open_array(str(tmp_path), path="a", mode="r")[...]
+    except Exception as exc:  # (its own error types)
+        assert "struct" in str(exc), exc
+    else:
+        assert got.tobytes() == want.tobytes()
+
+
+def test_fields_in_both_byte_orders_are_refused_by_migrate(tmp_path):
+    """A v3 ``bytes`` codec stores every field in one byte order."""
+    doc = {"zarr_format": 2, "shape": [3], "chunks": [3], "dtype": [["a", "<i4"], ["b", ">f8"]],
+           "compressor": None, "fill_value": None, "order": "C", "filters": None}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / ".zarray").write_text(json.dumps(doc))
+    with pytest.raises(MetadataError, match="both byte orders"):
         zarrdask.migrate(tmp_path / "a")
-    assert (tmp_path / "a" / "meta").exists()
+    assert (tmp_path / "a" / ".zarray").exists() and not (tmp_path / "a" / "zarr.json").exists()
 
 
 @pytest.mark.parametrize("group", ["compressors", "layout", "fill", "filters", "deep", "implicit"])

@@ -24,9 +24,12 @@ Everything is converted and checked before anything is written; then every
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..codecs.numcodecs_adapter import BYTES_TO_BYTES
 from ..core.array import Array
@@ -126,6 +129,17 @@ def _convert(store: Store, path: str, meta: NodeMetadata) -> Any:
     return new
 
 
+def _byte_orders(stored: np.dtype) -> set[str]:
+    """The byte orders (``<``, ``>``) of a stored dtype's multi-byte values, field by field
+    for a structured one (a v3 ``struct`` is stored with one ``bytes`` endian)."""
+    if stored.fields is not None:
+        return set().union(*(_byte_orders(stored.fields[name][0]) for name in stored.names or ()))
+    if stored.itemsize == 1 or stored.byteorder == "|":
+        return set()
+    big = stored.byteorder == ">" or (stored.byteorder == "=" and sys.byteorder == "big")
+    return {">" if big else "<"}
+
+
 def array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
     """The v3 ``zarr.json`` of a v2 array whose chunks stay where they are (``key``: its
     ``.zarray``, for errors)."""
@@ -147,13 +161,15 @@ def array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
         filters = filters[1:]
         typesize = None
     else:
-        if meta.data_type.dtype.fields is not None:
-            raise MetadataError([Problem(("dtype",), "structured data types have no Zarr v3 equivalent")], key=key)
         data_type = data_type_from_numpy(meta.data_type.dtype)
         stored = stored_dtype_v2(meta.data_type)
+        orders = _byte_orders(stored)
+        if len(orders) > 1:
+            raise MetadataError([Problem(("dtype",), f"the fields of {stored} are stored in both byte orders; a "
+                                                     "Zarr v3 bytes codec stores all fields in one")], key=key)
         serializer = {"name": "bytes"}
-        if stored.itemsize > 1 and stored.byteorder != "|":
-            serializer["configuration"] = {"endian": "big" if stored.byteorder == ">" else "little"}
+        if orders:
+            serializer["configuration"] = {"endian": "big" if orders == {">"} else "little"}
         fill = data_type.cast_fill(meta.fill_value)
         typesize = stored.itemsize
     chain: list[Any] = []
