@@ -267,3 +267,21 @@ def test_nczarr_names_of_a_v3_array_without_dimension_names(tmp_path):
     assert zarrdask.open_array(str(tmp_path), path="v").dimension_names == ("t", "z")
     ds = xr.open_dataset(str(tmp_path), engine="zarrdask", consolidated=False)
     assert ds["v"].dims == ("t", "z") and ds["v"].attrs == {"units": "s"}
+
+
+def test_nczarr_48_names_in_zarray_reach_the_array_and_survive_a_rewrite(tmp_path):
+    """netCDF-C 4.8 keeps dimension references in ``.zarray``'s ``_NCZARR_ARRAY``: the v2
+    metadata keeps the entry, ``Array.dimension_names`` reads it, and a metadata rewrite
+    (resize) writes it back."""
+    import json
+
+    import zarrdask
+
+    a = zarrdask.create_array(tmp_path / "v", shape=(2, 3), dtype="i2", zarr_format=2)
+    doc = json.loads((tmp_path / "v" / ".zarray").read_text())
+    doc["_NCZARR_ARRAY"] = {"dimrefs": ["/y", "/x"], "storage": "chunked"}
+    (tmp_path / "v" / ".zarray").write_text(json.dumps(doc))
+    a = zarrdask.open_array(tmp_path / "v", mode="r+")
+    assert a.dimension_names == ("y", "x")
+    a.resize((4, 3))
+    assert json.loads((tmp_path / "v" / ".zarray").read_text())["_NCZARR_ARRAY"]["dimrefs"] == ["/y", "/x"]

@@ -320,8 +320,6 @@ def test_zarrdask_writes_netcdf4_reads(tmp_path: Path, case: Case) -> None:
 # Debian's netCDF-C (ncgen writes NCZarr with ``_NCZARR_ARRAY: {"dimrefs": ...}``; ncdump reads)
 
 
-ARRAY_DIMREFS_DEFECT = ("zarrdask: Array.dimension_names looks for NCZarr's names in the attributes only, "
-                        "not in .zarray's _NCZARR_ARRAY (netCDF-C 4.8/4.9); the xarray engine finds them")
 NCGEN_CASES = [Case(f"{code}{'-dimrefs-only' if drop else ''}", np.dtype(code), {"drop": drop})
                for i, code in enumerate(NC_DTYPES) for drop in [i % 2 == 0]]
 
@@ -337,7 +335,6 @@ def test_ncgen_writes_zarrdask_reads(tmp_path: Path, case: Case) -> None:
 
 
 @_needs(NCGEN)
-@pytest.mark.xfail(strict=True, reason=ARRAY_DIMREFS_DEFECT)
 def test_ncgen_dimrefs_on_the_array(tmp_path: Path) -> None:
     store = _tools.ncgen_write(tmp_path, sample(np.dtype("i4")), DIMS, "m")
     drop_array_dimensions(store)

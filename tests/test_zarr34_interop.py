@@ -341,3 +341,19 @@ def test_bytes_data_type_both_ways(peer, tmp_path):
     assert seen == {"dtype": "variable_length_bytes", "fill": "010203", "values": [v.hex() for v in values]}
     b = zarrdask.open_array(theirs)
     assert b.metadata.data_type.name == "variable_length_bytes" and b[...].tolist() == values
+
+
+def test_zarr_python_reads_record_arrays_migrate_wrote(peer, tmp_path):
+    """A Zarr v1 record array (written by zarr 1.1.0) migrated to the registry's ``struct``
+    data type reads bit-exact in zarr-python 3.4 (3.1 knows only its own ``structured``)."""
+    shutil.copytree(ROOT / "tests" / "data" / "old_formats" / "v1" / "dtype_record", tmp_path / "a")
+    want = zarrdask.open_array(tmp_path / "a")[...]
+    zarrdask.migrate(tmp_path / "a")
+    out = _run(peer, """
+        import sys, json, zarr
+        got = zarr.open_array(sys.argv[1], mode="r")[...]
+        print(json.dumps({"descr": [list(f) for f in got.dtype.descr], "hex": got.tobytes().hex()}))
+    """, str(tmp_path / "a"))
+    got = json.loads(out)
+    assert [tuple(f) for f in got["descr"]] == want.dtype.descr
+    assert got["hex"] == want.tobytes().hex()

@@ -26,6 +26,7 @@ from ..errors import (
 )
 from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
 from ..metadata.nodes import ArrayMetadata
+from ..metadata.nczarr import nczarr_names
 from ..metadata.v3draft import chunk_prefix
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
@@ -167,12 +168,11 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
         """The axes' names: v3 ``dimension_names``, v2 ``_ARRAY_DIMENSIONS``, else the names
-        NCZarr (netCDF-C) keeps in its ``_nczarr_array`` attribute; None when there are none."""
-        from ..metadata.nczarr import nczarr_dimension_names
-
+        NCZarr (netCDF-C) keeps in its ``_nczarr_array`` attribute or (4.8) in ``.zarray``'s
+        ``_NCZARR_ARRAY``; None when there are none."""
         meta = self._metadata
         names = meta.dimension_names
-        return names if names is not None else nczarr_dimension_names(meta.attributes, meta.ndim)
+        return names if names is not None else nczarr_names(meta)
 
     @property
     def codecs(self) -> list[dict[str, Any]]:

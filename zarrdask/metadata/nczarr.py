@@ -12,7 +12,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["nczarr_dimension_names"]
+from .nodes import ArrayMetadata
+
+__all__ = ["nczarr_dimension_names", "nczarr_names"]
 
 _KEYS = ("dimension_references", "dimrefs")
 
@@ -30,3 +32,10 @@ def nczarr_dimension_names(attributes: Mapping[str, Any], ndim: int,
             if isinstance(refs, list) and len(refs) == ndim and all(isinstance(r, str) and r for r in refs):
                 return tuple(posixpath.basename(r.rstrip("/")) or r for r in refs)
     return None
+
+
+def nczarr_names(meta: ArrayMetadata) -> tuple[str, ...] | None:
+    """The NCZarr dimension names of an array's metadata (either format): its attributes,
+    else the ``_NCZARR_ARRAY`` entry a v2 ``.zarray`` kept."""
+    nczarr = getattr(meta, "nczarr", None)
+    return nczarr_dimension_names(meta.attributes, meta.ndim, {"_NCZARR_ARRAY": nczarr} if nczarr else None)

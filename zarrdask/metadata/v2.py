@@ -35,6 +35,8 @@ class ArrayMetadataV2:
     filters: tuple[Mapping[str, Any], ...] | None = None
     dimension_separator: str = "."
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    #: netCDF-C 4.8's ``_NCZARR_ARRAY`` entry of ``.zarray`` (its dimension references), kept as written
+    nczarr: Mapping[str, Any] | None = None
 
     zarr_format: ClassVar[Literal[2]] = 2
     node_type: ClassVar[Literal["array"]] = "array"
@@ -64,7 +66,7 @@ class ArrayMetadataV2:
 
     def to_json(self) -> dict[str, Any]:
         """The ``.zarray`` document."""
-        return {
+        doc = {
             "zarr_format": 2,
             "shape": list(self.shape),
             "chunks": list(self.chunk_shape),
@@ -75,6 +77,9 @@ class ArrayMetadataV2:
             "filters": [dict(f) for f in self.filters] if self.filters else None,
             "dimension_separator": self.dimension_separator,
         }
+        if self.nczarr is not None:
+            doc["_NCZARR_ARRAY"] = dict(self.nczarr)
+        return doc
 
     def to_documents(self) -> dict[str, bytes]:
         docs = {".zarray": _dumps(self.to_json())}
@@ -131,7 +136,7 @@ class ArrayMetadataV2:
         return cls(
             shape=tuple(shape), chunk_shape=tuple(chunks), data_type=dtype, fill_value=fill, order=order,
             compressor=compressor, filters=tuple(filters) if filters else None, dimension_separator=sep,
-            attributes=dict(attrs),
+            attributes=dict(attrs), nczarr=nczarr if isinstance(nczarr := doc.get("_NCZARR_ARRAY"), Mapping) else None,
         )
 
 

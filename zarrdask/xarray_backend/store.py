@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import posixpath
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -194,13 +193,9 @@ def _missing_v2_dimensions(array: Array) -> DatasetKeyError:
 
 def _nczarr_dims_maybe(array: Array, attrs: Mapping[str, Any]) -> tuple[str, ...] | None:
     """NCZarr's dimension names (``dimension_references`` or ``dimrefs``), if the array has
-    them: in the attributes, else (netCDF-C 4.8) in ``.zarray``, read only then."""
-    names = nczarr_dimension_names(attrs, array.ndim)
-    if names is None and array.zarr_format == 2:
-        raw = array.store.get(posixpath.join(array.path, ".zarray"))
-        zarray = json.loads(raw) if raw else None
-        names = nczarr_dimension_names(attrs, array.ndim, zarray if isinstance(zarray, dict) else None)
-    return names
+    them: in the attributes (as given), else (netCDF-C 4.8) in ``.zarray``'s ``_NCZARR_ARRAY``."""
+    nczarr = getattr(array.metadata, "nczarr", None)
+    return nczarr_dimension_names(attrs, array.ndim, {"_NCZARR_ARRAY": nczarr} if nczarr else None)
 
 
 class LoneArray:
