@@ -1,7 +1,6 @@
-"""The old formats above the core: ``copy`` refuses a v3.0 draft store, naming
-``migrate(target=...)``, which copies it (the draft keeps chunks apart from its documents,
-a layout copy does not walk); the xarray engine opens a Zarr v1 array (v1 has no groups)
-as a dataset of one variable."""
+"""The old formats above the core: ``copy`` of a v3.0 draft store is migrate's copy (the
+draft keeps chunks apart from its documents); the xarray engine opens a Zarr v1 array (v1
+has no groups) as a dataset of one variable."""
 
 from __future__ import annotations
 
@@ -21,11 +20,22 @@ V1 = json.loads((DATA / "v1" / "expected" / "manifest.json").read_text())
 NUMERIC_V1 = [e for e in V1["arrays"] if e["path"].startswith(("dtype_", "compression_", "order_"))]
 
 
-def test_copy_refuses_a_draft_store_and_names_migrate(tmp_path):
-    with pytest.raises(InvalidModeError, match=r"v3\.0 draft.*migrate\(source, target="):
-        zarrdask.copy(DRAFT_STORE, tmp_path / "out.zarr")
-    assert not any((tmp_path / "out.zarr").rglob("*.json"))
-
+def test_copy_takes_a_draft_store_as_migrate_does(tmp_path):
+    """copy of a draft store is migrate's copy (chunks byte for byte as Zarr v3.1); with a
+    layout change asked, it refuses before writing and says how."""
+    with pytest.raises(InvalidModeError, match=r"v3\.0 draft.*copy it first"):
+        zarrdask.copy(DRAFT_STORE, tmp_path / "no.zarr", chunks=2)
+    assert not any((tmp_path / "no.zarr").rglob("*.json"))
+    copied = zarrdask.copy(DRAFT_STORE, tmp_path / "out.zarr")
+    assert copied.zarr_format == 3
+    for entry in DRAFT["arrays"]:
+        want = np.load(DATA / "v3draft" / "expected" / entry["expected"], allow_pickle=True)
+        got = zarrdask.open_array(tmp_path / "out.zarr", path=entry["path"])[...]
+        if want.dtype.kind == "O":
+            assert got.tolist() == want.tolist()
+        else:  # bit for bit (NaN payloads too), in native byte order
+            native = want.dtype.newbyteorder("=") if want.dtype.fields is None else want.dtype
+            assert got.tobytes() == want.astype(native).tobytes()
 
 
 @pytest.mark.parametrize("entry", NUMERIC_V1[:8], ids=lambda e: e["path"])
@@ -54,3 +64,9 @@ def test_xarray_engine_still_refuses_a_lone_v2_array(tmp_path):
     zarrdask.create_array(tmp_path / "a.zarr", shape=(2,), dtype="i1", zarr_format=2)
     with pytest.raises(GroupNotFoundError):
         xr.open_dataset(tmp_path / "a.zarr", engine="zarrdask")
+
+
+def test_copy_takes_one_bare_size_for_every_dimension(tmp_path):
+    """``chunks=2`` (as zarr-python's ``chunks``) means 2 along every dimension."""
+    zarrdask.create_array(tmp_path / "a.zarr", shape=(4, 6), chunks=(4, 6), dtype="i2")[...] = 1
+    assert zarrdask.copy(tmp_path / "a.zarr", tmp_path / "b.zarr", chunks=2).chunks == (2, 2)

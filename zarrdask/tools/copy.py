@@ -31,6 +31,7 @@ from ..storage import open_store
 from ..storage.base import Store, join_path
 from ..storage.transactional import changes
 from .copy_layout import Options, same_bytes, target_metadata
+from .migrate import migrate
 from .copy_plan import ArrayPlan, CopyPlan, plan_array
 from .copy_shapes import KEEP, ArrayShape, ShapeSpec, check_fits, check_spec
 
@@ -55,8 +56,7 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     its contents are replaced). ``dry_run=True`` writes nothing and returns the
     :class:`~zarrdask.tools.copy_plan.CopyPlan`; else the copied node is returned.
     ``client``: a ``distributed.Client`` to run on; ``progress``: a progress bar."""
-    check_spec("chunks", chunks)
-    check_spec("shards", shards)
+    chunks, shards = check_spec("chunks", chunks), check_spec("shards", shards)
     if zarr_format not in (None, 2, 3):
         raise InvalidModeError(f"zarr_format={zarr_format!r}: expected 2 or 3 (or None: the source's)")
     src = open_store(source, storage_options=storage_options)
@@ -68,8 +68,8 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     root = open_node(src, path=path or None)
     found = getattr(root.metadata, "source_format", None)
     if found is not None and found != "Zarr v1":
-        raise InvalidModeError(f"{src.url} is a {found} store, which copy does not walk; "
-                               f"zarrdask.migrate(source, target=...) copies it as Zarr v3.1, chunks byte for byte")
+        return _copy_draft(src, dst, path, found, changed=chunks is not KEEP or shards is not KEEP
+                           or compressors is not KEEP or zarr_format not in (None, 3) or dry_run or overwrite)
     nodes = _nodes(src, root)
     arrays = {rel: n for rel, n in nodes.items() if isinstance(n, Array)}
     if isinstance(root, Group):
@@ -157,3 +157,15 @@ def _copy_keys(src: Store, dst: Store, keys: Mapping[str, str]) -> Any:
     blobs = src.get_many(list(keys))
     dst.set_many({keys[k]: b for k, b in zip(keys, blobs) if b is not None})
     return changes(dst)
+
+
+def _copy_draft(src: Store, dst: Store, path: str, found: str, *, changed: bool) -> Union[Array, Group]:
+    """A v3.0-draft store, whose chunks lie apart from its documents, copied as Zarr v3.1
+    by ``migrate`` (every chunk byte for byte) when nothing else is asked of the copy."""
+    if changed:
+        raise InvalidModeError(f"{src.url} is a {found} store: copy takes it only as it is (no chunks=, shards=, "
+                               "compressors=, zarr_format=2, dry_run= or overwrite=); copy it first, then copy "
+                               "the v3.1 result with the new layout (zarrdask.migrate(source, target=..., "
+                               "dry_run=True) shows the documents)")
+    migrate(src, path=path, target=dst)
+    return open_node(dst)

@@ -21,14 +21,18 @@ def _text(sizes: Sequence[int]) -> str:
     return ",".join(str(s) for s in sizes)
 
 
-def check_spec(name: str, spec: Any) -> None:
-    """Refuse a spec that can apply to no array (sizes other than -1 or positive)."""
+def check_spec(name: str, spec: Any) -> ShapeSpec:
+    """``spec`` with one bare size (``chunks=64``) as one size for every dimension; a spec
+    that can apply to no array (sizes other than -1 or positive) is refused."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        spec = (spec,)
     if isinstance(spec, str) or spec is None:
-        return
+        return spec
     sizes = list(spec.values()) if isinstance(spec, Mapping) else list(spec)
     bad = [s for s in sizes if not isinstance(s, int) or isinstance(s, bool) or (s < 1 and s != -1)]
     if bad or not sizes:
         raise ShapeMismatchError(f"{name}={spec!r}: sizes must be positive integers or -1 (the whole dimension)")
+    return spec
 
 
 def matches(spec: Any, ndim: int, names: Sequence[str | None] | None) -> bool:
