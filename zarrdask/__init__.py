@@ -37,6 +37,7 @@ _import_numcodecs()
 from . import codecs as codecs
 from .core.api import open, open_array, open_group, plan_read
 from .core.array import Array, ArrayOptions
+from .core.cache import CacheInfo, cache_clear
 from .core.create import create_array
 from .core.group import Group, create_group
 from .core.locks import FileLock
@@ -49,9 +50,9 @@ from .tools.verify import verify
 from .xarray_backend import accessor as _accessor  # noqa: F401  (registers ds.zarrdask / dt.zarrdask)
 
 __all__ = [
-    "Array", "ArrayOptions", "FileLock", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
+    "Array", "ArrayOptions", "CacheInfo", "FileLock", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
     "open", "open_array", "open_group", "open_store", "plan_read", "from_zarr", "to_zarr", "plan_write",
-    "verify", "migrate", "copy", "remove_temporary_files",
+    "verify", "migrate", "copy", "remove_temporary_files", "cache_clear",
 ]
 __version__ = "0.1.0"
 

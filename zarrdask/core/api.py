@@ -124,8 +124,9 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
     array: ``"a"`` creates it when nothing is there, ``"w"`` replaces what is there. An
     existing array must match the given ``shape``/``dtype``/``chunks``/``shards``. Without
     ``shape=``, ``"a"``/``"w"``/``"w-"`` create a group (``attributes=``). Other keywords
-    are :class:`ArrayOptions` (``missing_chunks="raise"``, ``threads=1``, ...) and
-    ``use_consolidated`` (groups).
+    are :class:`ArrayOptions` (``missing_chunks="raise"``, ``threads=1``,
+    ``cache_bytes="1 GiB"`` for the decoded-chunk cache, ...) and ``use_consolidated``
+    (groups).
     """
     function = "zarrdask.open"
     _check_mode(function, mode)
@@ -175,7 +176,10 @@ def open_array(store: Any, *, mode: str = "r", path: str | None = None,
     failing if a node is there. Keywords: those of :func:`zarrdask.create_array` (and
     ``zarr.create``'s ``chunk_shape``, ``compressor``, ``dimension_separator``,
     ``config``), which an existing array must match for ``shape``/``dtype``/``chunks``/
-    ``shards``, and :class:`ArrayOptions` (``missing_chunks``, ``threads``, ``lock``, ...).
+    ``shards``, and :class:`ArrayOptions` (``missing_chunks``, ``threads``, ``lock``,
+    ``cache_bytes``: read through the process's decoded-chunk cache with this budget, an
+    int or a string such as ``"512 MiB"``; 0 off, unset: the ``zarrdask.cache-bytes`` dask
+    config value; :meth:`Array.cache_info`, :func:`zarrdask.cache_clear`, ...).
     """
     function = "zarrdask.open_array"
     _check_mode(function, mode)

@@ -31,6 +31,7 @@ from ..metadata.v3draft import chunk_prefix
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
+from .cache import CacheInfo, array_cache, array_statistics, forget, pool_key
 from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
@@ -95,8 +96,13 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             if exc.key is not None:
                 raise
             raise type(exc)(exc.problems, key=key) from None
-        source = open_units(chunk_store, chunk_prefix(meta, self._path), meta.chunk_key_encoding, pipelines, spec, self._options, grid)
+        prefix = chunk_prefix(meta, self._path)
+        pool = pool_key(chunk_store, prefix)
+        decoded = array_cache(pool, meta.to_json(), self._options.cache_bytes)
+        source = open_units(chunk_store, prefix, meta.chunk_key_encoding, pipelines, spec, self._options, grid,
+                            pool_key=pool, decoded=decoded)
         self._source: StoredUnits = source
+        self._pool, self._decoded = pool, decoded
         self._chunks = self._source.read_shape
         self._shards = self._source.shards
 
@@ -232,6 +238,17 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def _repr_html_(self) -> str:
         return array_html(self)
+
+    def cache_info(self) -> CacheInfo:
+        """The decoded-chunk cache's statistics for this array (hits, misses, evictions,
+        chunks and bytes held, over every open of it in this process) and the pool's size
+        and limit. ``budget`` 0: this open reads without the cache (``cache_bytes=``)."""
+        return array_statistics(self._pool, 0 if self._decoded is None else self._decoded.budget)
+
+    def cache_clear(self) -> None:
+        """Forget every decoded chunk of this array held in this process (by any open of
+        it): needed after another process changed the array, which this process cannot see."""
+        forget(self._pool)
 
     def nbytes_stored(self) -> int:
         """Bytes the array occupies in the store (metadata and chunks)."""

@@ -211,6 +211,7 @@ def commit_array(plan: ArrayPlan, overwrite: bool, exists_hint: str) -> Array:
     _prepare(plan.store, plan.path, overwrite, plan.metadata.zarr_format, exists_hint)
     write_node(plan.store, plan.path, plan.metadata, created=True)
     array = Array(plan.store, plan.path, plan.metadata, plan.options)
+    array.cache_clear()  # (decoded chunks of an array that was there before, held by any open)
     if plan.data is not None and plan.data.size:
         array[...] = plan.data
     return array

@@ -46,6 +46,7 @@ def _open_store(
     store: Any = None,
     use_zarr_fill_value_as_mask: bool | None = None,
     cache_members: bool = True,
+    cache_bytes: int | str | None = None,
 ) -> ZarrdaskDataStore:
     """The data store to read: ``store`` when given (as xarray's zarr engine takes an
     opened ``ZarrStore``: here a ``ZarrdaskDataStore`` or a zarrdask ``Group``), else the
@@ -53,7 +54,8 @@ def _open_store(
     source = filename_or_obj if store is None else store
     if isinstance(source, ZarrdaskDataStore):
         return source
-    options = {"fill_value_as_mask": use_zarr_fill_value_as_mask, "cache_members": cache_members}
+    options = {"fill_value_as_mask": use_zarr_fill_value_as_mask, "cache_members": cache_members,
+               "cache_bytes": cache_bytes}
     if isinstance(source, Group):
         return ZarrdaskDataStore(source, **options)
     if store is not None:
@@ -170,7 +172,10 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
     ``Group`` or ``ZarrdaskDataStore`` to read instead), ``engine`` (accepted and
     unused, as by xarray's engine), ``use_zarr_fill_value_as_mask`` (the Zarr
     ``fill_value`` masks data as ``_FillValue``; None: for v2 only) and
-    ``cache_members`` (list the group's members once at open; False: on every use).
+    ``cache_members`` (list the group's members once at open; False: on every use) and
+    ``cache_bytes`` (read through the process's decoded-chunk cache with this budget: int
+    bytes or a string such as ``"1 GiB"``; 0: off; None: the ``zarrdask.cache-bytes`` dask
+    config default, else off; see ``zarrdask.cache_clear``).
     v3 arrays without ``dimension_names`` open with ``dim_0, dim_1, ...``.
     """
 
@@ -182,7 +187,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
     open_dataset_parameters = (
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters", "decode_coords",
         "drop_variables", "use_cftime", "decode_timedelta", "group", "mode", "consolidated", "storage_options",
-        "zarr_format", "store", "engine", "use_zarr_fill_value_as_mask", "cache_members",
+        "zarr_format", "store", "engine", "use_zarr_fill_value_as_mask", "cache_members", "cache_bytes",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -216,6 +221,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         engine: Any = None,
         use_zarr_fill_value_as_mask: bool | None = None,
         cache_members: bool = True,
+        cache_bytes: int | str | None = None,
     ) -> Dataset:
         """Open one group as a lazy, CF-decoded Dataset."""
         store = _open_store(
@@ -228,6 +234,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             store=store,
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
             cache_members=cache_members,
+            cache_bytes=cache_bytes,
         )
         with close_on_error(store):
             _preload_index_coordinates([store], drop_variables)

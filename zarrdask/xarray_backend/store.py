@@ -25,6 +25,7 @@ from xarray.core.utils import Frozen
 from zarrdask.errors import DatasetError, DatasetKeyError
 from zarrdask.core.array import Array
 from zarrdask.core.block_reader import BlockReader
+from zarrdask.core.cache import check_budget
 from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
 from zarrdask.errors import MetadataError
@@ -220,22 +221,35 @@ class ZarrdaskDataStore(AbstractDataStore):
     (the Zarr ``fill_value`` becomes the CF ``_FillValue``) and False for v3 (the
     ``fill_value`` goes to ``encoding`` and a ``_FillValue`` attribute is decoded
     from xarray's base64 form). ``cache_members``: the group's members are listed once,
-    here (False: on every use, so members added meanwhile are seen).
+    here (False: on every use, so members added meanwhile are seen). ``cache_bytes``:
+    the arrays read through the process's decoded-chunk cache with this budget (int
+    bytes or a string such as ``"1 GiB"``; 0: not; None: the ``zarrdask.cache-bytes``
+    dask config default).
     """
 
-    __slots__ = ("_cached", "_fill_value_as_mask", "_preloaded", "group")
+    __slots__ = ("_cache_bytes", "_cached", "_fill_value_as_mask", "_preloaded", "group")
 
-    def __init__(self, group: Group, *, fill_value_as_mask: bool | None = None, cache_members: bool = True) -> None:
+    def __init__(self, group: Group, *, fill_value_as_mask: bool | None = None, cache_members: bool = True,
+                 cache_bytes: int | str | None = None) -> None:
         self.group = group
-        self._cached: dict[str, Array | Group] | None = dict(group.members()) if cache_members else None
+        self._cache_bytes = check_budget(cache_bytes)
+        self._cached: dict[str, Array | Group] | None = self._listed() if cache_members else None
         self._preloaded: dict[str, np.ndarray] = {}
         if fill_value_as_mask is None:
             fill_value_as_mask = group.zarr_format == 2
         self._fill_value_as_mask = fill_value_as_mask
 
+    def _listed(self) -> dict[str, Array | Group]:
+        """The group's members, its arrays with this store's cache budget when one is given."""
+        members = dict(self.group.members())
+        if self._cache_bytes is None:
+            return members
+        return {name: m.with_options(cache_bytes=self._cache_bytes) if isinstance(m, Array) else m
+                for name, m in members.items()}
+
     @property
     def _members(self) -> dict[str, Array | Group]:
-        return self._cached if self._cached is not None else dict(self.group.members())
+        return self._cached if self._cached is not None else self._listed()
 
     def arrays(self) -> dict[str, Array]:
         """The arrays directly in this group, by name."""
@@ -254,7 +268,8 @@ class ZarrdaskDataStore(AbstractDataStore):
             children = [(posixpath.join(path, name), child)
                         for path, store in level for name, child in sorted(store.groups().items())]
             stores = run_waiting(lambda item: type(self)(item[1], fill_value_as_mask=self._fill_value_as_mask,
-                                                         cache_members=self._cached is not None), children)
+                                                         cache_members=self._cached is not None,
+                                                         cache_bytes=self._cache_bytes), children)
             level = [(path, store) for (path, _), store in zip(children, stores)]
 
     def index_coordinates(self) -> list[str]:

@@ -20,6 +20,7 @@ from ...indexing import Projection, Selection, basic_selection
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_coords, chunk_slices, stored_shape
 from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read
 from ...storage.base import ByteRange, Store, join_path
+from ..cache import ArrayCache, ArrayKey, forget
 from ..executor import run_all
 from ..output import output_array
 from ..progress import ProgressBar, counted
@@ -49,7 +50,8 @@ class ChunkSource(ABC):
 
     def __init__(self, store: Store, path: str, key_encoding: ChunkKeyEncoding,
                  pipelines: Callable[[tuple[int, ...]], ChunkPipeline], spec: ChunkSpec, options: ArrayOptions,
-                 grid: tuple[AxisGrid, ...], *, shards: bool) -> None:
+                 grid: tuple[AxisGrid, ...], *, shards: bool, pool_key: ArrayKey | None = None,
+                 decoded: ArrayCache | None = None) -> None:
         self.store = store
         self.path = path
         self.key_encoding = key_encoding
@@ -67,6 +69,10 @@ class ChunkSource(ABC):
         self.fill = spec.dtype.default_fill() if fill is None else fill
         self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
                                     sharded=False, ranged_reads=False, key=self.key)
+        #: the array in the process's decoded-chunk pool (writes forget their keys there),
+        #: and this open's view of the pool when it reads through it (None: straight reads)
+        self.pool_key = pool_key
+        self.decoded = decoded
 
     def _pipeline_at(self, coords: tuple[int, ...]) -> ChunkPipeline:
         return self.pipelines(stored_shape(self.grid, coords))
@@ -81,7 +87,10 @@ class ChunkSource(ABC):
     def read(self, selection: Selection, out: np.ndarray) -> None:
         units = self.plan(selection).units
         targets = [_target(out, u) for u in units]
-        self._read_units(units, targets)
+        if self.decoded is None:
+            self._read_units(units, targets)
+        else:
+            self._read_cached(units, targets, self.decoded)
         for u, target in zip(units, targets):
             if u.out_index is not None and not is_view(u.out_index):
                 out[u.out_index] = target
@@ -102,6 +111,52 @@ class ChunkSource(ABC):
             return
         for i, blob in self.store.iter_ranges([(u.key, ByteRange(0, None)) for u in units]):
             self._decode_unit(units[i], targets[i], blob, threads)
+
+    def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
+        """Read through the decoded-chunk cache: each unit's decoded value from the pool, or
+        fetched, decoded into an array of its own, held and copied out."""
+        ticket = cache.ticket()
+        missed = []
+        for i, (unit, found) in enumerate(zip(units, cache.get_many([(u.key, 0) for u in units]))):
+            if found is None:
+                missed.append(i)
+            else:
+                (placement,) = unit.chunks
+                targets[i][placement.out_index] = found[placement.chunk_index]
+
+        def load(i: int, blob: bytes | None) -> None:
+            unit = units[i]
+            (placement,) = unit.chunks
+            if blob is None:
+                self._missing(f"chunk {unit.key}", targets[i], placement.out_index)
+                return
+            try:
+                chunk = self._decode_whole(unit.coords, blob)
+            except CodecError as exc:
+                raise with_key(exc, unit.key) from exc
+            cache.put(unit.key, 0, chunk, ticket)
+            targets[i][placement.out_index] = chunk[placement.chunk_index]
+
+        if self.store.is_local:
+            run_all(lambda i: load(i, self.store.get(units[i].key)), missed, self.options.threads, min_parallel=2)
+        else:
+            blobs = self.store.get_many([units[i].key for i in missed])
+            run_all(lambda j: load(missed[j], blobs[j]), range(len(missed)), self.options.threads, min_parallel=2)
+
+    def _decode_whole(self, coords: tuple[int, ...], blob: bytes) -> np.ndarray:
+        """A whole stored value decoded into an array of its own (C order), to be held."""
+        pipeline = self._pipeline_at(coords)
+        shape = stored_shape(self.grid, coords)
+        if pipeline.decodes_into:
+            fresh = np.empty((1, *shape), dtype=self.spec.dtype.dtype)
+            pipeline.decode_into([blob], fresh)
+            return fresh[0, ...]
+        return np.array(pipeline.decode(blob), order="C", copy=True)
+
+    def forget(self, keys: Iterable[str] | None = None) -> None:
+        """Forget what the process's decoded-chunk cache holds of ``keys`` (None: every key)
+        of this array, after zarrdask changed them."""
+        forget(self.pool_key, keys)
 
     @abstractmethod
     def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
@@ -145,7 +200,9 @@ class ChunkSource(ABC):
             return run_all(counted(encode, bar), items, self.options.threads)
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
-        self.store.delete_many([self.key(c) for c in coords])
+        keys = [self.key(c) for c in coords]
+        self.store.delete_many(keys)
+        self.forget(keys)
 
     # -- what is stored ------------------------------------------------------------------
     def unit_keys(self) -> dict[str, tuple[int, ...]]:

@@ -53,6 +53,7 @@ class PlainChunkSource(ChunkSource):
         encoded = self._encode_all(encode, range(len(projections)))
         self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
         self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
+        self.forget(keys)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...errors import InvalidModeError
+from ..cache import check_budget
 
 __all__ = ["ArrayOptions", "WriteLock"]
 
@@ -32,6 +33,10 @@ class ArrayOptions:
     :class:`~zarrdask.core.locks.FileLock`), for processes writing parts of the same chunk or shard
     outside Dask. Without it such writes are unsafe: one writer's part can be lost.
     ``verify_checksums``: check every crc32c on read (False skips the check, for speed).
+    ``cache_bytes``: the budget of the process's decoded-chunk cache this array reads through
+    (int bytes or a string such as ``"512 MiB"``; 0: off; None: the ``zarrdask.cache-bytes``
+    dask config value when the array is opened outside a dask worker, else off; see
+    ``core/cache.py``).
     """
 
     write_empty_chunks: bool = False
@@ -43,6 +48,7 @@ class ArrayOptions:
     progress: bool = False
     lock: WriteLock | None = None
     verify_checksums: bool = True
+    cache_bytes: int | str | None = None
 
     def __post_init__(self) -> None:
         if self.lock is not None and not (hasattr(self.lock, "acquire") and hasattr(self.lock, "release")):
@@ -51,3 +57,4 @@ class ArrayOptions:
             raise InvalidModeError(f"missing_chunks must be 'fill' or 'raise', got {self.missing_chunks!r}")
         if self.threads is not None and self.threads < 1:
             raise InvalidModeError(f"threads must be None or >= 1, got {self.threads!r}")
+        object.__setattr__(self, "cache_bytes", check_budget(self.cache_bytes))

@@ -30,6 +30,7 @@ from ...storage.base import Buffer, ByteRange, Store, Value
 from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
 from ..executor import run_all
 from ..output import scratch
+from ..cache import ArrayCache, ArrayKey, last_write
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
 from .options import ArrayOptions
@@ -65,6 +66,10 @@ class IndexCache:
         with self._lock:
             for key in keys:
                 self._data.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -114,12 +119,15 @@ class ShardedChunkSource(ChunkSource):
 
     def __init__(self, store: Store, path: str, key_encoding: ChunkKeyEncoding,
                  pipelines: Callable[[tuple[int, ...]], ChunkPipeline], spec: ChunkSpec, options: ArrayOptions,
-                 grid: tuple[AxisGrid, ...]) -> None:
-        super().__init__(store, path, key_encoding, pipelines, spec, options, grid, shards=True)
+                 grid: tuple[AxisGrid, ...], *, pool_key: ArrayKey | None = None,
+                 decoded: ArrayCache | None = None) -> None:
+        super().__init__(store, path, key_encoding, pipelines, spec, options, grid, shards=True, pool_key=pool_key,
+                         decoded=decoded)
         codec, perm = _sharding_of(self.pipeline), self.pipeline.axis_permutation
         assert codec.inner is not None and perm is not None
         self.inner: CodecPipeline = codec.inner
         self.cache = IndexCache(options.index_cache_size)
+        self._index_stamp = last_write(pool_key)  # (see _indexes)
         self._perm = perm
         self._inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
         self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
@@ -181,6 +189,79 @@ class ShardedChunkSource(ChunkSource):
         ranged = [i for i, u in enumerate(units) if not u.whole]
         jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
         run_all(self._decode_job, jobs, self.options.threads)
+
+    def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
+        """Read through the decoded-chunk cache: inner chunks held in the pool are copied
+        out; the rest are fetched (through the shard index, neighbours coalesced; whole
+        shards when bytes->bytes codecs follow the sharding codec), each decoded into an
+        array of its own, held and copied out. Held chunks keep the sharding codec's axis
+        order; a hit is transposed back as a view."""
+        ticket = cache.ticket()
+        order = self._inverse
+        found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
+        pending: list[UnitRead] = []
+        pending_targets: list[np.ndarray] = []
+        at = 0
+        for unit, target in zip(units, targets):
+            missed = []
+            for placement, chunk in zip(unit.chunks, found[at: at + len(unit.chunks)]):
+                if chunk is None:
+                    missed.append(placement)
+                else:
+                    target[placement.out_index] = chunk.transpose(order)[placement.chunk_index]
+            at += len(unit.chunks)
+            if missed:
+                pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, False, missed))
+                pending_targets.append(target)
+        if not pending:
+            return
+        if self.layout.ranged_reads:
+            jobs = self._fetch_ranges(pending, pending_targets)
+        else:
+            jobs = self._whole_jobs(pending, pending_targets)
+
+        def load(job: _InnerJob) -> None:
+            placement = job.placement
+            if job.data is None:
+                self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
+                return
+            try:
+                chunk = self._decode_fresh(job.data)
+            except CodecError as exc:
+                raise with_key(exc, job.key, placement.coords) from exc
+            cache.put(job.key, placement.position, chunk, ticket)
+            job.target[placement.out_index] = chunk.transpose(order)[placement.chunk_index]
+
+        run_all(load, jobs, self.options.threads)
+
+    def _whole_jobs(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
+        """The inner chunks of ``units`` with their bytes, from whole shards (one GET each)."""
+        jobs = []
+        for unit, target, blob in zip(units, targets, self.store.get_many([u.key for u in units])):
+            inner = [_InnerJob(unit.key, placement, target) for placement in unit.chunks]
+            jobs.extend(inner)
+            if blob is None:
+                continue
+            try:
+                shard = self._shard_bytes(blob)
+                index = self._codec_at(unit.coords).index_of(shard, unit.key)
+            except CodecError as exc:
+                raise with_key(exc, unit.key) from exc
+            view = memoryview(shard)
+            for job in inner:
+                where = index.locate(job.placement.position)
+                if where is not None:
+                    job.data = view[where[0]: where[1]]
+        return jobs
+
+    def _decode_fresh(self, data: bytes | memoryview) -> np.ndarray:
+        """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
+        inner = self.inner
+        if inner.decodes_into:
+            fresh = np.empty((1, *inner.spec.shape), dtype=self.spec.dtype.dtype)
+            inner.decode_into([data], fresh)
+            return fresh[0, ...]
+        return np.array(inner.decode(data), order="C", copy=True)
 
     def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
         """Decode the inner chunks ``unit`` needs from a whole shard held in memory into
@@ -253,7 +334,13 @@ class ShardedChunkSource(ChunkSource):
                 min_parallel=2)
 
     def _indexes(self, units: Sequence[UnitRead]) -> list[ShardIndex | None]:
-        """Shard indexes from the cache, the rest with one batched ranged request."""
+        """Shard indexes from the cache, the rest with one batched ranged request. Another
+        open of the array writing in this process makes the cached ones stale: the cache is
+        emptied then, and an index fetched across such a write is not kept."""
+        stamp = last_write(self.pool_key)
+        if stamp != self._index_stamp:
+            self.cache.clear()
+            self._index_stamp = stamp
         indexes = [self.cache.get(u.key) for u in units]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
         codecs = {i: self._codec_at(units[i].coords) for i in todo}
@@ -267,7 +354,8 @@ class ShardedChunkSource(ChunkSource):
             except CodecError as exc:
                 raise with_key(exc, key) from exc
             indexes[i] = index
-            self.cache.put(key, index)
+            if last_write(self.pool_key) == stamp:
+                self.cache.put(key, index)
         return indexes
 
     def _fetch_ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
@@ -362,11 +450,13 @@ class ShardedChunkSource(ChunkSource):
         self.cache.invalidate(keys)
         self.store.set_many(puts)
         self.store.delete_many(deletes)
+        self.forget(keys)
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         keys = [self.key(c) for c in coords]
         self.store.delete_many(keys)
         self.cache.invalidate(keys)
+        self.forget(keys)
 
     # -- what is stored ----------------------------------------------------------------
     def _count_stored(self, units: list[UnitRead]) -> int:

@@ -1,0 +1,344 @@
+"""The decoded-chunk cache: one LRU pool per process of decoded chunks (and of whole
+shards where a read decodes them whole), bounded in bytes and shared by every open of an
+array.
+
+An entry is keyed by the array (its store's identity and chunk path), a token of its
+metadata document, the stored key and the chunk's position inside the stored value, so
+another array, another version of the metadata or another chunk can never hit it. A
+write through zarrdask invalidates every entry of the keys it replaces (whatever their
+metadata token) and refuses entries decoded from bytes fetched before it. A change made
+by another process is not seen: ``zarrdask.cache_clear()`` (or ``Array.cache_clear()``)
+forgets what was cached.
+
+The pool is module-level and never pickled: an array that travels to another process
+finds that process's pool. Its limit is the largest budget any open in the process has
+asked for; arrays whose budget is 0 read straight into their output, as without a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import InvalidModeError
+from ..plan.display import Fact, document, fact_table, format_bytes
+from ..storage.base import Store
+from ..storage.fsspec_store import FsspecStore
+from ..storage.local import LocalStore
+from ..storage.memory import MemoryStore
+from ..storage.transformers import WrapperStore
+from ..storage.write_behind import WriteBehindStore
+
+__all__ = ["ArrayCache", "ArrayKey", "CacheInfo", "CONFIG_KEY", "array_cache", "array_statistics", "cache_clear",
+           "check_budget", "forget", "last_write", "pool_info", "pool_key"]
+
+#: the dask config key of the process-wide default budget (read when an array is opened)
+CONFIG_KEY = "zarrdask.cache-bytes"
+
+#: an array in the pool: (store identity, chunk path)
+ArrayKey = tuple[object, str]
+#: one entry: (store identity, chunk path, stored key, metadata token, position in the stored value)
+EntryKey = tuple[object, str, str, str, int]
+
+
+class CacheInfo(NamedTuple):
+    """One array's cache statistics (counted over every open of it in this process) and
+    the process pool's. ``budget``: what this open asked for (0: it reads uncached)."""
+
+    hits: int
+    misses: int
+    evictions: int
+    entries: int
+    bytes: int
+    budget: int
+    pool_bytes: int
+    pool_limit: int
+
+    def __repr__(self) -> str:
+        looked = self.hits + self.misses
+        rate = f" ({self.hits / looked:.0%})" if looked else ""
+        return (f"CacheInfo(hits={self.hits}{rate}, misses={self.misses}, evictions={self.evictions}, "
+                f"entries={self.entries}, bytes={format_bytes(self.bytes)}, budget={format_bytes(self.budget)}, "
+                f"pool={format_bytes(self.pool_bytes)} of {format_bytes(self.pool_limit)})")
+
+    def _repr_html_(self) -> str:
+        looked = self.hits + self.misses
+        facts = fact_table((
+            Fact("Hits", f"{self.hits}" + (f" ({self.hits / looked:.1%} of lookups)" if looked else "")),
+            Fact("Misses", str(self.misses)),
+            Fact("Evictions", str(self.evictions)),
+            Fact("Chunks held", str(self.entries)),
+            Fact("Bytes held", format_bytes(self.bytes)),
+            Fact("Budget of this open", format_bytes(self.budget) if self.budget else "off"),
+            Fact("Process pool", f"{format_bytes(self.pool_bytes)} of {format_bytes(self.pool_limit)}"),
+        ))
+        return document("zarrdask CacheInfo", "decoded-chunk cache", repr(self), facts)
+
+
+def check_budget(value: object) -> int | None:
+    """A ``cache_bytes`` value as bytes: an int, a string dask reads (``"512 MiB"``), or
+    None (not given: the config default applies); anything else is an InvalidModeError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, str)):
+        raise InvalidModeError(f"cache_bytes must be a number of bytes (int) or a string such as '512 MiB', "
+                               f"got {value!r}")
+    if isinstance(value, str):
+        from dask.utils import parse_bytes
+
+        try:
+            value = parse_bytes(value)
+        except ValueError as exc:
+            raise InvalidModeError(f"cache_bytes: cannot read {value!r} as a size ({exc})") from None
+    if int(value) < 0:
+        raise InvalidModeError(f"cache_bytes must be >= 0, got {value!r}")
+    return int(value)
+
+
+def _default_budget() -> int:
+    """The process-wide default (``dask.config`` key :data:`CONFIG_KEY`; 0 when unset), never
+    inside a dask worker: there only an array's own ``cache_bytes`` turns the cache on."""
+    import dask.config
+
+    value = dask.config.get(CONFIG_KEY, None)
+    if not value or _in_worker():
+        return 0
+    try:
+        return check_budget(value) or 0
+    except InvalidModeError as exc:
+        raise InvalidModeError(f"dask config {CONFIG_KEY!r}: {exc}") from None
+
+
+def _in_worker() -> bool:
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+def store_identity(store: Store) -> object | None:
+    """What names a store's contents in the pool: its class and URL (with the filesystem's
+    options for fsspec URLs); None for stores whose URL may not name one state of their
+    contents (a zarr-python store, a store holding writes back), which are not cached."""
+    while isinstance(store, WrapperStore) and not isinstance(store, WriteBehindStore):
+        store = store.inner
+    if isinstance(store, FsspecStore):
+        return ("fsspec", store.url, repr(sorted(store.storage_options.items())))
+    if isinstance(store, (LocalStore, MemoryStore)):
+        return (type(store).__name__, store.url)
+    return None
+
+
+def metadata_token(document: dict[str, Any]) -> str:
+    """A digest of an array's metadata document: entries of another version never match."""
+    return hashlib.sha1(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class _Counts:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    entries: int = 0
+    bytes: int = 0
+
+
+class _Pool:
+    """The process's LRU of decoded chunks (thread-safe; every method holds the lock)."""
+
+    def __init__(self) -> None:
+        self.limit = 0
+        self.bytes = 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[EntryKey, np.ndarray] = OrderedDict()
+        self._by_key: dict[tuple[object, str, str], set[EntryKey]] = {}
+        self._arrays: dict[ArrayKey, _Counts] = {}
+        self._clock = 0
+        self._written: dict[ArrayKey, int] = {}  # the clock at each array's last invalidation
+
+    def ask(self, budget: int) -> None:
+        """Raise the limit to ``budget`` (the largest budget asked in the process)."""
+        with self._lock:
+            self.limit = max(self.limit, budget)
+
+    def counts(self, array: ArrayKey) -> _Counts:
+        counts = self._arrays.get(array)
+        if counts is None:
+            counts = self._arrays[array] = _Counts()
+        return counts
+
+    def ticket(self) -> int:
+        """The clock before a fetch: what is decoded from it may enter only if no
+        invalidation of its array came after."""
+        with self._lock:
+            return self._clock
+
+    def get_many(self, array: ArrayKey, keys: list[EntryKey]) -> list[np.ndarray | None]:
+        with self._lock:
+            found = [self._entries.get(k) for k in keys]
+            for k, v in zip(keys, found):
+                if v is not None:
+                    self._entries.move_to_end(k)
+            counts = self.counts(array)
+            hits = sum(v is not None for v in found)
+            counts.hits += hits
+            counts.misses += len(keys) - hits
+            return found
+
+    def put(self, array: ArrayKey, key: EntryKey, chunk: np.ndarray, ticket: int) -> None:
+        size = chunk.nbytes
+        with self._lock:
+            if size > self.limit or self._written.get(array, -1) > ticket or key in self._entries:
+                return
+            while self.bytes + size > self.limit:
+                self._evict()
+            self._entries[key] = chunk
+            self._by_key.setdefault(key[:3], set()).add(key)
+            self.bytes += size
+            counts = self.counts(array)
+            counts.entries += 1
+            counts.bytes += size
+
+    def _evict(self) -> None:
+        key, chunk = self._entries.popitem(last=False)
+        self._drop(key, chunk)
+        self.counts(key[:2]).evictions += 1
+
+    def _drop(self, key: EntryKey, chunk: np.ndarray) -> None:
+        self.bytes -= chunk.nbytes
+        counts = self.counts(key[:2])
+        counts.entries -= 1
+        counts.bytes -= chunk.nbytes
+        siblings = self._by_key.get(key[:3])
+        if siblings is not None:
+            siblings.discard(key)
+            if not siblings:
+                del self._by_key[key[:3]]
+
+    def invalidate(self, array: ArrayKey, keys: Iterable[str] | None) -> None:
+        """Forget the entries of the stored ``keys`` of ``array`` (None: all of them), and
+        refuse entries from fetches that began before."""
+        with self._lock:
+            self._clock += 1
+            self._written[array] = self._clock
+            counts = self._arrays.get(array)
+            if counts is None or not counts.entries:
+                return
+            if keys is None:
+                doomed = [k for k in self._entries if k[:2] == array]
+            else:
+                doomed = [e for k in keys for e in self._by_key.get((*array, k), ())]
+            for key in doomed:
+                self._drop(key, self._entries.pop(key))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._clock += 1
+            for array in self._arrays:
+                self._written[array] = self._clock
+            self._entries.clear()
+            self._by_key.clear()
+            self._arrays.clear()
+            self.bytes = 0
+
+    def last_write(self, array: ArrayKey) -> int:
+        return self._written.get(array, 0)  # (one dict read: atomic, no lock needed)
+
+    def totals(self) -> CacheInfo:
+        with self._lock:
+            every = list(self._arrays.values())
+            return CacheInfo(sum(c.hits for c in every), sum(c.misses for c in every),
+                             sum(c.evictions for c in every), len(self._entries), self.bytes, self.limit,
+                             self.bytes, self.limit)
+
+    def info(self, array: ArrayKey | None, budget: int) -> CacheInfo:
+        with self._lock:
+            c = self._arrays.get(array, _Counts()) if array is not None else _Counts()
+            return CacheInfo(c.hits, c.misses, c.evictions, c.entries, c.bytes, budget, self.bytes, self.limit)
+
+
+_POOL = _Pool()
+
+
+class ArrayCache:
+    """One open array's view of the pool: its key parts and its budget."""
+
+    __slots__ = ("array", "token", "budget")
+
+    def __init__(self, array: ArrayKey, token: str, budget: int) -> None:
+        self.array, self.token, self.budget = array, token, budget
+        _POOL.ask(budget)
+
+    def ticket(self) -> int:
+        return _POOL.ticket()
+
+    def get_many(self, items: Iterable[tuple[str, int]]) -> list[np.ndarray | None]:
+        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held)."""
+        ident, path = self.array
+        token = self.token
+        return _POOL.get_many(self.array, [(ident, path, key, token, p) for key, p in items])
+
+    def put(self, key: str, position: int, chunk: np.ndarray, ticket: int) -> None:
+        """Hold ``chunk`` (read-only from now on), unless a write came after ``ticket``."""
+        chunk.flags.writeable = False
+        ident, path = self.array
+        _POOL.put(self.array, (ident, path, key, self.token, position), chunk, ticket)
+
+
+def pool_key(store: Store, path: str) -> ArrayKey | None:
+    """How the pool names the array whose chunks are at ``path`` in ``store`` (None: a store
+    the pool does not trust, see :func:`store_identity`)."""
+    ident = store_identity(store)
+    return None if ident is None else (ident, path)
+
+
+def array_cache(array: ArrayKey | None, document: dict[str, Any],
+                cache_bytes: int | str | None) -> ArrayCache | None:
+    """The cache of an array opened with ``cache_bytes`` (None: the config default), or None
+    when its budget is 0 or its store has no identity the pool can trust."""
+    if array is None:
+        return None
+    asked = check_budget(cache_bytes)
+    budget = _default_budget() if asked is None else asked
+    return ArrayCache(array, metadata_token(document), budget) if budget else None
+
+
+def forget(array: ArrayKey | None, keys: Iterable[str] | None = None) -> None:
+    """A write through zarrdask replaced the stored ``keys`` of ``array`` (None: all of its
+    keys): forget them, whatever open cached them."""
+    if array is not None:
+        _POOL.invalidate(array, keys)
+
+
+def last_write(array: ArrayKey | None) -> int:
+    """When zarrdask last changed ``array`` in this process (a clock; 0: never): what other
+    per-open caches of it (shard indexes) compare to know they may be stale."""
+    return 0 if array is None else _POOL.last_write(array)
+
+
+def array_statistics(array: ArrayKey | None, budget: int) -> CacheInfo:
+    """``array``'s statistics (every open of it in the process) and the pool's."""
+    return _POOL.info(array, budget)
+
+
+def pool_info() -> CacheInfo:
+    """The whole pool's figures: every array's counts summed, ``budget`` the pool's limit."""
+    return _POOL.totals()
+
+
+def cache_clear() -> None:
+    """Forget every decoded chunk held in this process (after another process changed a
+    store this process has cached). Statistics restart; the pool's limit stays."""
+    _POOL.clear()
