@@ -10,16 +10,20 @@ two values is an error) and validated before anything is opened, created or dele
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
+import dask
+from dask.utils import parse_bytes
+
 from ..core.array import ArrayOptions
-from ..errors import InvalidModeError, UnexpectedKeywordError
+from ..errors import InvalidModeError, InvalidValueError, UnexpectedKeywordError
 from ..keywords import did_you_mean, refuse
 
 __all__ = [
     "CREATE_KEYWORDS", "OPTION_KEYWORDS", "READ_KEYWORDS", "WRITE_KEYWORDS", "ReadKeywords", "WriteKeywords",
-    "read_keywords", "write_keywords",
+    "read_keywords", "task_bytes", "write_keywords",
 ]
 
 #: :class:`~zarrdask.ArrayOptions` fields, accepted by both functions for the opened array
@@ -120,6 +124,30 @@ def write_keywords(function: str, given: Mapping[str, Any], named: tuple[str, ..
     if overwrite is not None and not isinstance(overwrite, bool):
         raise InvalidModeError(f"{function}(): overwrite= must be True or False, got {overwrite!r}")
     return WriteKeywords(create, options, overwrite, given.get("name"))
+
+
+def task_bytes(function: str, task_size: Any) -> int | None:
+    """``task_size=`` as a number of bytes: None (one task per owned run of units),
+    ``"auto"`` (dask's ``array.chunk-size``), a positive int or a size string ("64 MiB")."""
+    accepted = 'None, "auto" (dask\'s array.chunk-size), a positive int of bytes or a size string such as "64 MiB"'
+    if task_size is None:
+        return None
+    if isinstance(task_size, str):
+        text = dask.config.get("array.chunk-size") if task_size == "auto" else task_size
+        try:
+            if isinstance(text, str) and not any(c.isdigit() for c in text):
+                raise ValueError(text)  # parse_bytes reads "" and "kB" as one unit
+            size = parse_bytes(text)
+        except (ValueError, TypeError):
+            raise InvalidValueError(f"{function}(): task_size={task_size!r} is not a size: pass {accepted}") from None
+    elif isinstance(task_size, numbers.Integral) and not isinstance(task_size, bool):
+        size = int(task_size)
+    else:
+        raise InvalidValueError(f"{function}(): task_size={task_size!r} ({type(task_size).__name__}) is not "
+                                f"accepted: pass {accepted}")
+    if size <= 0:
+        raise InvalidValueError(f"{function}(): task_size={task_size!r} is {size} bytes: pass {accepted}")
+    return size
 
 
 def _check(function: str, given: Mapping[str, Any], allowed: tuple[str, ...], named: tuple[str, ...]) -> None:

@@ -25,7 +25,7 @@ from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, Sha
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from .transactions import check_read_after_write, check_travels, run_writes
-from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, write_keywords
+from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, task_bytes, write_keywords
 from .read import from_zarr, open_location, open_source
 from .sources import Location, group_arrays, is_array_node, locate, node_path
 from .write_graph import write_graph
@@ -39,7 +39,7 @@ MODES = ("w-", "w", "r+", "a")
 _EXPECTED = ("shape", "dtype", "chunks", "zarr_format")  # array keywords checked against an existing target
 FUNCTION = "zarrdask.to_zarr"
 _NAMED = ("arr", "url", "component", "storage_options", "region", "compute", "return_stored", "mode", "path",
-          "append_axis", "progress", "zarr_array_kwargs", "zarr_read_kwargs")
+          "append_axis", "progress", "task_size", "zarr_array_kwargs", "zarr_read_kwargs")
 
 
 def to_zarr(
@@ -64,6 +64,7 @@ def to_zarr(
     write_empty_chunks: bool | None = None,
     append_axis: int = 0,
     progress: bool = False,
+    task_size: int | str | None = None,
     zarr_array_kwargs: dict[str, Any] | None = None,
     zarr_read_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
@@ -112,6 +113,18 @@ def to_zarr(
     computing it writes first; not with dask's array query planning, which has no
     ``to_zarr`` itself).
 
+    ``task_size``: how much one write task covers. ``None`` (default): one task per run
+    of whole shards inside one dask block, or per shard that dask blocks cut (a big block
+    writes all its shards in one task). ``"auto"`` (dask's ``array.chunk-size``), a number
+    of bytes or a size string (``"64 MiB"``): tasks group whole shards (every axis grown by
+    the same factor) up to that size, each still the only writer of its shards; a shard
+    bigger than the size is one task, and a block bigger than it is split between shards.
+    Group when shards are tiny and the graph runs on a cluster, where each task costs
+    milliseconds of scheduling: a million 16 KiB shards are a million tasks ungrouped,
+    about 120 grouped to 128 MiB (the source's own blocks are still
+    tasks: give it big blocks too, or read with ``from_zarr(chunks="auto")``). On the
+    threaded scheduler per-task costs are small and grouping changes little.
+
     Into an Icechunk session (a writable session's ``store``) on worker processes (a
     distributed client, or dask's processes) the store travels as a fork of the session,
     each write task returns its fork's changes and the graph merges them; with
@@ -138,6 +151,7 @@ def to_zarr(
         write_empty_chunks=write_empty_chunks,
     ).items() if not (isinstance(v, str) and v == "auto" if k == "compressors" else v is None)}  # given ones
     given = write_keywords(FUNCTION, merged(FUNCTION, explicit, kwargs, zarr_array_kwargs), _NAMED)
+    target_bytes = task_bytes(FUNCTION, task_size)
     reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), _NAMED, allow_mode=False)
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
                       storage_options)
@@ -158,7 +172,8 @@ def to_zarr(
     target, region = _prepare_target(arr, location, mode, region, append_axis, storage_options, given, reading)
     writer = target.with_options(**{"threads": 1, **given.options})
     source = _as_dask(arr, target, region)
-    plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region)
+    plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region,
+                           task_bytes=target_bytes, itemsize=target.dtype.itemsize)
     delayed = write_graph(source, writer, plan)
     if compute:
         run_writes([delayed], progress)
@@ -214,18 +229,23 @@ def plan_write(
     *,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
+    task_size: int | str | None = None,
 ) -> WritePlanSummary:
     """Dry run of writing ``x`` into ``region`` of the existing array ``target``.
 
     Returns the plan's summary: write tasks, shards fully written, read-modify-writes,
-    source blocks per task and estimated bytes written and read. Nothing is written.
+    source blocks per task, shards per task (most and median), the largest task and its
+    target ``task_size`` (as :func:`to_zarr`'s), and estimated bytes written and read.
+    Nothing is written.
     """
+    target_bytes = task_bytes("zarrdask.plan_write", task_size)
     array = open_source(target, path=path, storage_options=storage_options, function="zarrdask.plan_write")
     if not isinstance(x, da.Array):
         x = np.asarray(x)
     slices = _checked_region(x, array, region)
     source = _as_dask(x, array, slices)
-    plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices)
+    plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices,
+                           task_bytes=target_bytes, itemsize=array.dtype.itemsize)
     return plan.summary(array.dtype.itemsize)
 
 

@@ -100,8 +100,9 @@ class PlanWrites:
 
     def task(self, key: Hashable) -> Task:
         task = self.plan.task(key[1:])  # type: ignore[index]
-        layout = tuple((p.block_slices, p.out_slices) for p in task.pieces)
-        blocks = List(*(TaskRef((self.source_name, *p.block)) for p in task.pieces))
+        layout = tuple(tuple((p.block_slice, p.out_slice) for p in pieces) for pieces in task.axis_pieces)
+        indices = itertools.product(*(tuple(p.block for p in pieces) for pieces in task.axis_pieces))
+        blocks = List(*(TaskRef((self.source_name, *block)) for block in indices))
         return Task(key, write_region, self.target, task.region, layout, blocks)
 
 
@@ -155,21 +156,23 @@ class DoneTree:
 def write_region(
     target: Array,
     region: tuple[slice, ...],
-    layout: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...],
+    layout: tuple[tuple[tuple[slice, slice], ...], ...],
     blocks: list[np.ndarray],
 ) -> Any:
     """One write task: assemble ``region`` from the pieces of ``blocks`` and store it;
     returns the changes to merge back when the target's store is a session's fork.
 
-    ``layout`` holds, per block, (the slices of the block, where they go in the region).
+    ``layout`` holds, per axis, (the slice of the block, where it goes in the region) for
+    each block touched along that axis; ``blocks`` are the Cartesian product of those, in
+    C order (a grouped task of many blocks is described by its per-axis lists alone).
     The target encodes whole shards, and read-modify-writes those the region only partly
     covers, inside this call; this task is their only writer.
     """
     if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
-        data = np.asarray(blocks[0])[layout[0][0]]
+        data = np.asarray(blocks[0])[tuple(pieces[0][0] for pieces in layout)]
     else:
         data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(blocks[0]).dtype)
-        for (block_slices, out_slices), block in zip(layout, blocks):
-            data[out_slices] = np.asarray(block)[block_slices]
+        for pieces, block in zip(itertools.product(*layout), blocks):
+            data[tuple(out for _, out in pieces)] = np.asarray(block)[tuple(part for part, _ in pieces)]
     target[region] = data
     return changes(target.store)

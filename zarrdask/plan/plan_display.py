@@ -71,6 +71,12 @@ class WritePlanSummary(Protocol):
     def bytes_read(self) -> int: ...
     @property
     def aligned(self) -> bool: ...
+    @property
+    def max_units_per_task(self) -> int: ...
+    @property
+    def median_units_per_task(self) -> int: ...
+    @property
+    def task_bytes(self) -> int | None: ...
 
 
 #: Stored values a read plan's text lists; its HTML lists up to ``HTML_UNITS``.
@@ -113,6 +119,13 @@ def read_plan_html(plan: ReadPlan) -> str:
     return document("zarrdask ReadPlan", f"{s.units} stored values", read_plan_text(plan), body)
 
 
+def _grouping(s: WritePlanSummary) -> str:
+    """How units are grouped into tasks: units per task, the largest task and the target."""
+    target = "no target: one per owned run of units" if s.task_bytes is None else f"target {format_bytes(s.task_bytes)}"
+    return (f"units per task: at most {s.max_units_per_task}, median {s.median_units_per_task}; "
+            f"largest task {format_bytes(s.max_task_bytes)} ({target})")
+
+
 def write_summary_text(summary: WritePlanSummary) -> str:
     """What a write will do, in three lines."""
     s = summary
@@ -120,7 +133,7 @@ def write_summary_text(summary: WritePlanSummary) -> str:
     return (f"WritePlanSummary: {s.write_tasks} tasks write {s.units_written} units ({s.full_writes} whole, "
             f"{s.read_modify_writes} read-modify-written); {aligned}\n"
             f"  {s.source_blocks} source blocks (at most {s.max_blocks_per_task}, mean {s.mean_blocks_per_task:.2f} "
-            f"per task); largest task {format_bytes(s.max_task_bytes)}\n"
+            f"per task); {_grouping(s)}\n"
             f"  {format_bytes(s.bytes_written)} written, {format_bytes(s.bytes_read)} read back "
             "(uncompressed estimates)")
 
@@ -136,6 +149,9 @@ def write_summary_html(summary: WritePlanSummary) -> str:
         Fact("Source blocks", str(s.source_blocks)),
         Fact("Source blocks per task", f"at most {s.max_blocks_per_task}, mean {s.mean_blocks_per_task:.2f}"),
         Fact("Largest task buffer", format_bytes(s.max_task_bytes)),
+        Fact("Task size target", "none: one task per owned run of units" if s.task_bytes is None
+             else f"{format_bytes(s.task_bytes)} ({s.task_bytes})"),
+        Fact("Units per task", f"at most {s.max_units_per_task}, median {s.median_units_per_task}"),
         Fact("Bytes written", f"{format_bytes(s.bytes_written)} ({s.bytes_written})"),
         Fact("Bytes read back", f"{format_bytes(s.bytes_read)} ({s.bytes_read})"),
     ))

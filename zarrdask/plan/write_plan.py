@@ -20,6 +20,13 @@ Hence a task's output buffer is at most one unit, or one source block when the b
 bigger, along every axis. Units only partly covered by the region are read-modify-written
 by their owner task.
 
+With a target ``task_bytes`` the groups are regrouped along each axis into runs of whole
+units of at most ``cap`` elements, every axis grown by the same factor over the largest
+unit (the balance of :func:`~zarrdask.plan.read_plan.auto_read_chunks`): a group longer
+than its cap is split between units, and consecutive groups are merged while they fit.
+A task then covers at most ``task_bytes``, unless the units themselves are bigger (then
+each task is one unit); a merged task gathers the pieces of every block it touches.
+
 >>> plan = make_write_plan((100,), ((30, 30, 40),), (32,))
 >>> for task in plan.tasks():
 ...     print(task.region[0], list(task.cells[0]), [p.block for p in task.pieces])
@@ -30,14 +37,17 @@ slice(64, 100, None) [2, 3] [(2,)]
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
 from ..metadata.grid import AxisGrid, as_axes
+from .read_plan import auto_read_chunks
 
 __all__ = [
     "AxisGroup",
@@ -96,19 +106,28 @@ class SourcePiece:
 class WriteTask:
     """One writer: owns the units ``itertools.product(*cells)`` and writes ``region``.
 
-    The pieces tile ``region`` exactly. A unit is fully covered when its coordinate lies in
-    ``full`` along every axis; otherwise the task read-modify-writes it.
+    Its source pieces are the Cartesian product of ``axis_pieces`` (per axis, the parts of
+    the blocks along that axis, in order); they tile ``region`` exactly. A unit is fully
+    covered when its coordinate lies in ``full`` along every axis; otherwise the task
+    read-modify-writes it.
     """
 
     index: tuple[int, ...]
     region: tuple[slice, ...]
     cells: tuple[range, ...]
     full: tuple[range, ...]
-    pieces: tuple[SourcePiece, ...]
+    axis_pieces: tuple[tuple[AxisPiece, ...], ...]
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(s.stop - s.start for s in self.region)
+
+    @property
+    def pieces(self) -> tuple[SourcePiece, ...]:
+        """The source pieces, in C order of the per-axis pieces (one per block touched)."""
+        if not self.axis_pieces:  # a 0-d array: one block
+            return (SourcePiece((), (), ()),)
+        return tuple(SourcePiece(*zip(*combo)) for combo in itertools.product(*self.axis_pieces))
 
     def units(self) -> Iterator[tuple[int, ...]]:
         """The units this task owns (each is one storage key)."""
@@ -135,6 +154,9 @@ class WritePlanSummary:
     bytes_written: int
     bytes_read: int
     aligned: bool
+    max_units_per_task: int
+    median_units_per_task: int  # the lower median over tasks
+    task_bytes: int | None  # the target size of a task (None: one task per owned run of units)
 
     def __repr__(self) -> str:
         from .plan_display import write_summary_text
@@ -160,6 +182,7 @@ class WritePlan:
     region: tuple[slice, ...]
     source_chunks: tuple[tuple[int, ...], ...]
     axes: tuple[tuple[AxisGroup, ...], ...]
+    task_bytes: int | None = None  # the target the groups were merged to, if any
 
     @property
     def task_grid(self) -> tuple[int, ...]:
@@ -187,6 +210,7 @@ class WritePlan:
         units = math.prod(len(ext) for ext in unit_extents)
         full_units = math.prod(sum(1 for _, full in ext if full) for ext in unit_extents)
         per_axis_pieces = [[len(g.pieces) for g in groups] for groups in self.axes]
+        per_axis_units = [Counter(len(g.cells) for g in groups) for groups in self.axes]
         tasks = len(self)
         return WritePlanSummary(
             write_tasks=tasks,
@@ -199,7 +223,10 @@ class WritePlan:
             max_task_bytes=itemsize * math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes),
             bytes_written=itemsize * total_volume,
             bytes_read=itemsize * (total_volume - full_volume),
-            aligned=tasks > 0 and all(_axis_aligned(groups, chunks) for groups, chunks in zip(self.axes, self.source_chunks)),
+            aligned=tasks > 0 and all(_axis_aligned(groups, axis) for groups, axis in zip(self.axes, self.grid)),
+            max_units_per_task=math.prod(max(c, default=0) for c in per_axis_units),
+            median_units_per_task=_lower_median_product(per_axis_units) if tasks else 0,
+            task_bytes=self.task_bytes,
         )
 
 
@@ -208,11 +235,16 @@ def make_write_plan(
     source_chunks: Sequence[Sequence[int]],
     grid: Sequence[int | AxisGrid],
     region: Sequence[slice] | None = None,
+    *,
+    task_bytes: int | None = None,
+    itemsize: int = 1,
 ) -> WritePlan:
     """Plan writing a source with dask ``source_chunks`` into ``region`` of an array whose
     storage units form ``grid`` (its axes, or a regular unit shape).
 
     ``source_chunks`` must tile the region exactly (its sums are the region's extents).
+    ``task_bytes``: group units into tasks of at most that many bytes (``itemsize`` bytes
+    per element; see the module doc); None keeps one task per owned run of units.
     Raises ShapeMismatchError / SelectionError / BoundsError for inconsistent inputs.
     """
     shape = tuple(int(n) for n in shape)
@@ -233,10 +265,14 @@ def make_write_plan(
                 f"source chunks along axis {axis} sum to {sum(axis_chunks)}, "
                 f"but the region [{start}:{stop}] has extent {stop - start}"
             )
+    if task_bytes is not None and (task_bytes <= 0 or itemsize <= 0):
+        raise ShapeMismatchError(f"task_bytes={task_bytes} and itemsize={itemsize} must be positive")
+    caps = _task_caps(axis_grids, bounds, task_bytes, itemsize) if task_bytes is not None else (None,) * len(shape)
     axes = tuple(
-        _plan_axis(axis, start, stop, axis_chunks) for axis, (start, stop), axis_chunks in zip(axis_grids, bounds, chunks)
+        _plan_axis(axis, start, stop, axis_chunks, cap)
+        for axis, (start, stop), axis_chunks, cap in zip(axis_grids, bounds, chunks, caps)
     )
-    return WritePlan(shape, axis_grids, tuple(slice(a, b) for a, b in bounds), chunks, axes)
+    return WritePlan(shape, axis_grids, tuple(slice(a, b) for a, b in bounds), chunks, axes, task_bytes)
 
 
 def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tuple[Span, ...]:
@@ -265,55 +301,139 @@ def _bound(value: int | None, default: int, size: int) -> int:
     return value + size if value < 0 else value
 
 
-def _plan_axis(axis: AxisGrid, start: int, stop: int, chunks: tuple[int, ...]) -> tuple[AxisGroup, ...]:
-    """Cut ``[start, stop)`` of one axis into groups of units (see module doc)."""
+def _plan_axis(axis: AxisGrid, start: int, stop: int, chunks: tuple[int, ...], cap: int | None) -> tuple[AxisGroup, ...]:
+    """Cut ``[start, stop)`` of one axis into groups of units (see module doc); with a
+    ``cap`` (elements), regrouped into runs of at most ``cap``."""
     if start == stop:
         return ()
     offsets = list(itertools.accumulate(chunks, initial=start))
-    blocks = [(b, offsets[b], offsets[b + 1]) for b in range(len(chunks)) if chunks[b]]
-    first_cell, last_cell = axis.index_of(start), axis.index_of(stop - 1)
-    end_cell = last_cell + 1
-    full_lo = first_cell if axis.bounds(first_cell)[0] == start else first_cell + 1
-    full_hi = end_cell if axis.bounds(last_cell)[1] == stop else last_cell
-    groups = []
-    cell, j = first_cell, 0
+    blocks = [_Block(b, offsets[b], offsets[b + 1]) for b in range(len(chunks)) if chunks[b]]
+    ends = [blk.stop for blk in blocks]
+    first_cell, end_cell = axis.index_of(start), axis.index_of(stop - 1) + 1
+    full = range(
+        first_cell if axis.bounds(first_cell)[0] == start else first_cell + 1,
+        end_cell if axis.bounds(end_cell - 1)[1] == stop else end_cell - 1,
+    )
+    runs: list[range] = []
+    cell = first_cell
     while cell < end_cell:
-        cell_lo, cell_hi = axis.bounds(cell)
-        lo, hi = max(cell_lo, start), min(cell_hi, stop)
-        while blocks[j][2] <= lo:
-            j += 1
-        if blocks[j][2] >= hi:  # the cell lies inside block j: take every cell inside it
-            last = end_cell if blocks[j][2] == stop else axis.index_of(blocks[j][2])
-            hi = min(axis.bounds(last - 1)[1], stop)
-            touching = [blocks[j]]
-        else:  # the cell straddles block boundaries: gather every block touching it
+        lo, hi = max(axis.bounds(cell)[0], start), min(axis.bounds(cell)[1], stop)
+        block = blocks[bisect.bisect_right(ends, lo)]
+        if block.stop >= hi:  # the cell lies inside the block: take every cell inside it
+            last = end_cell if block.stop == stop else axis.index_of(block.stop)
+        else:  # the cell straddles block boundaries: its own group
             last = cell + 1
-            touching = list(itertools.takewhile(lambda blk: blk[1] < hi, blocks[j:]))
-        pieces = tuple(
-            AxisPiece(b, slice(max(lo, b0) - b0, min(hi, b1) - b0), slice(max(lo, b0) - lo, min(hi, b1) - lo))
-            for b, b0, b1 in touching
-        )
-        cells = range(cell, last)
-        full = range(max(cell, full_lo), max(cell, min(full_hi, last)))
-        groups.append(AxisGroup(lo, hi, cells, full, pieces))
+        runs.append(range(cell, last))
         cell = last
-    return tuple(groups)
+    if cap is not None:
+        runs = _regroup(runs, axis, start, stop, cap)
+    return tuple(_group(run, axis, start, stop, blocks, ends, full) for run in runs)
+
+
+class _Block(NamedTuple):
+    """A non-empty source block along one axis: its number and target coordinates."""
+
+    number: int
+    start: int
+    stop: int
+
+
+def _clipped(axis: AxisGrid, cells: range, start: int, stop: int) -> Span:
+    """The target coordinates of ``cells`` within ``[start, stop)``."""
+    return Span(max(axis.bounds(cells.start)[0], start), min(axis.bounds(cells.stop - 1)[1], stop))
+
+
+def _group(run: range, axis: AxisGrid, start: int, stop: int, blocks: list[_Block], ends: list[int],
+           full: range) -> AxisGroup:
+    """The group of the cells ``run``, with one piece per source block touching it."""
+    lo, hi = _clipped(axis, run, start, stop)
+    pieces = []
+    for block in itertools.islice(blocks, bisect.bisect_right(ends, lo), None):
+        if block.start >= hi:
+            break
+        a, b = max(lo, block.start), min(hi, block.stop)
+        pieces.append(AxisPiece(block.number, slice(a - block.start, b - block.start), slice(a - lo, b - lo)))
+    owned_full = range(max(run.start, full.start), max(run.start, min(full.stop, run.stop)))
+    return AxisGroup(lo, hi, run, owned_full, tuple(pieces))
+
+
+def _regroup(runs: list[range], axis: AxisGrid, start: int, stop: int, cap: int) -> list[range]:
+    """``runs`` split between units where longer than ``cap`` elements, then consecutive
+    ones merged while they fit in ``cap`` (``cap == 0``: every unit alone)."""
+    parts: list[tuple[range, int]] = []
+    for run in runs:
+        lo, hi = _clipped(axis, run, start, stop)
+        if hi - lo <= cap:
+            parts.append((run, hi - lo))
+            continue
+        first, size = run.start, 0
+        for cell in run:
+            extent = min(axis.bounds(cell)[1], stop) - max(axis.bounds(cell)[0], start)
+            if size + extent > cap and cell > first:
+                parts.append((range(first, cell), size))
+                first, size = cell, 0
+            size += extent
+        parts.append((range(first, run.stop), size))
+    merged: list[range] = []
+    size = 0
+    for part, extent in parts:
+        if merged and size + extent <= cap:
+            merged[-1] = range(merged[-1].start, part.stop)
+            size += extent
+        else:
+            merged.append(part)
+            size = extent
+    return merged
+
+
+def _task_caps(axes: tuple[AxisGrid, ...], bounds: tuple[Span, ...], task_bytes: int, itemsize: int) -> tuple[int, ...]:
+    """Per axis, the most elements a task may span so that it holds at most ``task_bytes``:
+    the largest unit (within the region) times a factor balanced over the axes (0 when
+    one unit is already bigger: no grouping)."""
+    counts, largest = [], []
+    for axis, (start, stop) in zip(axes, bounds):
+        if start == stop:
+            return (0,) * len(axes)
+        cells = range(axis.index_of(start), axis.index_of(stop - 1) + 1)
+        counts.append(len(cells))
+        largest.append(max(min(axis.bounds(c)[1], stop) - max(axis.bounds(c)[0], start) for c in cells))
+    if itemsize * math.prod(stop - start for start, stop in bounds) <= task_bytes:  # all in one task
+        return tuple(stop - start for start, stop in bounds)
+    if itemsize * math.prod(largest) > task_bytes:
+        return (0,) * len(axes)
+    runs = auto_read_chunks([n * u for n, u in zip(counts, largest)], largest, itemsize, task_bytes)
+    return tuple(axis_runs[0] for axis_runs in runs)
 
 
 def _make_task(combo: tuple[tuple[int, AxisGroup], ...]) -> WriteTask:
     if not combo:  # a 0-d array: one task, one block
-        return WriteTask((), (), (), (), (SourcePiece((), (), ()),))
+        return WriteTask((), (), (), (), ())
     index, groups = zip(*combo)
-    pieces = tuple(
-        SourcePiece(*zip(*axis_pieces)) for axis_pieces in itertools.product(*(g.pieces for g in groups))
-    )
     return WriteTask(
         index,
         tuple(slice(g.start, g.stop) for g in groups),
         tuple(g.cells for g in groups),
         tuple(g.full for g in groups),
-        pieces,
+        tuple(g.pieces for g in groups),
     )
+
+
+def _lower_median_product(per_axis: list[Counter[int]]) -> int:
+    """The lower median, over the Cartesian product of per-axis values (with their
+    multiplicities), of the product of the values: computed on the distinct values."""
+    dist: Counter[int] = Counter({1: 1})
+    for counts in per_axis:
+        product: Counter[int] = Counter()
+        for a, m in dist.items():
+            for b, n in counts.items():
+                product[a * b] += m * n
+        dist = product
+    rank = (sum(dist.values()) - 1) // 2
+    for value in sorted(dist):
+        rank -= dist[value]
+        if rank < 0:
+            return value
+    return 0
 
 
 def _unit_extents(groups: tuple[AxisGroup, ...], axis: AxisGrid) -> list[tuple[int, bool]]:
@@ -326,9 +446,12 @@ def _unit_extents(groups: tuple[AxisGroup, ...], axis: AxisGrid) -> list[tuple[i
     return extents
 
 
-def _axis_aligned(groups: tuple[AxisGroup, ...], chunks: tuple[int, ...]) -> bool:
-    """One group per non-empty block, each taking that whole block."""
-    return sum(1 for c in chunks if c) == len(groups) and all(
-        len(g.pieces) == 1 and g.pieces[0].block_slice.stop - g.pieces[0].block_slice.start == chunks[g.pieces[0].block]
-        for g in groups
-    )
+def _axis_aligned(groups: tuple[AxisGroup, ...], axis: AxisGrid) -> bool:
+    """No source block boundary falls inside a unit (with one group per owned run of
+    units: one group per non-empty block, each taking that whole block)."""
+    for g in groups:
+        for piece in g.pieces[:-1]:
+            edge = g.start + piece.out_slice.stop
+            if axis.bounds(axis.index_of(edge))[0] != edge:
+                return False
+    return True
