@@ -1,0 +1,382 @@
+#!/usr/bin/env python
+"""Scale: a 1 PB write planned on the client, tiny shards on a process cluster, many workers.
+
+    python benchmarks/bench_scale.py plan     [--shards 1e6 1e7 1e8]
+    python benchmarks/bench_scale.py pieces
+    python benchmarks/bench_scale.py cluster  [--repeat 3] [--flat 1024 4096 16384] [--grouped 65536]
+    python benchmarks/bench_scale.py workers  [--repeat 3] [--shards 4096] [--many 16]
+
+``plan``: builds, without running, ``zarrdask.to_zarr(x, path, compute=False)`` of a lazy
+``da.zeros`` of 10^15 bytes (float32, 10^7 x 2.5*10^7) into 10^6, 10^7 or 10^8 shards,
+from dask blocks equal to the shards ("aligned") or shifted by half a shard, so that
+every shard is cut along both axes ("cut", four blocks per shard), ungrouped and with
+``task_size="auto"``; then ``plan_write`` (the summary) and ``from_zarr`` of the same
+array (default blocks and ``chunks="auto"``). Each configuration runs in its own process
+twice: once timed (peak RSS from ``VmHWM``), once under ``tracemalloc`` (peak Python
+allocations per phase). Only metadata touches the disk.
+
+``pieces``: the client and worker cost of one grouped write task of 8,192 source blocks
+(``PlanWrites.task`` building it, ``write_region`` assembling its buffer), against one copy.
+
+``cluster``: ``distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1)``.
+Float32 arrays of shards of 64 x 64 (16 KiB, inner chunks 32 x 32, default codecs) whose
+values are computed on the workers (``(i * ncols + j) mod 2**24``, no data in the graph).
+Ungrouped: source blocks = shards, ``from_zarr(path).sum()`` for the read (one task per
+shard). Grouped: a source of ``array.chunk-size`` blocks (dask's ``"auto"``) and
+``from_zarr(path, chunks="auto").sum()``; also the shard-sized source written with
+``task_size="auto"``. Every written array is compared bit for bit on the cluster
+(untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
+the graph bytes the client sends (distributed's "Sending large graph" size).
+
+``workers``: the same ungrouped write and read on ``--many`` single-thread worker
+processes against 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the working tree's zarrdask
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import numpy as np  # noqa: E402
+
+from dask.array.core import PerformanceWarning  # noqa: E402
+
+import zarrdask  # noqa: E402
+
+warnings.filterwarnings("ignore", category=PerformanceWarning)  # the broadcast in values() multiplies blocks
+
+PB_SHAPE = (10**7, 25 * 10**6)  # float32: 10^15 bytes
+PB_LAYOUTS = {  # shards -> (shard shape, inner chunk shape)
+    10**6: ((10_000, 25_000), (1_000, 1_000)),
+    10**7: ((5_000, 5_000), (1_000, 1_000)),
+    10**8: ((1_000, 2_500), (500, 500)),
+}
+SHARD = (64, 64)  # float32: 16 KiB
+INNER = (32, 32)
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ")[:3].__str__()
+
+
+def vm_hwm_mib() -> float:
+    """This process's peak resident memory so far (MiB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# ---------------------------------------------------------------------------------- plan
+
+
+def pb_chunks(shard: tuple[int, int], blocks: str) -> tuple[tuple[int, ...], ...]:
+    """Dask chunks over the 1 PB shape: the shards, or the shards shifted by half a shard."""
+    out = []
+    for n, s in zip(PB_SHAPE, shard):
+        count = n // s
+        out.append((s,) * count if blocks == "aligned" else (s // 2,) + (s,) * (count - 1) + (s - s // 2,))
+    return tuple(out)
+
+
+def plan_one(shards: int, blocks: str, task_size: str | None, trace: bool) -> dict[str, Any]:
+    """One configuration of ``plan``, in this process: phase times, memory and counts."""
+    shard, inner = PB_LAYOUTS[shards]
+    where = tempfile.mkdtemp(prefix="bench-scale-")
+    path = os.path.join(where, "pb.zarr")
+    phases: dict[str, dict[str, float]] = {}
+    out: dict[str, Any] = {"shards": shards, "blocks": blocks, "task_size": task_size, "phases": phases}
+
+    def phase(name: str, fn: Callable[[], Any]) -> Any:
+        if trace:
+            tracemalloc.reset_peak()
+        t0 = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - t0
+        phases[name] = {"s": seconds, "rss_peak_mib": vm_hwm_mib()}
+        if trace:
+            phases[name]["traced_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+        return result
+
+    if trace:
+        tracemalloc.start()
+    try:
+        x = phase("lazy source (da.zeros)", lambda: da.zeros(PB_SHAPE, chunks=pb_chunks(shard, blocks), dtype="f4"))
+        out["source_blocks"] = int(np.prod(x.numblocks, dtype=object))
+        phase("create metadata", lambda: zarrdask.create_array(path, shape=PB_SHAPE, dtype="f4", chunks=inner,
+                                                                shards=shard, fill_value=0))
+        writes = phase("to_zarr graph (open, plan, graph)",
+                       lambda: zarrdask.to_zarr(x, path, mode="r+", compute=False, task_size=task_size))
+        out["graph_layers"] = {name: len(layer) for name, layer in writes.dask.layers.items()}
+        summary = phase("plan_write summary", lambda: zarrdask.plan_write(x, path, task_size=task_size))
+        out["write_tasks"] = summary.write_tasks
+        out["units_per_task"] = [summary.max_units_per_task, summary.median_units_per_task]
+        out["max_task_bytes"] = summary.max_task_bytes
+        read = phase("from_zarr graph", lambda: zarrdask.from_zarr(path))
+        out["read_blocks"] = int(np.prod(read.numblocks, dtype=object))
+        auto = phase('from_zarr(chunks="auto") graph', lambda: zarrdask.from_zarr(path, chunks="auto"))
+        out["auto_read_blocks"] = int(np.prod(auto.numblocks, dtype=object))
+        out["auto_read_block"] = [c[0] for c in auto.chunks]
+        out["rss_peak_mib"] = vm_hwm_mib()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    return out
+
+
+def run_plan(args: argparse.Namespace) -> None:
+    print(f"loadavg {loadavg()}")
+    rows = []
+    for shards in (int(float(s)) for s in args.shards):
+        for blocks in ("aligned", "cut"):
+            for task_size in (None, "auto"):
+                runs = {}
+                for trace in (False, True):
+                    cmd = [sys.executable, __file__, "plan-one", str(shards), blocks, str(task_size), str(int(trace))]
+                    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                    runs[trace] = json.loads(done.stdout.strip().splitlines()[-1])
+                timed, traced = runs[False], runs[True]
+                rows.append((timed, traced))
+                print(f"\n{shards:.0e} shards, {blocks} blocks ({timed['source_blocks']:,} source blocks), "
+                      f"task_size={task_size}: {timed['write_tasks']:,} write tasks "
+                      f"(units per task max/median {timed['units_per_task']}, largest {timed['max_task_bytes'] / 2**20:.0f} MiB); "
+                      f"read blocks {timed['read_blocks']:,}, auto {timed['auto_read_blocks']:,} of {timed['auto_read_block']}; "
+                      f"peak RSS {timed['rss_peak_mib']:.0f} MiB")
+                for name, ph in timed["phases"].items():
+                    print(f"  {name:36s} {ph['s'] * 1000:9.1f} ms   traced peak "
+                          f"{traced['phases'][name]['traced_peak_mib']:8.2f} MiB   RSS after {ph['rss_peak_mib']:6.0f} MiB")
+    if args.json:
+        Path(args.json).write_text(json.dumps([r for r in rows], indent=1))
+
+
+# -------------------------------------------------------------------------------- pieces
+
+
+def run_pieces(args: argparse.Namespace) -> None:
+    from zarrdask.dask_io.write_graph import PlanWrites, write_region
+    from zarrdask.plan import make_write_plan
+
+    print(f"loadavg {loadavg()}")
+    shape = (16384, 16384)
+    x = da.zeros(shape, chunks=SHARD, dtype="f4")
+    plan = make_write_plan(shape, x.chunks, SHARD, task_bytes=128 * 2**20, itemsize=4)
+    writes = PlanWrites("w", x.name, None, plan)  # type: ignore[arg-type]
+    key = next(iter(writes.keys()))
+    t = best(lambda: writes.task(key), 5)
+    task = writes.task(key)
+    layout, refs = task.args[2], task.args[3]
+    pieces = len(refs.dependencies)
+    print(f"grouped task: {len(plan):,} tasks for {np.prod(x.numblocks):,} blocks; one task has {pieces:,} blocks")
+    print(f"  PlanWrites.task (client/scheduler, per task): {t * 1000:.1f} ms = {t / pieces * 1e6:.2f} us per block")
+    print(f"  pickled task arguments: layout {len(pickle.dumps(layout)):,} B, block references "
+          f"{len(pickle.dumps(refs)):,} B")
+
+    class Sink:  # write_region's target: stores nothing, so only the assembly is timed
+        store = None
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            pass
+
+    blocks = [np.full(SHARD, i, dtype="f4") for i in range(pieces)]
+    region = plan.task(key[1:]).region
+    t_assemble = best(lambda: write_region(Sink(), region, layout, blocks), 5)  # type: ignore[arg-type]
+    whole = np.zeros([s.stop - s.start for s in region], dtype="f4")
+    t_copy = best(lambda: whole.copy(), 5)
+    print(f"  write_region assembly: {t_assemble * 1000:.1f} ms ({t_assemble / pieces * 1e6:.2f} us per block); "
+          f"one copy of the same {whole.nbytes / 2**20:.0f} MiB: {t_copy * 1000:.1f} ms")
+
+
+def best(fn: Callable[[], Any], n: int) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+# ------------------------------------------------------------------------------- cluster
+
+
+def values(shape: tuple[int, int], chunks: Any) -> da.Array:
+    """Deterministic float32 values computed on the workers, exact in float32."""
+    i = da.arange(shape[0], chunks=chunks[0] if isinstance(chunks, tuple) else chunks, dtype="i8")
+    j = da.arange(shape[1], chunks=chunks[1] if isinstance(chunks, tuple) else chunks, dtype="i8")
+    return ((i[:, None] * shape[1] + j[None, :]) % 2**24).astype("f4")
+
+
+def side(shards: int) -> int:
+    n = int(round(shards**0.5))
+    assert n * n == shards, f"{shards} is not a square number of shards"
+    return n * SHARD[0]
+
+
+class GraphSize:
+    """The bytes distributed's client sends for a graph (its "Sending large graph" size,
+    caught by setting the warning threshold to one byte)."""
+
+    def __init__(self) -> None:
+        self.sizes: list[str] = []
+
+    def compute(self, client: Any, collection: Any) -> Any:
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1B"}), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = client.compute(collection).result()
+        for w in caught:
+            text = str(w.message)
+            if text.startswith("Sending large graph of size"):
+                self.sizes.append(text.split("size ")[1].split(".\n")[0])
+        return result
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize) -> dict[str, Any]:
+    """One write and one read of ``shards`` shards; ``mode``: "ungrouped", "grouped"
+    (big source blocks, auto read) or "task_size" (shard-sized source, grouped writes)."""
+    n = side(shards)
+    path = os.path.join(where, f"{mode}-{shards}-{time.monotonic_ns()}.zarr")
+    source_chunks = "auto" if mode == "grouped" else SHARD
+    x = values((n, n), source_chunks)
+    task_size = "auto" if mode == "task_size" else None
+    writes = zarrdask.to_zarr(x, path, compute=False, chunks=INNER, shards=SHARD, fill_value=0, task_size=task_size)
+    layer_tasks = {k.split("-")[1] + ("-done" if "done" in k else ""): len(v) for k, v in writes.dask.layers.items()
+                   if k.startswith("zarrdask-write")}
+    t_write = timed(lambda: sizes.compute(client, writes))
+    read = zarrdask.from_zarr(path, chunks="auto" if mode != "ungrouped" else None)
+    t_read = timed(lambda: sizes.compute(client, read.sum(dtype="f8")))
+    # bit-exact check on the cluster, untimed: the read against the same values computed there
+    same = client.compute((read == values((n, n), read.chunks)).all()).result()
+    if not same:
+        raise AssertionError(f"{mode} {shards}: the array read back differs from the source")
+    shutil.rmtree(path, ignore_errors=True)
+    return {"write": t_write, "read": t_read, "read_blocks": read.npartitions, "write_layers": layer_tasks}
+
+
+def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"label": label, "shards": shards}
+    for what in ("write", "read"):
+        times = [r[what] for r in runs]
+        row[what] = {"median": statistics.median(times), "min": min(times), "max": max(times)}
+        row[what]["per_shard_ms"] = 1000 * row[what]["median"] / shards
+    row["read_blocks"] = runs[0]["read_blocks"]
+    row["write_layers"] = runs[0]["write_layers"]
+    print(f"{label:44s} write {row['write']['median']:7.2f} s [{row['write']['min']:.2f}-{row['write']['max']:.2f}] "
+          f"({row['write']['per_shard_ms']:.2f} ms/shard)   read {row['read']['median']:7.2f} s "
+          f"[{row['read']['min']:.2f}-{row['read']['max']:.2f}] ({row['read']['per_shard_ms']:.2f} ms/shard)   "
+          f"tasks: write {row['write_layers']}, read {row['read_blocks']}", flush=True)
+    return row
+
+
+def cluster(n_workers: int) -> Any:
+    import distributed
+
+    return distributed.LocalCluster(processes=True, n_workers=n_workers, threads_per_worker=1,
+                                    dashboard_address=":0", silence_logs=50)
+
+
+def measure(client: Any, where: str, label: str, shards: int, mode: str, repeat: int,
+            sizes: GraphSize) -> dict[str, Any]:
+    write_read(client, where, min(shards, 1024), mode, GraphSize())  # warm-up (imports, pools), untimed
+    runs = [write_read(client, where, shards, mode, sizes) for _ in range(repeat)]
+    return summarize(label, runs, shards)
+
+
+def run_cluster(args: argparse.Namespace) -> None:
+    import distributed
+
+    where = tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir)
+    rows = []
+    try:
+        with cluster(2) as c, distributed.Client(c) as client:
+            print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat}", flush=True)
+            for shards in args.flat:
+                sizes = GraphSize()
+                rows.append(measure(client, where, f"ungrouped {shards} shards", shards, "ungrouped", args.repeat,
+                                    sizes))
+                rows[-1]["graph_sizes"] = sizes.sizes[:2]
+                print(f"  graph sent (write, read): {sizes.sizes[:2]}  loadavg {loadavg()}", flush=True)
+            for shards in args.grouped:
+                for mode in ("grouped", "task_size"):
+                    sizes = GraphSize()
+                    label = (f"grouped {shards} shards (auto blocks)" if mode == "grouped"
+                             else f"task_size='auto' {shards} shards (shard blocks)")
+                    rows.append(measure(client, where, label, shards, mode, args.repeat, sizes))
+                    rows[-1]["graph_sizes"] = sizes.sizes[:2]
+                    print(f"  graph sent (write, read): {sizes.sizes[:2]}  loadavg {loadavg()}", flush=True)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def run_workers(args: argparse.Namespace) -> None:
+    import distributed
+
+    where = tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir)
+    rows = []
+    try:
+        for n_workers in (2, args.many):
+            with cluster(n_workers) as c, distributed.Client(c) as client:
+                client.wait_for_workers(n_workers)
+                print(f"loadavg {loadavg()}  {n_workers} workers x 1 thread", flush=True)
+                rows.append(measure(client, where, f"{n_workers} workers, {args.shards} shards ungrouped",
+                                    args.shards, "ungrouped", args.repeat, GraphSize()))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    for what in ("write", "read"):
+        ratio = rows[1][what]["median"] / rows[0][what]["median"]
+        print(f"{what}: {args.many} workers / 2 workers = {ratio:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "plan-one":  # a child of ``plan``
+        shards, blocks, task_size, trace = sys.argv[2:6]
+        result = plan_one(int(shards), blocks, None if task_size == "None" else task_size, trace == "1")
+        print(json.dumps(result))
+        return
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan")
+    plan.add_argument("--shards", nargs="+", default=["1e6", "1e7", "1e8"])
+    sub.add_parser("pieces")
+    for name in ("cluster", "workers"):
+        s = sub.add_parser(name)
+        s.add_argument("--repeat", type=int, default=3)
+        s.add_argument("--dir", default=None, help="where the arrays are written (default: the temp dir)")
+    sub.choices["cluster"].add_argument("--flat", type=int, nargs="+", default=[1024, 4096, 16384])
+    sub.choices["cluster"].add_argument("--grouped", type=int, nargs="+", default=[65536])
+    sub.choices["workers"].add_argument("--shards", type=int, default=4096)
+    sub.choices["workers"].add_argument("--many", type=int, default=16)
+    for s in sub.choices.values():
+        s.add_argument("--json", default=None, help="also write the results here")
+    args = p.parse_args()
+    {"plan": run_plan, "pieces": run_pieces, "cluster": run_cluster, "workers": run_workers}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
