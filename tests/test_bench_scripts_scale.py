@@ -1,0 +1,93 @@
+"""The helpers of benchmarks/bench_memory.py and benchmarks/bench_costs.py: the generated
+source, the ordering simulation, the prototype piece graph and the cost model."""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import dask
+import numpy as np
+from dask._task_spec import List, Task, TaskRef
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_costs  # noqa: E402
+import bench_memory  # noqa: E402
+
+import zarrdask  # noqa: E402
+from zarrdask.plan import make_write_plan  # noqa: E402
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**31))
+def test_generated_values_do_not_depend_on_the_chunks(rows: int, cols: int, seed: int) -> None:
+    shape = (57, 63)
+    a = bench_memory.generated(shape, dask.array.core.normalize_chunks((rows, cols), shape), seed)
+    b = bench_memory.generated(shape, dask.array.core.normalize_chunks((57, 63), shape), seed)
+    a_bits, b_bits = (x.compute(scheduler="sync").view(np.uint32) for x in (a, b))
+    assert np.array_equal(a_bits, b_bits)
+    assert np.all((a_bits & 0xFF) == 0) and np.all((a_bits >> 23) == 127)  # 15 random mantissa bits in [1, 2)
+    assert len(np.unique(a_bits)) > shape[0] * shape[1] // 4  # not a constant pattern
+
+
+def test_the_benchmark_layout_cuts_every_shard() -> None:
+    lay = bench_memory.layout(8, 4900)
+    assert lay.shape == (65536, 32768) and lay.block_bytes == 4 * 4900 * 4900 and lay.shard_bytes == 32 * 2**20
+    assert bench_memory.cut_everywhere(lay)
+    assert not bench_memory.cut_everywhere(bench_memory.layout(1, 4096))  # blocks on shard edges
+
+
+def test_ordered_peak_counts_results_until_their_last_dependent() -> None:
+    dsk = {
+        "a": Task("a", bench_memory.done, List()),
+        "b": Task("b", bench_memory.done, List()),
+        "c": Task("c", bench_memory.done, List(TaskRef("a"), TaskRef("b"))),
+        "d": Task("d", bench_memory.done, List(TaskRef("c"))),
+    }
+    sizes = {"a": 100, "b": 10, "c": 1}
+    # c runs holding a and b and its own working memory; then a and b go
+    assert bench_memory.ordered_peak(dsk, sizes, {"c": 1000}) == (1111, 2)
+    walk = bench_memory.write_order(dsk, ["d"])
+    assert sorted(walk, key=walk.__getitem__)[-1] == "d" and walk["c"] > max(walk["a"], walk["b"])
+
+
+def test_the_piece_graph_writes_the_same_bits(tmp_path: Path) -> None:
+    shape, chunks = (96, 80), ((30, 30, 36), (25, 25, 30))
+    source = bench_memory.generated(shape, chunks, 11)
+    target = zarrdask.create_array(str(tmp_path / "a.zarr"), shape=shape, dtype="f4", chunks=(8, 8), shards=(16, 16))
+    dsk, final = bench_memory.pieces_graph(source, target, make_write_plan(shape, chunks, (16, 16)))
+    dask.get(dsk, final, scheduler="sync")
+    back = zarrdask.open_array(str(tmp_path / "a.zarr"))[...]
+    assert np.array_equal(back.view(np.uint32), source.compute(scheduler="sync").view(np.uint32))
+
+
+def test_noop_graph_gathers_every_task() -> None:
+    dsk, final = bench_costs.noop_graph(200)
+    assert len([k for k in dsk if "noop" in k[0]]) == 200
+    assert len(dsk) == 200 + 4 + 1  # 200 -> 4 -> 1
+    assert dask.get(dsk, final, scheduler="sync") is None
+
+
+def test_sent_graph_bytes_reads_distributeds_warning() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("Sending large graph of size 10.03 MiB.\nThis may cause some slowdown.", UserWarning)
+    assert bench_costs.sent_graph_bytes(caught) == int(10.03 * 2**20)
+    assert bench_costs.sent_graph_bytes([]) == 0
+
+
+@given(st.floats(1e9, 1e16), st.sampled_from([16, 64, 256]), st.sampled_from(["write", "read"]))
+def test_estimate_is_bounded_by_its_floors(total: float, shard_mib: int, op: str) -> None:
+    c = {"scheduler_per_task": 1e-3, "worker_per_task": 2e-3, "write_core_s_per_byte": 3e-9,
+         "read_core_s_per_byte": 1e-9, "graph_bytes_per_task": 20.0}
+    e = bench_costs.estimate(total, shard_mib * 2**20, c, op)
+    assert e.tasks == math.ceil(total / (shard_mib * 2**20))
+    assert e.wall_s >= max(e.scheduler_s, e.requests_s)
+    assert e.wall_s * e.threads_useful >= e.core_hours * 3600 * (1 - 1e-9)
+    grouped = bench_costs.estimate(total, shard_mib * 2**20, c, op, tasks=max(1, e.tasks // 16))
+    assert grouped.scheduler_s <= e.scheduler_s and grouped.requests_s == e.requests_s
