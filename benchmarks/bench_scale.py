@@ -4,6 +4,7 @@
     python benchmarks/bench_scale.py plan     [--shards 1e6 1e7 1e8]
     python benchmarks/bench_scale.py pieces
     python benchmarks/bench_scale.py cluster  [--repeat 3] [--flat 1024 4096 16384] [--grouped 65536]
+                                              [--task-size 16384]
     python benchmarks/bench_scale.py workers  [--repeat 3] [--shards 4096] [--many 16]
 
 ``plan``: builds, without running, ``zarrdask.to_zarr(x, path, compute=False)`` of a lazy
@@ -23,8 +24,8 @@ Float32 arrays of shards of 64 x 64 (16 KiB, inner chunks 32 x 32, default codec
 values are computed on the workers (``(i * ncols + j) mod 2**24``, no data in the graph).
 Ungrouped: source blocks = shards, ``from_zarr(path).sum()`` for the read (one task per
 shard). Grouped: a source of ``array.chunk-size`` blocks (dask's ``"auto"``) and
-``from_zarr(path, chunks="auto").sum()``; also the shard-sized source written with
-``task_size="auto"``. Every written array is compared bit for bit on the cluster
+``from_zarr(path, chunks="auto").sum()``; also a shard-sized source written with
+``task_size="auto"`` (``--task-size`` shards: its source is still one task per shard). Every written array is compared bit for bit on the cluster
 (untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
 the graph bytes the client sends (distributed's "Sending large graph" size).
 
@@ -60,6 +61,7 @@ import numpy as np  # noqa: E402
 from dask.array.core import PerformanceWarning  # noqa: E402
 
 import zarrdask  # noqa: E402
+from zarrdask.core.block_reader import BlockReader  # noqa: E402
 
 warnings.filterwarnings("ignore", category=PerformanceWarning)  # the broadcast in values() multiplies blocks
 
@@ -264,6 +266,10 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
     writes = zarrdask.to_zarr(x, path, compute=False, chunks=INNER, shards=SHARD, fill_value=0, task_size=task_size)
     layer_tasks = {k.split("-")[1] + ("-done" if "done" in k else ""): len(v) for k, v in writes.dask.layers.items()
                    if k.startswith("zarrdask-write")}
+    plan_writes = next(v.source for k, v in writes.dask.layers.items() if k.startswith("zarrdask-write-")
+                       and "done" not in k)
+    own = {"writer Array": len(pickle.dumps(plan_writes.target)), "plan": len(pickle.dumps(plan_writes.plan)),
+           "reader": len(pickle.dumps(BlockReader(zarrdask.open_array(path))))}
     t_write = timed(lambda: sizes.compute(client, writes))
     read = zarrdask.from_zarr(path, chunks="auto" if mode != "ungrouped" else None)
     t_read = timed(lambda: sizes.compute(client, read.sum(dtype="f8")))
@@ -272,7 +278,8 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
     if not same:
         raise AssertionError(f"{mode} {shards}: the array read back differs from the source")
     shutil.rmtree(path, ignore_errors=True)
-    return {"write": t_write, "read": t_read, "read_blocks": read.npartitions, "write_layers": layer_tasks}
+    return {"write": t_write, "read": t_read, "read_blocks": read.npartitions, "write_layers": layer_tasks,
+            "own_pickled_bytes": own}
 
 
 def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, Any]:
@@ -283,6 +290,7 @@ def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, 
         row[what]["per_shard_ms"] = 1000 * row[what]["median"] / shards
     row["read_blocks"] = runs[0]["read_blocks"]
     row["write_layers"] = runs[0]["write_layers"]
+    row["own_pickled_bytes"] = runs[0]["own_pickled_bytes"]
     print(f"{label:44s} write {row['write']['median']:7.2f} s [{row['write']['min']:.2f}-{row['write']['max']:.2f}] "
           f"({row['write']['per_shard_ms']:.2f} ms/shard)   read {row['read']['median']:7.2f} s "
           f"[{row['read']['min']:.2f}-{row['read']['max']:.2f}] ({row['read']['per_shard_ms']:.2f} ms/shard)   "
@@ -317,15 +325,16 @@ def run_cluster(args: argparse.Namespace) -> None:
                 rows.append(measure(client, where, f"ungrouped {shards} shards", shards, "ungrouped", args.repeat,
                                     sizes))
                 rows[-1]["graph_sizes"] = sizes.sizes[:2]
-                print(f"  graph sent (write, read): {sizes.sizes[:2]}  loadavg {loadavg()}", flush=True)
-            for shards in args.grouped:
-                for mode in ("grouped", "task_size"):
-                    sizes = GraphSize()
-                    label = (f"grouped {shards} shards (auto blocks)" if mode == "grouped"
-                             else f"task_size='auto' {shards} shards (shard blocks)")
-                    rows.append(measure(client, where, label, shards, mode, args.repeat, sizes))
-                    rows[-1]["graph_sizes"] = sizes.sizes[:2]
-                    print(f"  graph sent (write, read): {sizes.sizes[:2]}  loadavg {loadavg()}", flush=True)
+                print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
+                      f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
+            grouped = [(n, "grouped", f"grouped {n} shards (auto blocks)") for n in args.grouped]
+            grouped += [(n, "task_size", f"task_size='auto' {n} shards (shard blocks)") for n in args.task_size]
+            for shards, mode, label in grouped:
+                sizes = GraphSize()
+                rows.append(measure(client, where, label, shards, mode, args.repeat, sizes))
+                rows[-1]["graph_sizes"] = sizes.sizes[:2]
+                print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
+                      f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
     finally:
         shutil.rmtree(where, ignore_errors=True)
     if args.json:
@@ -369,7 +378,9 @@ def main() -> None:
         s.add_argument("--repeat", type=int, default=3)
         s.add_argument("--dir", default=None, help="where the arrays are written (default: the temp dir)")
     sub.choices["cluster"].add_argument("--flat", type=int, nargs="+", default=[1024, 4096, 16384])
-    sub.choices["cluster"].add_argument("--grouped", type=int, nargs="+", default=[65536])
+    sub.choices["cluster"].add_argument("--grouped", type=int, nargs="*", default=[65536])
+    sub.choices["cluster"].add_argument("--task-size", type=int, nargs="*", default=[16384],
+                                        help="shards written from shard-sized blocks with task_size='auto'")
     sub.choices["workers"].add_argument("--shards", type=int, default=4096)
     sub.choices["workers"].add_argument("--many", type=int, default=16)
     for s in sub.choices.values():
