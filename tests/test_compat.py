@@ -237,3 +237,85 @@ def test_fsspec_async_file_methods():
     for cls in (AsyncFileSystem, HTTPFileSystem):
         assert inspect.iscoroutinefunction(async_cat_file(cls))
         assert inspect.iscoroutinefunction(async_pipe_file(cls))
+
+
+# -- xarray's internals (outside its public and backend API) ---------------------------
+# The xarray modules the engine may import from outside compat/: xarray's public top level
+# and its documented backend API (BackendEntrypoint, BackendArray, AbstractDataStore, the
+# lazy-indexing adapter), the CF conventions and coders, and typing-only imports.
+_PUBLIC_XARRAY = {"xarray", "xarray.backends", "xarray.backends.common", "xarray.core.indexing",
+                  "xarray.conventions", "xarray.coding", "xarray.core.types"}
+_BACKEND_API = {"AbstractDataStore", "BackendArray", "BackendEntrypoint", "NONE_VAR_NAME"}
+
+
+def test_xarray_internals_serve_the_installed_xarray():
+    moved = [name for name, own in xr_compat.INTERNAL.items() if not own]
+    assert not moved, f"xarray {xr.__version__} moved {moved} (checked on {xr_compat.CHECKED_ON})"
+    from xarray.backends import common, writers, zarr as xr_zarr
+
+    assert xr_compat.dump_to_store is writers.dump_to_store
+    assert xr_compat.AbstractWritableDataStore is common.AbstractWritableDataStore
+    assert xr_compat.datatree_from_dict_with_io_cleanup is common.datatree_from_dict_with_io_cleanup
+    assert xr_compat.encode_zarr_variable is xr_zarr.encode_zarr_variable
+    assert xr_compat.encode_zarr_attr_value is xr_zarr.encode_zarr_attr_value
+    assert xr_compat.FillValueCoder is xr_zarr.FillValueCoder
+
+
+def test_xarray_internal_fallbacks_agree_with_xarray():
+    own = {name: getattr(__import__(module, fromlist=[attr]), attr)
+           for name, (module, attr, _) in xr_compat._INTERNAL_TABLE.items()}
+    fallback = {name: entry[2] for name, entry in xr_compat._INTERNAL_TABLE.items()}
+    for name in ("DIMENSION_KEY", "DATAARRAY_NAME", "DATAARRAY_VARIABLE"):
+        assert fallback[name] == own[name], name
+    import dask.array as da
+
+    for value in [np.zeros(3), da.zeros(3, chunks=1), [1, 2], 3.0, xr.Variable(("x",), np.zeros(2)),
+                  xr.Variable(("x",), da.zeros(2, chunks=1)), np.ma.zeros(2)]:
+        assert fallback["is_chunked_array"](value) == own["is_chunked_array"](value), type(value)
+    for dtype in [np.dtype("f4"), np.dtype("O"), np.dtype("O", metadata={"element_type": str}),
+                  np.dtype("O", metadata={"vlen": bytes}), np.dtype("U3")]:
+        assert fallback["check_vlen_dtype"](dtype) == own["check_vlen_dtype"](dtype), dtype
+    for frozen in (fallback["Frozen"], own["Frozen"]):
+        view = frozen({"a": 1})
+        assert dict(view) == {"a": 1} and len(view) == 1 and "a" in view
+        with pytest.raises(TypeError):
+            view["b"] = 2  # type: ignore[index]
+
+    class Closing:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    for close_on_error in (fallback["close_on_error"], own["close_on_error"]):
+        f = Closing()
+        with close_on_error(f):
+            pass
+        assert not f.closed
+        with pytest.raises(KeyError), close_on_error(f):
+            raise KeyError("x")
+        assert f.closed
+
+
+def test_the_engine_imports_xarray_internals_only_through_compat():
+    """Every ``from xarray... import`` outside compat/ names a public or backend-API module."""
+    import ast
+    import pathlib
+
+    import zarrdask
+
+    root = pathlib.Path(zarrdask.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        if path.parent.name == "compat":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "xarray":
+                names = {alias.name for alias in node.names}
+                if node.module == "xarray.backends.common" and names <= _BACKEND_API:
+                    continue
+                if node.module == "xarray.core" and names == {"indexing"}:
+                    continue
+                if node.module not in _PUBLIC_XARRAY or node.module == "xarray.backends.common":
+                    found.append(f"{path.relative_to(root)}: from {node.module} import {', '.join(sorted(names))}")
+    assert not found, "xarray internals imported outside zarrdask/compat/xarray.py:\n" + "\n".join(found)

@@ -19,12 +19,27 @@ The last two serve engine="zarrdask"'s open shortcuts (``xarray_backend/decode.p
 and ``Dataset`` constructor. ``benchmarks/xarray_fast_paths.py`` measures what they save
 (benchmarks/README.md) and ``tests/test_compat.py`` checks that they are taken and agree
 with xarray's own on the installed release.
+
+xarray's internals (outside its public and backend API) the engine builds on, also only
+here:
+
+* with a fallback of zarrdask's: ``close_on_error``, ``Frozen``, ``check_vlen_dtype``,
+  ``is_chunked_array`` and the names ``DIMENSION_KEY``, ``DATAARRAY_NAME``,
+  ``DATAARRAY_VARIABLE`` (``INTERNAL`` says which are xarray's own);
+* without one, because the fallback would be a second copy of xarray's CF encoding for
+  Zarr, which the writer must share with xarray's own engine: ``AbstractWritableDataStore``,
+  ``dump_to_store``, ``encode_zarr_variable``, ``encode_zarr_attr_value``,
+  ``FillValueCoder``; and ``datatree_from_dict_with_io_cleanup`` (it reaches into each
+  Dataset's private closer). A release that moves one fails the import of the xarray engine here,
+  naming it, and ``tests/test_compat.py`` first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Hashable, Mapping
+import types
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,7 +47,21 @@ from xarray.backends.common import NONE_VAR_NAME
 
 __all__ = [
     "CHECKED_ON",
+    "DATAARRAY_NAME",
+    "DATAARRAY_VARIABLE",
+    "DIMENSION_KEY",
+    "INTERNAL",
     "PRIVATE",
+    "AbstractWritableDataStore",
+    "FillValueCoder",
+    "Frozen",
+    "check_vlen_dtype",
+    "close_on_error",
+    "datatree_from_dict_with_io_cleanup",
+    "dump_to_store",
+    "encode_zarr_attr_value",
+    "encode_zarr_variable",
+    "is_chunked_array",
     "choose_default_mode",
     "construct_dataset",
     "encode_variable_name",
@@ -117,13 +146,13 @@ def _validate_datatypes_for_zarr_append(vname: Any, existing_var: Any, new_var: 
 
 # -- xarray's own, where present -------------------------------------------------------
 class _Resolved(NamedTuple):
-    """The function a name stands for, and whether it is xarray's own."""
+    """What a name stands for (a function, class or constant), and whether it is xarray's own."""
 
-    function: Callable[..., Any]
+    value: Any
     private: bool
 
 
-def _private(module: str, name: str, fallback: Callable[..., Any]) -> _Resolved:
+def _private(module: str, name: str, fallback: Any) -> _Resolved:
     try:
         found = getattr(__import__(module, fromlist=[name]), name)
     except (ImportError, AttributeError):
@@ -176,3 +205,55 @@ def lazy_data(variable: Any) -> Any:
     data = getattr(variable, "_data", None)
     PRIVATE["lazy_data"] = hasattr(variable, "_data")
     return data if isinstance(data, ExplicitlyIndexedNDArrayMixin) else None
+
+
+# -- xarray's internals ------------------------------------------------------------------
+@contextlib.contextmanager
+def _close_on_error(f: Any) -> Iterator[None]:
+    try:
+        yield
+    except Exception:
+        f.close()
+        raise
+
+
+def _check_vlen_dtype(dtype: np.dtype) -> Any:
+    if dtype.kind != "O" or dtype.metadata is None:
+        return None
+    return dtype.metadata.get("element_type", dtype.metadata.get("vlen"))
+
+
+def _is_chunked_array(x: Any) -> bool:
+    duck = isinstance(x, np.ndarray) or (
+        hasattr(x, "ndim") and hasattr(x, "shape") and hasattr(x, "dtype")
+        and ((hasattr(x, "__array_function__") and hasattr(x, "__array_ufunc__")) or hasattr(x, "__array_namespace__")))
+    return duck and hasattr(x, "chunks")
+
+
+_INTERNAL_TABLE: dict[str, tuple[str, str, Any]] = {
+    "close_on_error": ("xarray.core.utils", "close_on_error", _close_on_error),
+    "Frozen": ("xarray.core.utils", "Frozen", types.MappingProxyType),
+    "check_vlen_dtype": ("xarray.coding.strings", "check_vlen_dtype", _check_vlen_dtype),
+    "is_chunked_array": ("xarray.namedarray.pycompat", "is_chunked_array", _is_chunked_array),
+    "DIMENSION_KEY": ("xarray.backends.zarr", "DIMENSION_KEY", "_ARRAY_DIMENSIONS"),
+    "DATAARRAY_NAME": ("xarray.backends.api", "DATAARRAY_NAME", "__xarray_dataarray_name__"),
+    "DATAARRAY_VARIABLE": ("xarray.backends.api", "DATAARRAY_VARIABLE", "__xarray_dataarray_variable__"),
+}
+#: which of the internals above are xarray's own in this installation
+INTERNAL: dict[str, bool] = {}
+_INTERNAL: dict[str, Any] = {}
+for _name, (_module, _attr, _fallback) in _INTERNAL_TABLE.items():
+    _INTERNAL[_name], INTERNAL[_name] = _private(_module, _attr, _fallback)
+
+close_on_error = _INTERNAL["close_on_error"]
+Frozen = _INTERNAL["Frozen"]
+check_vlen_dtype = _INTERNAL["check_vlen_dtype"]
+is_chunked_array = _INTERNAL["is_chunked_array"]
+DIMENSION_KEY: str = _INTERNAL["DIMENSION_KEY"]
+DATAARRAY_NAME: str = _INTERNAL["DATAARRAY_NAME"]
+DATAARRAY_VARIABLE: str = _INTERNAL["DATAARRAY_VARIABLE"]
+
+# xarray's CF encoding for Zarr, its writable-store base, its DataTree assembly (no fallback: see the module doc)
+from xarray.backends.common import AbstractWritableDataStore, datatree_from_dict_with_io_cleanup  # noqa: E402
+from xarray.backends.writers import dump_to_store  # noqa: E402
+from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value, encode_zarr_variable  # noqa: E402

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 from dask.delayed import Delayed
-from xarray.namedarray.pycompat import is_chunked_array
 
+from zarrdask.compat.xarray import is_chunked_array
 from zarrdask.core.array import Array
 from zarrdask.dask_io.transactions import combined, run_writes
 from zarrdask.dask_io.write import to_zarr as dask_to_zarr

@@ -15,10 +15,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from xarray import Coordinates, Dataset, Variable
-from xarray.backends.common import AbstractDataStore, BackendEntrypoint, datatree_from_dict_with_io_cleanup
-from xarray.core.utils import close_on_error
+from xarray.backends.common import AbstractDataStore, BackendEntrypoint
 
-from zarrdask.compat.xarray import construct_dataset, normalize_path
+from zarrdask.compat.xarray import close_on_error, construct_dataset, datatree_from_dict_with_io_cleanup, normalize_path
 from zarrdask.core.api import open_array, open_group
 from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group

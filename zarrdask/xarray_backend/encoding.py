@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from dask.array.core import normalize_chunks
 from xarray import Variable
-from xarray.backends.zarr import FillValueCoder
 
+from zarrdask.compat.xarray import FillValueCoder
 from zarrdask.errors import DatasetError, DatasetTypeError
 from zarrdask.codecs import get_codec_class
 from zarrdask.core.array import Array

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from xarray import Variable, coding
 from xarray.backends.common import NONE_VAR_NAME, AbstractDataStore, BackendArray
-from xarray.backends.zarr import DIMENSION_KEY
 from xarray.core import indexing
-from xarray.core.utils import Frozen
 
+from zarrdask.compat.xarray import DIMENSION_KEY, Frozen
 from zarrdask.errors import DatasetError, DatasetKeyError
 from zarrdask.core.array import Array
 from zarrdask.core.block_reader import BlockReader

@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from xarray import Dataset, Variable, conventions
-from xarray.backends.common import AbstractWritableDataStore
-from xarray.backends.zarr import (
-    encode_zarr_attr_value,
-    encode_zarr_variable,
-)
-from xarray.coding.strings import check_vlen_dtype
 
 from zarrdask.compat.xarray import (
+    AbstractWritableDataStore,
+    check_vlen_dtype,
     encode_variable_name,
+    encode_zarr_attr_value,
+    encode_zarr_variable,
     validate_and_transpose_existing_dims,
     validate_datatypes_for_zarr_append,
 )

@@ -20,10 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dask.delayed import Delayed
 from xarray import DataArray, Dataset, DataTree
-from xarray.backends.api import DATAARRAY_NAME, DATAARRAY_VARIABLE
-from xarray.backends.writers import dump_to_store
 
-from zarrdask.compat.xarray import choose_default_mode, validate_dataset_names
+from zarrdask.compat.xarray import (
+    DATAARRAY_NAME,
+    DATAARRAY_VARIABLE,
+    choose_default_mode,
+    dump_to_store,
+    validate_dataset_names,
+)
 from zarrdask.core.group import Group, consolidate_metadata
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.errors import DatasetError
