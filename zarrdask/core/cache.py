@@ -22,14 +22,16 @@ import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import InvalidModeError
+from ..indexing import OrthogonalSelection, Selection
 from ..plan.display import Fact, document, fact_table, format_bytes
+from ..plan.fetch_plan import ReadPlan
 from ..storage.base import Store
 from ..storage.fsspec_store import FsspecStore
 from ..storage.local import LocalStore
@@ -166,6 +168,7 @@ class _Pool:
         self._by_key: dict[tuple[object, str, str], set[EntryKey]] = {}
         self._arrays: dict[ArrayKey, _Counts] = {}
         self._clock = 0
+        self.generation = 0  # (counts clear(): what per-open state of the cache compares)
         self._written: dict[ArrayKey, int] = {}  # the clock at each array's last invalidation
 
     def ask(self, budget: int) -> None:
@@ -245,6 +248,7 @@ class _Pool:
 
     def clear(self) -> None:
         with self._lock:
+            self.generation += 1
             self._clock += 1
             for array in self._arrays:
                 self._written[array] = self._clock
@@ -272,14 +276,55 @@ class _Pool:
 _POOL = _Pool()
 
 
-class ArrayCache:
-    """One open array's view of the pool: its key parts and its budget."""
+#: the chunk placements of the read plans an open keeps (of basic selections), in all and
+#: in one plan: a few MiB of small records at most
+PLAN_CHUNKS = 1 << 15
+PLAN_CHUNKS_EACH = 4096
 
-    __slots__ = ("array", "token", "budget")
+
+class ArrayCache:
+    """One open array's view of the pool: its key parts and its budget, and the plans of
+    its last basic selections, up to :data:`PLAN_CHUNKS` chunk placements (a revisit then
+    plans nothing: with every chunk held, planning is most of a read's time). Plans depend only on the selection
+    and the open's layout, so they cannot go stale; :func:`cache_clear` drops them too."""
+
+    __slots__ = ("array", "token", "budget", "_plans", "_plans_lock", "_placements", "_generation")
 
     def __init__(self, array: ArrayKey, token: str, budget: int) -> None:
         self.array, self.token, self.budget = array, token, budget
+        self._plans: OrderedDict[tuple[object, ...], ReadPlan] = OrderedDict()
+        self._plans_lock = threading.Lock()
+        self._placements = 0
+        self._generation = _POOL.generation
         _POOL.ask(budget)
+
+    def plan(self, selection: Selection, make: Callable[[Selection], ReadPlan]) -> ReadPlan:
+        """The plan of ``selection``: kept from an earlier read of it, else ``make``'s."""
+        if not isinstance(selection, OrthogonalSelection):
+            return make(selection)
+        dims = selection.dims
+        if not all(isinstance(d, slice) for d in dims):
+            return make(selection)
+        key = tuple((d.start, d.stop, d.step) for d in dims if isinstance(d, slice))
+        with self._plans_lock:
+            if self._generation != _POOL.generation:
+                self._plans.clear()
+                self._placements = 0
+                self._generation = _POOL.generation
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                return plan
+        plan = make(selection)
+        placements = _placements(plan)
+        if placements <= PLAN_CHUNKS_EACH:
+            with self._plans_lock:
+                if key not in self._plans:
+                    self._plans[key] = plan
+                    self._placements += placements
+                while self._placements > PLAN_CHUNKS:
+                    self._placements -= _placements(self._plans.popitem(last=False)[1])
+        return plan
 
     def ticket(self) -> int:
         return _POOL.ticket()
@@ -295,6 +340,10 @@ class ArrayCache:
         chunk.flags.writeable = False
         ident, path = self.array
         _POOL.put(self.array, (ident, path, key, self.token, position), chunk, ticket)
+
+
+def _placements(plan: ReadPlan) -> int:
+    return sum(len(u.chunks) for u in plan.units)
 
 
 def pool_key(store: Store, path: str) -> ArrayKey | None:

@@ -85,12 +85,13 @@ class ChunkSource(ABC):
         return plan_read(selection, self.layout)
 
     def read(self, selection: Selection, out: np.ndarray) -> None:
-        units = self.plan(selection).units
+        decoded = self.decoded
+        units = (self.plan(selection) if decoded is None else decoded.plan(selection, self.plan)).units
         targets = [_target(out, u) for u in units]
-        if self.decoded is None:
+        if decoded is None:
             self._read_units(units, targets)
         else:
-            self._read_cached(units, targets, self.decoded)
+            self._read_cached(units, targets, decoded)
         for u, target in zip(units, targets):
             if u.out_index is not None and not is_view(u.out_index):
                 out[u.out_index] = target

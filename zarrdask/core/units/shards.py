@@ -11,6 +11,7 @@ assemble) is the sharding codec's (``codecs/sharding.py``).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -70,6 +71,33 @@ class IndexCache:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+
+
+class _Hit(NamedTuple):
+    """An inner chunk found in the decoded-chunk cache and where its part goes."""
+
+    target: np.ndarray
+    placement: ChunkPlacement
+    chunk: np.ndarray
+
+
+#: cached chunks copied out on several threads only for reads of this many bytes or more
+_PARALLEL_HIT_BYTES = 2 << 20
+
+
+def place_hits(hits: Sequence[_Hit], order: tuple[int, ...] | None, threads: int | None, nbytes: int) -> None:
+    """Copy each cached chunk's part into its target (``order``: the transpose back to the
+    array's axes, None when there is none); spread over the threads when the read's
+    result (``nbytes``) is large."""
+    def place(hit: _Hit) -> None:
+        chunk = hit.chunk if order is None else hit.chunk.transpose(order)
+        hit.target[hit.placement.out_index] = chunk[hit.placement.chunk_index]
+
+    if nbytes < _PARALLEL_HIT_BYTES:
+        for hit in hits:
+            place(hit)
+        return
+    run_all(place, hits, threads)
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -197,10 +225,11 @@ class ShardedChunkSource(ChunkSource):
         array of its own, held and copied out. Held chunks keep the sharding codec's axis
         order; a hit is transposed back as a view."""
         ticket = cache.ticket()
-        order = self._inverse
+        order = None if self._inverse == tuple(range(len(self._inverse))) else self._inverse
         found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
         pending: list[UnitRead] = []
         pending_targets: list[np.ndarray] = []
+        hits: list[_Hit] = []
         at = 0
         for unit, target in zip(units, targets):
             missed = []
@@ -208,11 +237,13 @@ class ShardedChunkSource(ChunkSource):
                 if chunk is None:
                     missed.append(placement)
                 else:
-                    target[placement.out_index] = chunk.transpose(order)[placement.chunk_index]
+                    hits.append(_Hit(target, placement, chunk))
             at += len(unit.chunks)
             if missed:
                 pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, False, missed))
                 pending_targets.append(target)
+        nbytes = sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize
+        place_hits(hits, order, self.options.threads, nbytes)
         if not pending:
             return
         if self.layout.ranged_reads:
@@ -230,7 +261,8 @@ class ShardedChunkSource(ChunkSource):
             except CodecError as exc:
                 raise with_key(exc, job.key, placement.coords) from exc
             cache.put(job.key, placement.position, chunk, ticket)
-            job.target[placement.out_index] = chunk.transpose(order)[placement.chunk_index]
+            held = chunk if order is None else chunk.transpose(order)
+            job.target[placement.out_index] = held[placement.chunk_index]
 
         run_all(load, jobs, self.options.threads)
 
