@@ -16,6 +16,8 @@ from pathlib import Path
 import crc32c as crc32c_mod
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarrdask
 from zarrdask.errors import (
@@ -801,3 +803,24 @@ def test_shared_codec_settings_keep_their_types(tmp_path, good, bad):
     wrong = _set(v3_doc(), ("codecs",), [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": bad}}])
     with pytest.raises(MetadataError, match="level"):
         zarrdask.open_array(write_v3_array(tmp_path / "bad", wrong))
+
+
+@settings(max_examples=25, deadline=None)
+@given(field=st.sampled_from(["chunk_grid", "chunk_key_encoding"]), encoding=st.sampled_from(["default", "v2"]),
+       extra=st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12).filter(
+           lambda k: k not in ("chunk_shape", "separator")))
+def test_unknown_configuration_fields_of_grid_and_key_encoding_are_refused(tmp_path_factory, field, encoding, extra):
+    """An extra field in the chunk grid's or key encoding's configuration is an error naming
+    it, as zarr-python and TensorStore refuse it (not silently dropped)."""
+    import json
+
+    from zarrdask.errors import MetadataError
+
+    path = tmp_path_factory.mktemp("extra") / "a"
+    zarrdask.create_array(str(path), shape=(4, 4), dtype="i4", chunks=(2, 2),
+                          chunk_key_encoding={"name": encoding, "configuration": {"separator": "/"}})
+    meta = json.loads((path / "zarr.json").read_text())
+    meta[field]["configuration"][extra] = 1
+    (path / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(MetadataError, match=rf"{field}/configuration: unexpected fields \['{extra}'\]"):
+        zarrdask.open_array(str(path))

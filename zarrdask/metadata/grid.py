@@ -305,7 +305,8 @@ def check_shape(value: Any, loc: Loc, problems: list[Problem]) -> tuple[int, ...
 
 def _regular(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[Problem]) -> RegularChunkGrid | None:
     shape = config.get("chunk_shape")
-    if not _positive_int_list(shape, ndim, (*loc, "configuration", "chunk_shape"), problems):
+    if not _positive_int_list(shape, ndim, (*loc, "configuration", "chunk_shape"), problems) or not _only(
+            config, {"chunk_shape"}, loc, problems):
         return None
     key = tuple(shape or ())
     grid = _SHARED_GRIDS.get(key)
@@ -366,7 +367,7 @@ def _key_encoding(cls: type, default: str) -> Callable[[Mapping[str, Any], Loc, 
         if sep not in ("/", "."):
             problems.append(Problem((*loc, "configuration", "separator"), f"expected '/' or '.', got {sep!r}"))
             return None
-        return shared[sep]
+        return shared[sep] if _only(config, {"separator"}, loc, problems) else None
 
     shared = {sep: cls(sep) for sep in ("/", ".")}  # immutable: one instance per separator
     return make
@@ -394,11 +395,17 @@ def _rectilinear(config: Mapping[str, Any], ndim: int, loc: Loc, problems: list[
         problems.append(Problem((*where, "chunk_shapes", d), "expected a positive integer, or a non-empty list of "
                                                              f"positive integers and [length, count] pairs, got {spec!r}"))
         ok = False
-    extra = set(config) - {"kind", "chunk_shapes"}
-    if extra:
-        problems.append(Problem(where, f"unexpected fields {sorted(extra)}"))
-        ok = False
+    ok = _only(config, {"kind", "chunk_shapes"}, loc, problems) and ok
     return RectilinearChunkGrid(tuple(shapes)) if ok else None
+
+
+def _only(config: Mapping[str, Any], known: set[str], loc: Loc, problems: list[Problem]) -> bool:
+    """No configuration field beyond ``known`` (as zarr-python and TensorStore refuse them)."""
+    extra = set(config) - known
+    if extra:
+        problems.append(Problem((*loc, "configuration"), f"unexpected fields {sorted(extra)}; "
+                                                         f"expected only {sorted(known)}"))
+    return not extra
 
 
 def _positive(value: Any) -> bool:
