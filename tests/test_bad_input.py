@@ -824,3 +824,23 @@ def test_unknown_configuration_fields_of_grid_and_key_encoding_are_refused(tmp_p
     (path / "zarr.json").write_text(json.dumps(meta))
     with pytest.raises(MetadataError, match=rf"{field}/configuration: unexpected fields \['{extra}'\]"):
         zarrdask.open_array(str(path))
+
+
+@settings(max_examples=25, deadline=None)
+@given(dtype=st.sampled_from(["datetime64[s]", "timedelta64[ms]", "U3", "S4", "V2", "float32", "int16"]),
+       extra=st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12).filter(
+           lambda k: k not in ("unit", "scale_factor", "length_bytes")))
+def test_unknown_configuration_fields_of_a_data_type_are_refused(tmp_path_factory, dtype, extra):
+    """An extra field in a data type's configuration is an error naming it and the fields
+    the type has (zarr-python refuses it too), not dropped silently."""
+    from zarrdask.errors import MetadataError
+
+    path = tmp_path_factory.mktemp("extra") / "a"
+    zarrdask.create_array(str(path), shape=(4,), dtype=dtype, chunks=(2,))
+    meta = json.loads((path / "zarr.json").read_text())
+    name = meta["data_type"] if isinstance(meta["data_type"], str) else meta["data_type"]["name"]
+    config = {} if isinstance(meta["data_type"], str) else dict(meta["data_type"]["configuration"])
+    meta["data_type"] = {"name": name, "configuration": {**config, extra: 1}}
+    (path / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(MetadataError, match=rf"data_type/configuration: unexpected fields \['{extra}'\]"):
+        zarrdask.open_array(str(path))
