@@ -220,9 +220,9 @@ class ShardedChunkSource(ChunkSource):
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
         """Read through the decoded-chunk cache: inner chunks held in the pool are copied
-        out; the rest are fetched (through the shard index, neighbours coalesced; whole
-        shards when bytes->bytes codecs follow the sharding codec), each decoded into an
-        array of its own, held and copied out. Held chunks keep the sharding codec's axis
+        out; the rest are fetched as the plan says (a shard read whole with one GET, so
+        its chunks are of one version of it; else through the shard index, neighbours
+        coalesced), each decoded into an array of its own, held and copied out. Held chunks keep the sharding codec's axis
         order; a hit is transposed back as a view."""
         ticket = cache.ticket()
         order = None if self._inverse == tuple(range(len(self._inverse))) else self._inverse
@@ -240,16 +240,17 @@ class ShardedChunkSource(ChunkSource):
                     hits.append(_Hit(target, placement, chunk))
             at += len(unit.chunks)
             if missed:
-                pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, False, missed))
+                pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
                 pending_targets.append(target)
         nbytes = sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize
         place_hits(hits, order, self.options.threads, nbytes)
         if not pending:
             return
-        if self.layout.ranged_reads:
-            jobs = self._fetch_ranges(pending, pending_targets)
-        else:
-            jobs = self._whole_jobs(pending, pending_targets)
+        whole = [i for i, u in enumerate(pending) if u.whole]
+        ranged = [i for i, u in enumerate(pending) if not u.whole]
+        jobs = self._whole_jobs([pending[i] for i in whole], [pending_targets[i] for i in whole])
+        if ranged:
+            jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
 
         def load(job: _InnerJob) -> None:
             placement = job.placement

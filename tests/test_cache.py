@@ -1,0 +1,282 @@
+"""The decoded-chunk cache (``core/cache.py``): never stale after a zarrdask write, within
+its budget, counted right, opt-in through every entry point, never pickled.
+
+The property tests interleave reads, writes, writes of the fill value (which delete chunks),
+resizes and appends through several opens of one array (two reading through the cache, one
+not), sharded and unsharded, Zarr v2 and v3, against a numpy model after every step.
+Budgets and statistics are checked in a fresh process (the pool's limit is the largest
+budget any open in the process asked for, so it only grows).
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrdask
+from zarrdask.core.block_reader import BlockReader
+from zarrdask.core.cache import CONFIG_KEY, pool_info
+from zarrdask.errors import InvalidModeError
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYOUTS = {
+    "v3-sharded": dict(zarr_format=3, chunks=(2, 3), shards=(4, 6)),
+    "v3-chunks": dict(zarr_format=3, chunks=(3, 4)),
+    "v2-chunks": dict(zarr_format=2, chunks=(3, 4)),
+}
+FILL = -1.0
+
+
+def _region(data: st.DataObject, shape: tuple[int, ...]) -> tuple[slice, ...]:
+    region = []
+    for n in shape:
+        start = data.draw(st.integers(0, max(n - 1, 0)))
+        stop = data.draw(st.integers(start, n))
+        region.append(slice(start, stop))
+    return tuple(region)
+
+
+def _opens(path: str) -> list[zarrdask.Array]:
+    """Two opens reading through the cache (one budget each) and one without it."""
+    return [zarrdask.open_array(path, mode="r+", cache_bytes="1 MiB"),
+            zarrdask.open_array(path, mode="r+", cache_bytes=64 << 10),
+            zarrdask.open_array(path, mode="r+", cache_bytes=0)]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_interleaved_reads_and_writes_never_stale(layout, data):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/a"
+        shape = (data.draw(st.integers(1, 9)), data.draw(st.integers(1, 13)))
+        model = np.arange(np.prod(shape), dtype="f8").reshape(shape)
+        zarrdask.create_array(path, data=model, fill_value=FILL, write_empty_chunks=False, **LAYOUTS[layout])
+        opens = _opens(path)
+        for _ in range(data.draw(st.integers(1, 14))):
+            op = data.draw(st.sampled_from(["read", "read", "write", "fill", "resize", "append", "clear"]))
+            who = opens[data.draw(st.integers(0, 2))]
+            if op == "read":
+                region = _region(data, model.shape)
+                np.testing.assert_array_equal(who[region], model[region])
+            elif op in ("write", "fill"):
+                region = _region(data, model.shape)
+                value = FILL if op == "fill" else data.draw(st.floats(-5, 5, allow_nan=False))
+                who[region] = value
+                model[region] = value
+            elif op == "resize":
+                new = (data.draw(st.integers(0, 9)), data.draw(st.integers(0, 13)))
+                who.resize(new)
+                grown = np.full(new, FILL)
+                keep = tuple(slice(0, min(a, b)) for a, b in zip(new, model.shape))
+                grown[keep] = model[keep]
+                model = grown
+                opens = _opens(path)  # (the other opens keep the old shape, as without a cache)
+            elif op == "append":
+                rows = np.full((data.draw(st.integers(1, 4)), model.shape[1]),
+                               data.draw(st.floats(-5, 5, allow_nan=False)))
+                who.append(rows)
+                model = np.concatenate([model, rows])
+                opens = _opens(path)
+            else:
+                (zarrdask.cache_clear if data.draw(st.booleans()) else who.cache_clear)()
+            for each in opens:
+                np.testing.assert_array_equal(each[...], model)
+            info = pool_info()
+            assert info.bytes <= info.pool_limit
+
+
+def _run(code: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
+                            cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_budget_statistics_and_eviction_in_a_fresh_process(tmp_path):
+    """Counts after known reads; the pool never holds more than the budget; evictions counted."""
+    out = _run("""
+        import sys, numpy as np, zarrdask
+        from zarrdask.core.cache import pool_info
+        path = sys.argv[1]
+        zarrdask.create_array(path, data=np.arange(64.0).reshape(8, 8), chunks=(4, 4))
+        a = zarrdask.open_array(path, cache_bytes=3 * 128)   # three 4x4 float64 chunks
+        b = zarrdask.open_array(path, cache_bytes=3 * 128)   # another open of the same array
+        assert a[:4, :4].sum() == np.arange(64.0).reshape(8, 8)[:4, :4].sum()
+        i = a.cache_info()
+        assert (i.hits, i.misses, i.entries, i.bytes, i.evictions) == (0, 1, 1, 128, 0), i
+        b[:4, :4]                                              # shared by every open
+        i = a.cache_info()
+        assert (i.hits, i.misses) == (1, 1), i
+        a[...]                                                 # 1 hit, 3 misses, one eviction
+        i = b.cache_info()
+        assert (i.hits, i.misses, i.entries, i.evictions) == (2, 4, 3, 1), i
+        assert i.bytes == pool_info().bytes == 3 * 128 <= i.pool_limit == 3 * 128
+        c = zarrdask.open_array(path, cache_bytes="1 KiB")     # the largest budget asked wins
+        assert pool_info().pool_limit == 1024
+        zarrdask.cache_clear()
+        i = a.cache_info()
+        assert (i.hits, i.misses, i.entries, i.bytes) == (0, 0, 0, 0), i
+        print(repr(b.cache_info()))
+    """, str(tmp_path / "a"))
+    assert out.startswith("CacheInfo(hits=0")
+
+
+def test_a_change_by_another_process_is_seen_after_cache_clear(tmp_path):
+    path = str(tmp_path / "a")
+    old = np.arange(48.0).reshape(6, 8)
+    zarrdask.create_array(path, data=old, chunks=(3, 4), shards=(6, 8))
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    b = zarrdask.open_array(path, cache_bytes="1 MiB")
+    np.testing.assert_array_equal(a[...], old)
+    _run("import sys, zarrdask; zarrdask.open_array(sys.argv[1], mode='r+')[...] = 7.0", path)
+    np.testing.assert_array_equal(a[...], old)  # not seen: documented, cache_clear() is the remedy
+    a.cache_clear()
+    np.testing.assert_array_equal(a[...], 7.0)
+    np.testing.assert_array_equal(b[...], 7.0)  # (the same array: every open's entries forgotten)
+    _run("import sys, zarrdask; zarrdask.open_array(sys.argv[1], mode='r+')[...] = 8.0", path)
+    zarrdask.cache_clear()
+    np.testing.assert_array_equal(b[...], 8.0)
+
+
+def test_recreating_an_array_forgets_the_old_one(tmp_path):
+    """The same metadata (same token) over new data: the old array's chunks are not served."""
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.zeros((4, 4)), chunks=(2, 2))
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    np.testing.assert_array_equal(a[...], 0)
+    zarrdask.create_array(path, data=np.ones((4, 4)), chunks=(2, 2), overwrite=True)
+    np.testing.assert_array_equal(zarrdask.open_array(path, cache_bytes="1 MiB")[...], 1)
+    np.testing.assert_array_equal(a[...], 1)
+
+
+def test_another_array_or_metadata_never_hits(tmp_path):
+    data = np.arange(16.0).reshape(4, 4)
+    for name, values in (("x", data), ("y", -data)):
+        zarrdask.create_array(str(tmp_path / name), data=values, chunks=(2, 2))
+    x = zarrdask.open_array(str(tmp_path / "x"), cache_bytes="1 MiB")
+    y = zarrdask.open_array(str(tmp_path / "y"), cache_bytes="1 MiB")
+    np.testing.assert_array_equal(x[...], data)
+    np.testing.assert_array_equal(y[...], -data)
+    assert y.cache_info().hits == 0
+    w = zarrdask.open_array(str(tmp_path / "x"), mode="r+")
+    w.attrs["note"] = "metadata changed"  # another token: another set of entries
+    fresh = zarrdask.open_array(str(tmp_path / "x"), cache_bytes="1 MiB")
+    before = fresh.cache_info()
+    np.testing.assert_array_equal(fresh[...], data)
+    assert fresh.cache_info().misses - before.misses == 4
+
+
+def test_concurrent_reads_and_writes_on_threads(tmp_path):
+    """Readers racing a writer see only written values and, once it is done, its last
+    write: no entry decoded from bytes fetched before a write survives it."""
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.zeros((16, 16)), chunks=(4, 4), shards=(8, 8))
+    reader = zarrdask.open_array(path, cache_bytes="1 MiB")
+    writer = zarrdask.open_array(path, mode="r+")
+    seen: list[set[float]] = []
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(40):
+                seen.append(set(np.unique(reader[...]).tolist()))
+        except BaseException as exc:  # (reported below, not lost in the thread)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for k in range(1, 20):
+        writer[...] = float(k)
+    for t in threads:
+        t.join()
+    assert not failures
+    assert set().union(*seen) <= set(map(float, range(20)))
+    np.testing.assert_array_equal(reader[...], 19.0)
+    assert pool_info().bytes <= pool_info().pool_limit
+
+
+def test_the_switch_and_its_default(tmp_path):
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.ones((4, 4)), chunks=(2, 2))
+    assert zarrdask.open_array(path).cache_info().budget == 0
+    assert zarrdask.open_array(path, cache_bytes="2 MiB").cache_info().budget == 2 << 20
+    assert zarrdask.open(path, cache_bytes=1000).cache_info().budget == 1000
+    with dask.config.set({CONFIG_KEY: "3 MiB"}):
+        assert zarrdask.open_array(path).cache_info().budget == 3 << 20
+        assert zarrdask.open_array(path, cache_bytes=0).cache_info().budget == 0
+    off = zarrdask.open_array(path, cache_bytes=None)
+    off[...]
+    assert off.cache_info().budget == 0
+    for bad in (-1, "lots", True, 1.5):
+        with pytest.raises(InvalidModeError, match="cache_bytes"):
+            zarrdask.open_array(path, cache_bytes=bad)
+
+
+def test_pickles_carry_the_budget_not_the_chunks(tmp_path):
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.random.default_rng(0).random((64, 64)), chunks=(32, 32))
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    a[...]
+    assert a.cache_info().bytes == 64 * 64 * 8
+    for obj in (a, BlockReader(a)):
+        blob = pickle.dumps(obj)
+        assert len(blob) < 4096
+        back = pickle.loads(blob)
+        array = back if isinstance(back, zarrdask.Array) else back.array
+        assert array.cache_info().budget == 1 << 20
+        np.testing.assert_array_equal(back[:, :], a[...])
+
+
+def test_from_zarr_threaded_reads_through_the_cache(tmp_path):
+    path = str(tmp_path / "a")
+    values = np.arange(600.0).reshape(20, 30)
+    zarrdask.create_array(path, data=values, chunks=(5, 10), shards=(10, 30))
+    x = zarrdask.from_zarr(path, cache_bytes="1 MiB")
+    assert float(x.sum().compute(scheduler="threads")) == values.sum()
+    info = zarrdask.open_array(path, cache_bytes="1 MiB").cache_info()
+    assert info.entries == 12 and info.budget == 1 << 20
+    np.testing.assert_array_equal(x.compute(scheduler="threads"), values)
+    assert zarrdask.open_array(path).cache_info().hits >= 12
+
+
+def test_the_xarray_engine_reads_through_the_cache(tmp_path):
+    xr = pytest.importorskip("xarray")
+    path = str(tmp_path / "g")
+    zarrdask.create_group(path)
+    values = np.arange(24.0).reshape(4, 6)
+    zarrdask.create_array(f"{path}/v", data=values, chunks=(2, 3), dimension_names=("y", "x"))
+    ds = xr.open_dataset(path, engine="zarrdask", cache_bytes="1 MiB")
+    np.testing.assert_array_equal(ds["v"].values, values)
+    assert zarrdask.open_array(path, path="v").cache_info().entries == 4
+    chunked = xr.open_dataset(path, engine="zarrdask", cache_bytes="1 MiB", chunks={})
+    np.testing.assert_array_equal(chunked["v"].compute(scheduler="threads").values, values)
+    assert zarrdask.open_array(path, path="v").cache_info().hits >= 4
+    assert "cache_bytes" in xr.backends.list_engines()["zarrdask"].open_dataset_parameters
+
+
+def test_statistics_display(tmp_path):
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.ones((4, 4)), chunks=(2, 2))
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    a[...]
+    a[...]
+    info = a.cache_info()
+    text = repr(info)
+    assert text.startswith("CacheInfo(hits=4 (50%), misses=4,") and "budget=1.00 MiB" in text
+    html = info._repr_html_()
+    for label in ("Hits", "Misses", "Evictions", "Bytes held", "Budget of this open", "Process pool"):
+        assert f"<th>{label}</th>" in html
+    assert "zarrdask CacheInfo" in html and "<pre class='zd-fallback'>" in html
