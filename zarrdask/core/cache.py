@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import threading
 from collections import OrderedDict
@@ -106,17 +107,21 @@ def check_budget(value: object) -> int | None:
 
 
 def _default_budget() -> int:
-    """The process-wide default (``dask.config`` key :data:`CONFIG_KEY`; 0 when unset), never
+    """The process-wide default: dask's config key :data:`CONFIG_KEY` (``dask.config.set``,
+    dask's YAML files) once dask is imported, else its environment variable
+    ``DASK_ZARRDASK__CACHE_BYTES`` (so an open does not import dask); 0 when unset. Never
     inside a dask worker: there only an array's own ``cache_bytes`` turns the cache on."""
-    import dask.config
-
-    value = dask.config.get(CONFIG_KEY, None)
+    config = sys.modules.get("dask.config")
+    value = config.get(CONFIG_KEY, None) if config is not None else os.environ.get(_CONFIG_ENV)
     if not value or _in_worker():
         return 0
     try:
         return check_budget(value) or 0
     except InvalidModeError as exc:
         raise InvalidModeError(f"dask config {CONFIG_KEY!r}: {exc}") from None
+
+
+_CONFIG_ENV = "DASK_ZARRDASK__CACHE_BYTES"
 
 
 def _in_worker() -> bool:
