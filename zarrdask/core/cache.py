@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -362,9 +363,13 @@ def array_cache(array: ArrayKey | None, document: dict[str, Any],
                 cache_bytes: int | str | None) -> ArrayCache | None:
     """The cache of an array opened with ``cache_bytes`` (None: the config default), or None
     when its budget is 0 or its store has no identity the pool can trust."""
-    if array is None:
-        return None
     asked = check_budget(cache_bytes)
+    if array is None:
+        if asked:
+            warnings.warn("cache_bytes: this store's URL may not name one state of its contents (a zarr-python "
+                          "store, or one holding writes back), so its arrays are read without the decoded-chunk "
+                          "cache", stacklevel=5)
+        return None
     budget = _default_budget() if asked is None else asked
     return ArrayCache(array, metadata_token(document), budget) if budget else None
 
