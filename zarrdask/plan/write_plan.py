@@ -33,6 +33,12 @@ each task is one unit); a merged task gathers the pieces of every block it touch
 slice(0, 32, None) [0] [(0,), (1,)]
 slice(32, 64, None) [1] [(1,), (2,)]
 slice(64, 100, None) [2, 3] [(2,)]
+
+Ten blocks of one unit each, grouped to tasks of at most 32 bytes (three units):
+
+>>> grouped = make_write_plan((100,), ((10,) * 10,), (10,), task_bytes=32, itemsize=1)
+>>> [(t.region[0].start, t.region[0].stop, len(t.pieces)) for t in grouped.tasks()]
+[(0, 30, 3), (30, 60, 3), (60, 90, 3), (90, 100, 1)]
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..errors import BoundsError, ChunkAlignmentError, SelectionError, ShapeMismatchError
+from ..errors import BoundsError, ChunkAlignmentError, InvalidValueError, SelectionError, ShapeMismatchError
 from ..metadata.grid import AxisGrid, as_axes
 from .read_plan import auto_read_chunks
 
@@ -245,7 +251,8 @@ def make_write_plan(
     ``source_chunks`` must tile the region exactly (its sums are the region's extents).
     ``task_bytes``: group units into tasks of at most that many bytes (``itemsize`` bytes
     per element; see the module doc); None keeps one task per owned run of units.
-    Raises ShapeMismatchError / SelectionError / BoundsError for inconsistent inputs.
+    Raises ShapeMismatchError / SelectionError / BoundsError for inconsistent inputs,
+    InvalidValueError for a task_bytes or itemsize that is not positive.
     """
     shape = tuple(int(n) for n in shape)
     chunks = tuple(tuple(int(c) for c in axis) for axis in source_chunks)
@@ -266,7 +273,7 @@ def make_write_plan(
                 f"but the region [{start}:{stop}] has extent {stop - start}"
             )
     if task_bytes is not None and (task_bytes <= 0 or itemsize <= 0):
-        raise ShapeMismatchError(f"task_bytes={task_bytes} and itemsize={itemsize} must be positive")
+        raise InvalidValueError(f"task_bytes={task_bytes} and itemsize={itemsize} must be positive integers")
     caps = _task_caps(axis_grids, bounds, task_bytes, itemsize) if task_bytes is not None else (None,) * len(shape)
     axes = tuple(
         _plan_axis(axis, start, stop, axis_chunks, cap)
