@@ -243,3 +243,9 @@ def test_grouped_write_on_a_process_cluster_is_bit_exact(tmp_path):
         read = client.compute(zarrdask.from_zarr(target, chunks="auto")).result()
     np.testing.assert_array_equal(zarrdask.open_array(target)[...], data)
     np.testing.assert_array_equal(read, data)
+
+
+@pytest.mark.parametrize("task_bytes, itemsize", [(0, 4), (-8, 4), (64, 0)])
+def test_the_planner_refuses_a_target_or_itemsize_that_is_not_positive(task_bytes, itemsize):
+    with pytest.raises(InvalidValueError, match=f"task_bytes={task_bytes} and itemsize={itemsize}"):
+        make_write_plan((10,), ((10,),), (5,), task_bytes=task_bytes, itemsize=itemsize)
