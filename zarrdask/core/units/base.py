@@ -193,12 +193,14 @@ class ChunkSource(ABC):
     def _keep(self, chunk: np.ndarray) -> bool:
         return self.options.write_empty_chunks or not is_empty_chunk(chunk, self.fill)
 
-    def _encode_all(self, encode: Callable[[T], bytes | None], items: Sequence[T]) -> list[bytes | None]:
-        """``encode`` every chunk of a write (the one executor), counted on a bar when asked."""
+    def _encode_all(self, encode: Callable[[T], None], items: Sequence[T]) -> None:
+        """``encode`` (and put) every chunk of a write (the one executor), counted on a bar
+        when asked."""
         if not self.options.progress:
-            return run_all(encode, items, self.options.threads)
+            run_all(encode, items, self.options.threads)
+            return
         with ProgressBar(len(items), f"write {self.path or '/'}") as bar:
-            return run_all(counted(encode, bar), items, self.options.threads)
+            run_all(counted(encode, bar), items, self.options.threads)
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         keys = [self.key(c) for c in coords]

@@ -15,6 +15,7 @@ from ...metadata.grid import stored_shape
 from ...plan.fetch_plan import UnitRead
 from ..output import scratch
 from .base import ChunkSource, with_key
+from .puts import UnitPuts
 
 __all__ = ["PlainChunkSource"]
 
@@ -40,7 +41,7 @@ class PlainChunkSource(ChunkSource):
         partial = [i for i, p in enumerate(projections) if not p.full]
         existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
 
-        def encode(i: int) -> bytes | None:
+        def encode(i: int) -> None:
             blob, coords = existing.get(i), projections[i].coords
             pipeline = self._pipeline_at(coords)
             try:
@@ -48,11 +49,11 @@ class PlainChunkSource(ChunkSource):
                 chunk = self._updated_chunk(stored_shape(self.grid, coords), projections[i], values, old)
             except CodecError as exc:
                 raise with_key(exc, keys[i]) from exc
-            return pipeline.encode(chunk) if self._keep(chunk) else None
+            puts.put(keys[i], pipeline.encode(chunk) if self._keep(chunk) else None)
 
-        encoded = self._encode_all(encode, range(len(projections)))
-        self.store.set_many({k: e for k, e in zip(keys, encoded) if e is not None})
-        self.store.delete_many([k for k, e in zip(keys, encoded) if e is None])
+        puts = UnitPuts(self.store)
+        self._encode_all(encode, range(len(projections)))
+        puts.finish()
         self.forget(keys)
 
 

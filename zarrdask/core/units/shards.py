@@ -35,6 +35,7 @@ from ..cache import ArrayCache, ArrayKey, last_write
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
 from .options import ArrayOptions
+from .puts import UnitPuts
 
 __all__ = ["IndexCache", "ShardedChunkSource"]
 
@@ -455,34 +456,38 @@ class ShardedChunkSource(ChunkSource):
             for q in p.chunk_selection.project(self.inner_shape):
                 tasks.append(_InnerWrite(i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
 
-        def encode(task: _InnerWrite) -> bytes | None:
-            q, blob = task.projection, task.old
+        # Each shard is assembled and put by the thread that encodes its last inner chunk.
+        chunks: list[dict[tuple[int, ...], Buffer]] = [dict(existing.get(i, {})) for i in range(len(shards))]
+        remaining = [0] * len(shards)
+        for task in tasks:
+            remaining[task.shard] += 1
+        lock = threading.Lock()
+        puts = UnitPuts(self.store)
+
+        def encode(task: _InnerWrite) -> None:
+            q, blob, i = task.projection, task.old, task.shard
             try:
                 old = None if blob is None or q.full else (lambda: self._decode_inner(blob))
                 chunk = self._updated_chunk(self.inner_shape, q, task.values, old)
             except CodecError as exc:
-                raise with_key(exc, keys[task.shard], q.coords) from exc
-            return self._encode_inner(chunk) if self._keep(chunk) else None
+                raise with_key(exc, keys[i], q.coords) from exc
+            data = self._encode_inner(chunk) if self._keep(chunk) else None
+            coords = self._encoded_coords(q.coords)
+            with lock:
+                if data is None:
+                    chunks[i].pop(coords, None)
+                else:
+                    chunks[i][coords] = data
+                remaining[i] -= 1
+                last = remaining[i] == 0
+            if last:
+                parts = self._codec_at(shards[i].coords).assemble_parts(chunks[i])
+                puts.put(keys[i], None if parts is None else self._stored_bytes(parts))
 
-        encoded = self._encode_all(encode, tasks)
-        chunks: list[dict[tuple[int, ...], Buffer]] = [dict(existing.get(i, {})) for i in range(len(shards))]
-        for task, data in zip(tasks, encoded):
-            i, coords = task.shard, self._encoded_coords(task.projection.coords)
-            if data is None:
-                chunks[i].pop(coords, None)
-            else:
-                chunks[i][coords] = data
-        puts: dict[str, Value] = {}
-        deletes = []
-        for p, key, inner_chunks in zip(shards, keys, chunks):
-            parts = self._codec_at(p.coords).assemble_parts(inner_chunks)
-            if parts is None:
-                deletes.append(key)
-            else:
-                puts[key] = self._stored_bytes(parts)
         self.cache.invalidate(keys)
-        self.store.set_many(puts)
-        self.store.delete_many(deletes)
+        self._encode_all(encode, tasks)
+        puts.finish()
+        self.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
         self.forget(keys)
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:

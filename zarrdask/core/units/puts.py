@@ -1,0 +1,42 @@
+"""Where a write's encoded units go, as each one is ready.
+
+On a local store the thread that encoded a unit puts it at once, so the file writes of
+one unit overlap the encoding of the next instead of running one after another at the
+end of the call. A remote store gets them together in one ``set_many`` at the end, whose
+requests run concurrently. Units that encode to nothing (fill value, empty shard) are
+deleted at the end either way.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ...storage.base import Store, Value
+
+__all__ = ["UnitPuts"]
+
+
+class UnitPuts:
+    """The puts and deletes of one write call (thread-safe)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: dict[str, Value] = {}
+        self._deletes: list[str] = []
+        self._lock = threading.Lock()
+
+    def put(self, key: str, value: Value | None) -> None:
+        """Store ``value`` at ``key`` (now on a local store), or delete the key when None."""
+        if value is not None and self.store.is_local:
+            self.store.set(key, value)
+            return
+        with self._lock:
+            if value is None:
+                self._deletes.append(key)
+            else:
+                self._pending[key] = value
+
+    def finish(self) -> None:
+        """The puts gathered for a remote store, then the deletes."""
+        self.store.set_many(self._pending)
+        self.store.delete_many(self._deletes)
