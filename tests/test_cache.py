@@ -280,3 +280,13 @@ def test_statistics_display(tmp_path):
     for label in ("Hits", "Misses", "Evictions", "Bytes held", "Budget of this open", "Process pool"):
         assert f"<th>{label}</th>" in html
     assert "zarrdask CacheInfo" in html and "<pre class='zd-fallback'>" in html
+
+
+def test_a_store_without_a_trusted_identity_reads_uncached_and_says_so():
+    zarr = pytest.importorskip("zarr")
+    store = zarr.storage.MemoryStore()
+    zarr.create_array(store, shape=(4,), chunks=(2,), dtype="f8")[...] = 1.0
+    with pytest.warns(UserWarning, match="without the decoded-chunk cache"):
+        a = zarrdask.open_array(store, cache_bytes="1 MiB")
+    np.testing.assert_array_equal(a[...], 1.0)
+    assert a.cache_info().budget == 0 and a.cache_info().entries == 0
