@@ -19,7 +19,7 @@ from ..plan.fetch_plan import ReadPlan
 from ..storage import open_store
 from ..storage.base import Store, join_path, node_path
 from .array import Array, ArrayOptions
-from .array_keywords import REFUSED, ArraySpec, split_array_keywords
+from .array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
 from .create import commit_array, plan_array
 from .group import Group, make_group, node_from_metadata
 from .node_io import explain_missing, read_nodes
@@ -139,14 +139,14 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
         if use_consolidated is not None:
             raise refuse(function, "use_consolidated", "it applies to groups, and shape= opens or creates an array")
         return _open_array(function, s, path, mode, zarr_format, spec, options)
-    array_only = sorted(k for k in kwargs if k != "attributes")
+    array_only = sorted(k for k in kwargs if k != "attributes" and k not in options)
     no_group = (f"{function}(mode={mode!r}) without shape= creates a group, which takes none of {array_only}: "
                 "pass shape= (and dtype=) to create an array (nothing was changed)")
     if mode in ("w", "w-"):
         if array_only:
             raise InvalidModeError(no_group)
         return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=spec.get("attributes"),
-                          allow_reserved_names=False, exists_hint=_REPLACE_HINT)
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=_group_options(options))
     meta = _find(s, path, zarr_format, use_consolidated is not False)
     if meta is None:
         if mode != "a":
@@ -154,16 +154,21 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
         if array_only:
             raise InvalidModeError(f"nothing at {_where(path)}: {no_group}")
         return make_group(s, path, zarr_format, overwrite=False, attributes=spec.get("attributes"),
-                          allow_reserved_names=False, exists_hint=_REPLACE_HINT)
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=_group_options(options))
     if meta.node_type == "array":
         if use_consolidated is not None:
             raise refuse(function, "use_consolidated", f"it applies to groups; the node at {_where(path)} is an array")
         return _existing_array(function, s, path, meta, spec, options)
     if array_only:
         raise _not_an_array(function, s, path, meta)
-    group = node_from_metadata(_read_only_if_old(s, meta), path, meta)
+    group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=_group_options(options))
     _check_consolidated(group, use_consolidated)
     return group
+
+
+def _group_options(options: dict[str, Any]) -> ArrayOptions | None:
+    """The ArrayOptions a group hands to the arrays opened through it (None: defaults)."""
+    return ArrayOptions(**options) if options else None
 
 
 def open_array(store: Any, *, mode: str = "r", path: str | None = None,
@@ -196,14 +201,17 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
                **kwargs: Any) -> Group:
     """Open (or create) a group, as ``zarr.open_group`` does: ``mode`` defaults to "a"
     (created when nothing is there, with ``attributes``). Consolidated metadata is used when
-    present unless ``use_consolidated=False``; ``True`` requires it."""
+    present unless ``use_consolidated=False``; ``True`` requires it. :class:`ArrayOptions`
+    keywords (``cache_bytes="1 GiB"``, ``threads``, ...) apply to the arrays opened through
+    the group (``g["a"]``, ``g.arrays()``)."""
     function = "zarrdask.open_group"
     _check_mode(function, mode)
     for name in kwargs:
         if name in _GROUP_REFUSED:
             raise refuse(function, name, REFUSED[name])
     check_keywords(function, kwargs, ("mode", "path", "storage_options", "zarr_format", "attributes",
-                                      "use_consolidated"))
+                                      "use_consolidated", *OPTION_NAMES))
+    options = _group_options(kwargs)
     if use_consolidated is not None and not isinstance(use_consolidated, bool):
         raise refuse(function, f"use_consolidated={use_consolidated!r}",
                      "zarrdask reads consolidated metadata from .zmetadata (v2) or zarr.json (v3) only; "
@@ -212,18 +220,18 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
     path = node_path(path)
     if mode in ("w", "w-"):
         return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=attributes,
-                          allow_reserved_names=False, exists_hint=_REPLACE_HINT)
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=options)
     meta = _find(s, path, zarr_format, use_consolidated is not False, GroupNotFoundError)
     if meta is None:
         if mode == "a":
             return make_group(s, path, zarr_format, overwrite=False, attributes=attributes,
-                              allow_reserved_names=False, exists_hint=_REPLACE_HINT)
+                              allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=options)
         raise GroupNotFoundError(str(explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there")))
     if meta.node_type == "array":
         raise GroupNotFoundError(f"{function}(): the node at {_where(path)} in {s!r} is an array, not a group; "
                                  f"open it with zarrdask.open_array(store, path={path!r})"
                                  + (" (mode='w' replaces it with a group)" if mode != "r" else ""))
-    group = node_from_metadata(_read_only_if_old(s, meta), path, meta)
+    group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=options)
     _check_consolidated(group, use_consolidated)
     return group
 

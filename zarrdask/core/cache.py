@@ -42,7 +42,7 @@ from ..storage.transformers import WrapperStore
 from ..storage.write_behind import WriteBehindStore
 
 __all__ = ["ArrayCache", "ArrayKey", "CacheInfo", "CONFIG_KEY", "array_cache", "array_statistics", "cache_clear",
-           "check_budget", "forget", "last_write", "pool_info", "pool_key"]
+           "check_budget", "forget", "forget_below", "last_write", "pool_info", "pool_key"]
 
 #: the dask config key of the process-wide default budget (read when an array is opened)
 CONFIG_KEY = "zarrdask.cache-bytes"
@@ -252,6 +252,13 @@ class _Pool:
             for key in doomed:
                 self._drop(key, self._entries.pop(key))
 
+    def arrays_below(self, ident: object, path: str) -> list[ArrayKey]:
+        """The arrays of store ``ident`` at ``path`` or below that the pool has seen."""
+        prefix = path.strip("/") + "/" if path.strip("/") else ""
+        with self._lock:
+            return [a for a in {*self._arrays, *self._written}
+                    if a[0] == ident and (a[1] == path.strip("/") or a[1].startswith(prefix))]
+
     def clear(self) -> None:
         with self._lock:
             self.generation += 1
@@ -379,6 +386,14 @@ def forget(array: ArrayKey | None, keys: Iterable[str] | None = None) -> None:
     keys): forget them, whatever open cached them."""
     if array is not None:
         _POOL.invalidate(array, keys)
+
+
+def forget_below(store: Store, path: str) -> None:
+    """zarrdask deleted the node at ``path`` (and everything below): forget every array there."""
+    ident = store_identity(store)
+    if ident is not None:
+        for array in _POOL.arrays_below(ident, path):
+            _POOL.invalidate(array, None)
 
 
 def last_write(array: ArrayKey | None) -> int:

@@ -30,6 +30,7 @@ from ..metadata.v3 import GroupMetadataV3
 from ..storage import open_store
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
+from .cache import forget_below
 from .create import OVERWRITE_HINT, create_array, write_group
 from .node import Node
 from .node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
@@ -62,7 +63,7 @@ def node_from_metadata(store: Store, path: str, metadata: NodeMetadata,
     """An Array or Group object for already-read metadata."""
     if metadata.node_type == "array":
         return Array(store, path, metadata, options)
-    return Group(store, path, metadata, consolidated)
+    return Group(store, path, metadata, consolidated, options)
 
 
 def _parse_consolidated(metadata: NodeMetadata) -> dict[str, NodeMetadata] | None:
@@ -94,8 +95,9 @@ class Group(Node[GroupMetadata]):
     """A Zarr group. ``g["a/b"]`` opens a member; ``members()`` lists direct children."""
 
     def __init__(self, store: Store, path: str, metadata: GroupMetadata,
-                 consolidated: Mapping[str, NodeMetadata] | None = None) -> None:
+                 consolidated: Mapping[str, NodeMetadata] | None = None, options: ArrayOptions | None = None) -> None:
         self._store = store
+        self._options = options  # for the arrays opened through it (cache_bytes, threads, ...)
         self._path = path.strip("/")
         self._metadata = metadata
         self._consolidated = dict(consolidated) if consolidated is not None else _parse_consolidated(metadata)
@@ -147,7 +149,8 @@ class Group(Node[GroupMetadata]):
         return self._member(name, meta)
 
     def _member(self, name: str, meta: NodeMetadata) -> Member:
-        node = node_from_metadata(self._store, join_path(self._path, name), meta, self._child_consolidated(name, meta))
+        node = node_from_metadata(self._store, join_path(self._path, name), meta, self._child_consolidated(name, meta),
+                                  self._options)
         if self._consolidated is not None and name in self._consolidated:
             node.attach_consolidated(self._consolidated, name)
         return node
@@ -168,6 +171,7 @@ class Group(Node[GroupMetadata]):
         if self.read_only:
             raise ReadOnlyError(f"group {self.name!r} is read-only; open it with mode='r+' to delete {name!r}")
         self._store.delete_prefix(node.path)
+        forget_below(self._store, node.path)
         rel = node.path[len(self._path):].strip("/")
         if self._consolidated is not None:
             self._consolidated = {k: v for k, v in self._consolidated.items() if not _below(k, rel)}
@@ -358,11 +362,13 @@ def create_group(store: Any, *, path: str | None = None, zarr_format: int | None
 
 
 def make_group(store: Store, path: str | None, zarr_format: Any, *, overwrite: bool,
-               attributes: Mapping[str, Any] | None, allow_reserved_names: bool, exists_hint: str) -> Group:
-    """Create a group in an opened store; ``exists_hint``: how the caller replaces a node."""
+               attributes: Mapping[str, Any] | None, allow_reserved_names: bool, exists_hint: str,
+               options: ArrayOptions | None = None) -> Group:
+    """Create a group in an opened store; ``exists_hint``: how the caller replaces a node;
+    ``options``: for the arrays opened through it."""
     new = write_group(store, path, zarr_format, overwrite=overwrite, attributes=attributes,
                       allow_reserved_names=allow_reserved_names, exists_hint=exists_hint)
-    return Group(store, new.path, new.metadata)
+    return Group(store, new.path, new.metadata, options=options)
 
 
 def walk(store: Store, path: str, metadata: NodeMetadata, max_depth: int | None = None) -> dict[str, NodeMetadata]:

@@ -99,12 +99,12 @@ def _parse_data_type_v3(value: JSON, loc: Loc) -> DataType:
                      f"must-understand); known: {', '.join(sorted(_V3_REGISTRY))}, r<bits>")]
         )
     dtype = factory(config, loc)
-    extra = sorted(set(config or {}) - set(dtype.configuration or {}))
-    if extra:  # (as zarr-python refuses them; the data type's own fields are its configuration's)
+    unexpected = sorted(set(config or {}) - set(dtype.configuration or {}))
+    if unexpected:  # (as zarr-python refuses them; the data type's own fields are its configuration's)
         allowed = sorted(dtype.configuration or {})
         expected = f"expected only {allowed}" if allowed else "it takes none"
         raise MetadataError([Problem((*loc, "configuration"),
-                                     f"unexpected fields {extra} for data type {name!r}; {expected}")])
+                                     f"unexpected fields {unexpected} for data type {name!r}; {expected}")])
     return DataType(dtype.name, dtype.dtype, dtype.family, dtype.configuration, json=value, fields=dtype.fields)
 
 
