@@ -303,6 +303,50 @@ def per_byte(repeat: int) -> dict[str, Any]:
     return out
 
 
+# ----------------------------------------------------------------- validation
+
+
+VALIDATE_SHAPE = (8192, 32768)  # 1 GiB of float32
+VALIDATE_SHARD = (512, 512)  # 1 MiB: 1,024 shards
+VALIDATE_INNER = (256, 256)
+
+
+def predict_here(measured: dict, op: str, workers: int = 2) -> float:
+    """Seconds for the validation job (1 GiB in 1 MiB shards, aligned, local files) on this
+    cluster: per task, the tiny-shard slope measured on it; per byte, zstd + memcpy + the
+    page cache, spread over the ``workers`` single-thread workers."""
+    total = 4 * math.prod(VALIDATE_SHAPE)
+    tasks = total // (4 * math.prod(VALIDATE_SHARD))
+    pb = measured["per_byte"]["random mantissa (bench_memory)"]
+    memcpy, file = measured["per_byte"]["memcpy"], measured["local_file"]
+    if op == "write":
+        per_byte = 1 / pb["encode"] + 1 / memcpy + 1 / file["write"]
+    else:
+        per_byte = 1 / pb["decode"] + 1 / memcpy + 1 / file["read"]
+    return tasks * measured["per_task"][f"cluster zarrdask {op}"] + total * per_byte / workers
+
+
+def validate(client: Any, root: Path, repeat: int) -> dict[str, float]:
+    """The validation job, measured: median seconds to write and to read (persist) it."""
+    import distributed
+
+    import zarrdask
+
+    source = client.persist(generated(VALIDATE_SHAPE, da.core.normalize_chunks(VALIDATE_SHARD, VALIDATE_SHAPE), 9))
+    distributed.wait(source)
+    writes, reads = [], []
+    for _ in range(repeat):
+        url = str(root / f"{uuid.uuid4().hex}.zarr")
+        job = zarrdask.to_zarr(source, url, path="t", chunks=VALIDATE_INNER, shards=VALIDATE_SHARD, compute=False)
+        writes.append(timed_compute(client, job)[0])
+        back = zarrdask.from_zarr(url, path="t")
+        reads.append(timed_compute(client, back, persist=True)[0])
+        assert not client.compute((back.view("u4") != source.view("u4")).any()).result()
+        shutil.rmtree(url, ignore_errors=True)
+    client.cancel(source)
+    return {"write": statistics.median(writes), "read": statistics.median(reads)}
+
+
 # ----------------------------------------------------------------- the model
 
 
@@ -323,16 +367,17 @@ class Estimate(NamedTuple):
 def estimate(total_bytes: float, shard_bytes: float, c: dict[str, float], op: str, prefixes: int = 1,
              tasks: float | None = None) -> Estimate:
     """The model: wall = max(tasks x scheduler cost, requests / (rate x prefixes),
-    worker core-seconds / threads). Worker core-seconds = tasks x worker cost per task
-    + bytes x (codec + memcpy + network) per byte. ``c`` holds the constants (keys in
-    :func:`constants_for`); ``tasks`` defaults to one per shard."""
+    worker core-seconds / threads). Worker core-seconds = shards x worker cost per shard
+    + bytes x (codec + memcpy + network) per byte (a no-op task's cost on the worker is
+    in the scheduler's figure). ``c`` holds the constants (keys in :func:`constants_for`);
+    ``tasks`` defaults to one per shard (fewer: shards grouped into tasks)."""
     shards = math.ceil(total_bytes / shard_bytes)
     tasks = shards if tasks is None else tasks
     scheduler = tasks * c["scheduler_per_task"]
     rate = AWS_PUT_PER_S if op == "write" else AWS_GET_PER_S
     requests = shards / (rate * prefixes)
     per_byte = c[f"{op}_core_s_per_byte"]
-    core_s = tasks * c["worker_per_task"] + total_bytes * per_byte
+    core_s = shards * c["worker_per_shard"] + total_bytes * per_byte
     floor = max(scheduler, requests)
     useful = max(1, math.ceil(core_s / floor)) if floor else 1
     return Estimate(int(tasks), scheduler, requests, core_s / 3600, useful, max(floor, core_s / useful),
@@ -341,8 +386,8 @@ def estimate(total_bytes: float, shard_bytes: float, c: dict[str, float], op: st
 
 def constants_for(measured: dict, lib: str) -> dict[str, float]:
     """The model's constants for ``lib`` from the measurements: the scheduler's cost per
-    task is the no-op slope on the cluster; the worker's per task is the one-shard direct
-    cost minus its bytes' share; per byte: zstd, memcpy, and a 10 Gbit/s network per core
+    task is the no-op slope on the cluster; the worker's per shard is the one-shard direct
+    cost (local files) minus its bytes' share; per byte: zstd, memcpy, and a 10 Gbit/s network per core
     (an assumption: 1.25 GB/s shared by the node's cores is not modelled)."""
     pb = measured["per_byte"]["smooth field + noise, 0.01"]
     memcpy = measured["per_byte"]["memcpy"]
@@ -350,7 +395,7 @@ def constants_for(measured: dict, lib: str) -> dict[str, float]:
     shard = measured["per_shard"][f"{lib} local"]
     return {
         "scheduler_per_task": measured["per_task"]["cluster no-op"],
-        "worker_per_task": max(shard["write"], shard["read"]) - 16384 * (1 / pb["encode"] + 1 / memcpy),
+        "worker_per_shard": max(shard["write"], shard["read"]) - 16384 * (1 / pb["encode"] + 1 / memcpy),
         "write_core_s_per_byte": 1 / pb["encode"] + 1 / memcpy + 1 / net,
         "read_core_s_per_byte": 1 / pb["decode"] + 1 / memcpy + 1 / net,
         "graph_bytes_per_task": measured["graph"][lib]["write_sent_per_task"],
@@ -364,11 +409,13 @@ def model_table(measured: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|---|"]
     ours, theirs = constants_for(measured, "zarrdask"), constants_for(measured, "zarr-python")
     for total, label in ((TB, "1 TB"), (100 * TB, "100 TB"), (1000 * TB, "1 PB")):
-        for shard_mib in (16, 64, 256):
+        for shard_mib, task_mib in ((16, None), (64, None), (256, None), (16, 1024)):
             for op in ("write", "read"):
-                a = estimate(total, shard_mib * MiB, ours, op)
+                tasks = None if task_mib is None else math.ceil(total / (task_mib * MiB))
+                a = estimate(total, shard_mib * MiB, ours, op, tasks=tasks)
                 b = estimate(total, shard_mib * MiB, theirs, op)
-                rows.append(f"| {label} | {shard_mib} MiB | {op} | {a.tasks:,} | {human(a.scheduler_s)} | "
+                shard = f"{shard_mib} MiB" + ("" if task_mib is None else f", tasks of {task_mib // 1024} GiB")
+                rows.append(f"| {label} | {shard} | {op} | {a.tasks:,} | {human(a.scheduler_s)} | "
                             f"{human(a.requests_s)} | {a.core_hours:,.0f} / {b.core_hours:,.0f} | {a.threads_useful:,} | "
                             f"{human(a.wall_s)} | {a.graph_mib:,.1f} / {b.graph_mib:,.0f} MiB |")
     return "\n".join(rows)
@@ -437,7 +484,12 @@ def measure(args: argparse.Namespace) -> dict:
                     "read_sent_per_task": max(0.0, slope(lo.read_graph_bytes, hi.read_graph_bytes, n // 4, n)),
                     **task_spec_bytes(lib, root),
                 }
+            out["load"]["validate"] = loadavg()
+            out["validate"] = {"measured": validate(client, root, repeat),
+                               "predicted": {op: predict_here(out, op) for op in ("write", "read")}}
         print("per task:", json.dumps(out["per_task"]), "\ngraph:", json.dumps(out["graph"]), flush=True)
+        print("validation (1 GiB, 1 MiB shards, local files, 2 workers x 1 thread):", json.dumps(out["validate"]),
+              flush=True)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)

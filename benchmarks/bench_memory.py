@@ -263,6 +263,24 @@ def write_order(dsk: dict, writes: list) -> dict:
     return priority
 
 
+def pieces_job(source: da.Array, url: str, options: dict[str, Any] | None, lay: Layout) -> Any:
+    """A ``Delayed`` writing ``source`` into a new array ``t`` at ``url`` through
+    :func:`pieces_graph` (its layer takes the annotations in effect)."""
+    from dask.delayed import Delayed
+    from dask.highlevelgraph import MaterializedLayer
+
+    import zarrdask
+    from zarrdask.plan import make_write_plan
+
+    zarrdask.create_group(url, storage_options=options)
+    target = zarrdask.create_array(url, name="t", shape=lay.shape, dtype="f4", chunks=INNER, shards=lay.shard,
+                                   storage_options=options)
+    dsk, final = pieces_graph(source, target, make_write_plan(lay.shape, lay.chunks, lay.shard))
+    own = MaterializedLayer({k: v for k, v in dsk.items() if k not in source.dask})
+    graph = HighLevelGraph({**source.dask.layers, final: own}, {**source.dask.dependencies, final: {source.name}})
+    return Delayed(final, graph)
+
+
 def order_report(lay: Layout, seed: int = 7) -> dict[str, tuple[int, int]]:
     """dask.order's one-thread peak for zarrdask's write graph and for the piece graph."""
     import zarrdask
@@ -341,10 +359,11 @@ def mismatches(url: str, seed: int, options: dict[str, Any] | None) -> int:
 
 
 def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str, Any] | None, seed: int,
-            ordered: bool = False) -> dict:
+            ordered: bool = False, graph: str = "zarrdask") -> dict:
     """One write of ``lay`` into ``url``: times, memory and the check. ``ordered``: the
     prototype of the fix (the source's blocks prioritised in C order, the write tasks
-    above them, with ``dask.annotate(priority=...)``)."""
+    above them, with ``dask.annotate(priority=...)``); ``graph="pieces"``: the write tasks
+    fed by cut pieces (:func:`pieces_graph`) instead of zarrdask's graph."""
     import distributed
     from distributed.diagnostics import MemorySampler
 
@@ -361,8 +380,11 @@ def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str,
     start = time.perf_counter()
     with sampler.sample("write", interval=0.1):
         with dask.annotate(priority=math.prod(source.numblocks) + 1) if ordered else contextlib.nullcontext():
-            job = zarrdask.to_zarr(source, url, path="t", chunks=INNER, shards=lay.shard, storage_options=options,
-                                   compute=False)
+            if graph == "pieces":
+                job = pieces_job(source, url, options, lay)
+            else:
+                job = zarrdask.to_zarr(source, url, path="t", chunks=INNER, shards=lay.shard, storage_options=options,
+                                       compute=False)
         distributed.wait(client.compute(job))
         seconds = time.perf_counter() - start
     workers = client.run(_stop_sampler)
@@ -370,7 +392,7 @@ def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str,
     check_start = time.perf_counter()
     bad = mismatches(url, seed, options)
     result = {
-        "threads": threads, "ordered": ordered, "seconds": seconds, "gib_per_s": lay.shape[0] * lay.shape[1] * 4 / 2**30 / seconds,
+        "threads": threads, "ordered": ordered, "graph": graph, "seconds": seconds, "gib_per_s": lay.shape[0] * lay.shape[1] * 4 / 2**30 / seconds,
         "cluster_peak": int(total.max()), "cluster_before": int(total.iloc[0]),
         "mismatched_elements": bad, "check_seconds": time.perf_counter() - check_start, "workers": {},
     }
@@ -382,7 +404,7 @@ def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str,
 
 
 def describe(store: str, r: dict) -> str:
-    lines = [f"  {store:5s} T={r['threads']} {'C-ordered' if r['ordered'] else 'as is'}: write {r['seconds']:.1f} s ({r['gib_per_s']:.2f} GiB/s), "
+    lines = [f"  {store:5s} T={r['threads']} {r['graph']} {'C-ordered' if r['ordered'] else 'as is'}: write {r['seconds']:.1f} s ({r['gib_per_s']:.2f} GiB/s), "
              f"cluster peak {r['cluster_peak'] / MiB:.0f} MiB (before {r['cluster_before'] / MiB:.0f} MiB), "
              f"bit-exact: {r['mismatched_elements'] == 0} ({r['mismatched_elements']} differ)"]
     for address, w in sorted(r["workers"].items()):
@@ -405,6 +427,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--ordered", choices=["no", "yes", "both"], default="both",
                    help="the fix's prototype: source blocks in C order, writes first (default: both runs)")
+    p.add_argument("--graph", choices=["zarrdask", "pieces"], default="zarrdask",
+                   help="pieces: the prototype where write tasks depend on cut pieces, not whole blocks")
     p.add_argument("--order-only", action="store_true", help="print dask.order's one-thread peaks and exit")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
@@ -447,8 +471,8 @@ def main() -> None:
                         url = f"s3://bench/{uuid.uuid4().hex}.zarr" if store == "s3" else str(scratch / f"{uuid.uuid4().hex}.zarr")
                         print(f"  [{store} T={threads} ordered={ordered}] loadavg "
                               f"{open('/proc/loadavg').read().split()[:3]}", flush=True)
-                        r = run_one(client, lay, threads, url, options, args.seed, ordered)
-                        results.setdefault(f"{store} T={threads} ordered={ordered}", []).append(r)
+                        r = run_one(client, lay, threads, url, options, args.seed, ordered, args.graph)
+                        results.setdefault(f"{store} T={threads} ordered={ordered} graph={args.graph}", []).append(r)
                         print(describe(store, r), flush=True)
                         if store == "local":
                             shutil.rmtree(url, ignore_errors=True)

@@ -83,7 +83,7 @@ def test_sent_graph_bytes_reads_distributeds_warning() -> None:
 
 @given(st.floats(1e9, 1e16), st.sampled_from([16, 64, 256]), st.sampled_from(["write", "read"]))
 def test_estimate_is_bounded_by_its_floors(total: float, shard_mib: int, op: str) -> None:
-    c = {"scheduler_per_task": 1e-3, "worker_per_task": 2e-3, "write_core_s_per_byte": 3e-9,
+    c = {"scheduler_per_task": 1e-3, "worker_per_shard": 2e-3, "write_core_s_per_byte": 3e-9,
          "read_core_s_per_byte": 1e-9, "graph_bytes_per_task": 20.0}
     e = bench_costs.estimate(total, shard_mib * 2**20, c, op)
     assert e.tasks == math.ceil(total / (shard_mib * 2**20))
@@ -91,3 +91,4 @@ def test_estimate_is_bounded_by_its_floors(total: float, shard_mib: int, op: str
     assert e.wall_s * e.threads_useful >= e.core_hours * 3600 * (1 - 1e-9)
     grouped = bench_costs.estimate(total, shard_mib * 2**20, c, op, tasks=max(1, e.tasks // 16))
     assert grouped.scheduler_s <= e.scheduler_s and grouped.requests_s == e.requests_s
+    assert grouped.core_hours == e.core_hours  # grouping saves scheduling, not work per shard
