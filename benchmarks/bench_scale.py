@@ -23,7 +23,8 @@ allocations per phase). Only metadata touches the disk.
 Float32 arrays of shards of 64 x 64 (16 KiB, inner chunks 32 x 32, default codecs) whose
 values are computed on the workers (``(i * ncols + j) mod 2**24``, no data in the graph).
 Ungrouped: source blocks = shards, ``from_zarr(path).sum()`` for the read (one task per
-shard). Grouped: a source of ``array.chunk-size`` blocks (dask's ``"auto"``) and
+shard). Grouped: a source of ``array.chunk-size`` blocks of whole shards (dask's ``"auto"``
+with the shards as previous chunks: 5760 x 5760 at 65,536 shards, one write task each) and
 ``from_zarr(path, chunks="auto").sum()``; also a shard-sized source written with
 ``task_size="auto"`` (``--task-size`` shards: its source is still one task per shard). Every written array is compared bit for bit on the cluster
 (untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
@@ -58,7 +59,7 @@ import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import numpy as np  # noqa: E402
 
-from dask.array.core import PerformanceWarning  # noqa: E402
+from dask.array.core import PerformanceWarning, normalize_chunks  # noqa: E402
 
 import zarrdask  # noqa: E402
 from zarrdask.core.block_reader import BlockReader  # noqa: E402
@@ -218,9 +219,12 @@ def best(fn: Callable[[], Any], n: int) -> float:
 
 
 def values(shape: tuple[int, int], chunks: Any) -> da.Array:
-    """Deterministic float32 values computed on the workers, exact in float32."""
-    i = da.arange(shape[0], chunks=chunks[0] if isinstance(chunks, tuple) else chunks, dtype="i8")
-    j = da.arange(shape[1], chunks=chunks[1] if isinstance(chunks, tuple) else chunks, dtype="i8")
+    """Deterministic float32 values computed on the workers, exact in float32, in blocks
+    ``chunks`` (``"auto"``: dask's ``array.chunk-size`` blocks of whole shards)."""
+    if isinstance(chunks, str):
+        chunks = normalize_chunks(chunks, shape, dtype="f4", previous_chunks=SHARD)
+    i = da.arange(shape[0], chunks=(chunks[0],), dtype="i8")
+    j = da.arange(shape[1], chunks=(chunks[1],), dtype="i8")
     return ((i[:, None] * shape[1] + j[None, :]) % 2**24).astype("f4")
 
 
