@@ -381,7 +381,7 @@ def main() -> None:
         s = sub.add_parser(name)
         s.add_argument("--repeat", type=int, default=3)
         s.add_argument("--dir", default=None, help="where the arrays are written (default: the temp dir)")
-    sub.choices["cluster"].add_argument("--flat", type=int, nargs="+", default=[1024, 4096, 16384])
+    sub.choices["cluster"].add_argument("--flat", type=int, nargs="*", default=[1024, 4096, 16384])
     sub.choices["cluster"].add_argument("--grouped", type=int, nargs="*", default=[65536])
     sub.choices["cluster"].add_argument("--task-size", type=int, nargs="*", default=[16384],
                                         help="shards written from shard-sized blocks with task_size='auto'")
