@@ -326,25 +326,79 @@ def predict_here(measured: dict, op: str, workers: int = 2) -> float:
     return tasks * measured["per_task"][f"cluster zarrdask {op}"] + total * per_byte / workers
 
 
+def predict_cpu(measured: dict, op: str) -> float:
+    """Worker CPU seconds for the validation job: per shard (direct one-shard cost, local
+    files, less its bytes) and per byte (zstd + memcpy + page cache); no scheduling."""
+    total = 4 * math.prod(VALIDATE_SHAPE)
+    shards = total // (4 * math.prod(VALIDATE_SHARD))
+    pb = measured["per_byte"]["random mantissa (bench_memory)"]
+    memcpy, file = measured["per_byte"]["memcpy"], measured["local_file"]
+    codec, disk = (pb["encode"], file["write"]) if op == "write" else (pb["decode"], file["read"])
+    shard = measured["per_shard"]["zarrdask local"][op] - 16384 * (1 / codec + 1 / memcpy)
+    return shards * shard + total * (1 / codec + 1 / memcpy + 1 / disk)
+
+
+def workers_cpu(client: Any) -> float:
+    """User + system CPU seconds the worker processes have used so far."""
+    def cpu() -> float:
+        import psutil
+
+        t = psutil.Process().cpu_times()
+        return t.user + t.system
+
+    return sum(client.run(cpu).values())
+
+
 def validate(client: Any, root: Path, repeat: int) -> dict[str, float]:
-    """The validation job, measured: median seconds to write and to read (persist) it."""
+    """The validation job, measured: median seconds to write and to read (persist) it,
+    and the worker CPU seconds each used (the machine is shared: CPU time does not
+    depend on how much of the cores the other processes took)."""
     import distributed
 
     import zarrdask
 
     source = client.persist(generated(VALIDATE_SHAPE, da.core.normalize_chunks(VALIDATE_SHARD, VALIDATE_SHAPE), 9))
     distributed.wait(source)
-    writes, reads = [], []
+    runs: dict[str, list[float]] = {"write": [], "read": [], "write_cpu": [], "read_cpu": []}
     for _ in range(repeat):
         url = str(root / f"{uuid.uuid4().hex}.zarr")
         job = zarrdask.to_zarr(source, url, path="t", chunks=VALIDATE_INNER, shards=VALIDATE_SHARD, compute=False)
-        writes.append(timed_compute(client, job)[0])
+        cpu = workers_cpu(client)
+        runs["write"].append(timed_compute(client, job)[0])
+        runs["write_cpu"].append(workers_cpu(client) - cpu)
         back = zarrdask.from_zarr(url, path="t")
-        reads.append(timed_compute(client, back, persist=True)[0])
+        cpu = workers_cpu(client)
+        runs["read"].append(timed_compute(client, back, persist=True)[0])
+        runs["read_cpu"].append(workers_cpu(client) - cpu)
         assert not client.compute((back.view("u4") != source.view("u4")).any()).result()
         shutil.rmtree(url, ignore_errors=True)
     client.cancel(source)
-    return {"write": statistics.median(writes), "read": statistics.median(reads)}
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def validate_again(path: Path, repeat: int) -> None:
+    """Rerun the validation against constants saved with --json, and store it there."""
+    import distributed
+
+    measured = json.loads(path.read_text())
+    root = Path(tempfile.mkdtemp(prefix="bench-costs-"))
+    try:
+        with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                      local_directory=str(root / "workers")) as cluster, \
+                distributed.Client(cluster) as client:
+            measured.setdefault("load", {})["validate"] = loadavg()
+            measured["validate"] = validation(client, root, repeat, measured)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    path.write_text(json.dumps(measured, indent=1))
+    print("validation (1 GiB, 1 MiB shards, local files, 2 workers x 1 thread):", json.dumps(measured["validate"]))
+
+
+def validation(client: Any, root: Path, repeat: int, measured: dict) -> dict[str, Any]:
+    """Predicted and measured wall and worker CPU seconds of the validation job."""
+    return {"measured": validate(client, root, repeat),
+            "predicted": {**{op: predict_here(measured, op) for op in ("write", "read")},
+                          **{f"{op}_cpu": predict_cpu(measured, op) for op in ("write", "read")}}}
 
 
 # ----------------------------------------------------------------- the model
@@ -398,14 +452,17 @@ def constants_for(measured: dict, lib: str) -> dict[str, float]:
         "worker_per_shard": max(shard["write"], shard["read"]) - 16384 * (1 / pb["encode"] + 1 / memcpy),
         "write_core_s_per_byte": 1 / pb["encode"] + 1 / memcpy + 1 / net,
         "read_core_s_per_byte": 1 / pb["decode"] + 1 / memcpy + 1 / net,
-        "graph_bytes_per_task": measured["graph"][lib]["write_sent_per_task"],
+        # bytes sent per task beyond zarrdask's (whose layers are compact: their per-task bytes
+        # are the persisted source's references, which both graphs carry)
+        "graph_bytes_per_task": measured["graph"][lib]["write_sent_per_task"]
+        - measured["graph"]["zarrdask"]["write_sent_per_task"],
     }
 
 
 def model_table(measured: dict) -> str:
     """Markdown rows: size, shard size, op, then zarrdask's and dask + zarr-python's estimates."""
     rows = ["| data | shard | op | tasks | scheduler floor | 1-prefix request floor | core-hours (zarrdask / zarr-python) "
-            "| useful threads | wall there | graph on the client (zarrdask / zarr-python) |",
+            "| useful threads | wall there | graph bytes beyond zarrdask's (zarr-python) |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     ours, theirs = constants_for(measured, "zarrdask"), constants_for(measured, "zarr-python")
     for total, label in ((TB, "1 TB"), (100 * TB, "100 TB"), (1000 * TB, "1 PB")):
@@ -417,7 +474,7 @@ def model_table(measured: dict) -> str:
                 shard = f"{shard_mib} MiB" + ("" if task_mib is None else f", tasks of {task_mib // 1024} GiB")
                 rows.append(f"| {label} | {shard} | {op} | {a.tasks:,} | {human(a.scheduler_s)} | "
                             f"{human(a.requests_s)} | {a.core_hours:,.0f} / {b.core_hours:,.0f} | {a.threads_useful:,} | "
-                            f"{human(a.wall_s)} | {a.graph_mib:,.1f} / {b.graph_mib:,.0f} MiB |")
+                            f"{human(a.wall_s)} | {b.graph_mib:,.0f} MiB |")
     return "\n".join(rows)
 
 
@@ -485,8 +542,7 @@ def measure(args: argparse.Namespace) -> dict:
                     **task_spec_bytes(lib, root),
                 }
             out["load"]["validate"] = loadavg()
-            out["validate"] = {"measured": validate(client, root, repeat),
-                               "predicted": {op: predict_here(out, op) for op in ("write", "read")}}
+            out["validate"] = validation(client, root, repeat, out)
         print("per task:", json.dumps(out["per_task"]), "\ngraph:", json.dumps(out["graph"]), flush=True)
         print("validation (1 GiB, 1 MiB shards, local files, 2 workers x 1 thread):", json.dumps(out["validate"]),
               flush=True)
@@ -502,9 +558,13 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--json", type=Path, help="save the constants here")
     p.add_argument("--model", type=Path, help="print the table from constants saved with --json, measure nothing")
+    p.add_argument("--validate", type=Path, help="rerun only the validation against constants saved with --json")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    if args.validate:
+        validate_again(args.validate, args.repeat)
+        return
     measured = json.loads(args.model.read_text()) if args.model else measure(args)
     if args.json and not args.model:
         args.json.write_text(json.dumps(measured, indent=1))
