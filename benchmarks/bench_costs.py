@@ -112,6 +112,21 @@ def per_task(run: Callable[[dict, str], Any], n: int, repeat: int) -> float:
     return slope(small, big, n // 4, n)
 
 
+def noop_worker_cpu(client: Any, n: int, repeat: int) -> float:
+    """Worker CPU seconds per no-op task on the cluster (what distributed itself costs a
+    worker per task: receiving, running, reporting), slope between n/4 and n tasks."""
+    def cpu_of(m: int) -> float:
+        runs = []
+        for _ in range(repeat):
+            dsk, key = noop_graph(m)
+            before = workers_cpu(client)
+            client.get(dsk, key, sync=True)
+            runs.append(workers_cpu(client) - before)
+        return statistics.median(runs)
+
+    return slope(cpu_of(n // 4), cpu_of(n), n // 4, n)
+
+
 class TinyRun(NamedTuple):
     write_s: float
     read_s: float
@@ -328,14 +343,16 @@ def predict_here(measured: dict, op: str, workers: int = 2) -> float:
 
 def predict_cpu(measured: dict, op: str) -> float:
     """Worker CPU seconds for the validation job: per shard (direct one-shard cost, local
-    files, less its bytes) and per byte (zstd + memcpy + page cache); no scheduling."""
+    files, less its bytes), per task (distributed's, on the worker) and per byte (zstd +
+    memcpy + page cache)."""
     total = 4 * math.prod(VALIDATE_SHAPE)
     shards = total // (4 * math.prod(VALIDATE_SHARD))
     pb = measured["per_byte"]["random mantissa (bench_memory)"]
     memcpy, file = measured["per_byte"]["memcpy"], measured["local_file"]
     codec, disk = (pb["encode"], file["write"]) if op == "write" else (pb["decode"], file["read"])
     shard = measured["per_shard"]["zarrdask local"][op] - 16384 * (1 / codec + 1 / memcpy)
-    return shards * shard + total * (1 / codec + 1 / memcpy + 1 / disk)
+    per_task = measured["per_task"].get("cluster no-op, worker CPU", 0.0)
+    return shards * (shard + per_task) + total * (1 / codec + 1 / memcpy + 1 / disk)
 
 
 def workers_cpu(client: Any) -> float:
@@ -377,7 +394,8 @@ def validate(client: Any, root: Path, repeat: int) -> dict[str, float]:
 
 
 def validate_again(path: Path, repeat: int) -> None:
-    """Rerun the validation against constants saved with --json, and store it there."""
+    """Rerun the validation (and the workers' CPU per no-op task) against constants saved
+    with --json, and store them there."""
     import distributed
 
     measured = json.loads(path.read_text())
@@ -387,6 +405,7 @@ def validate_again(path: Path, repeat: int) -> None:
                                       local_directory=str(root / "workers")) as cluster, \
                 distributed.Client(cluster) as client:
             measured.setdefault("load", {})["validate"] = loadavg()
+            measured["per_task"]["cluster no-op, worker CPU"] = noop_worker_cpu(client, 4096, repeat)
             measured["validate"] = validation(client, root, repeat, measured)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -422,8 +441,8 @@ def estimate(total_bytes: float, shard_bytes: float, c: dict[str, float], op: st
              tasks: float | None = None) -> Estimate:
     """The model: wall = max(tasks x scheduler cost, requests / (rate x prefixes),
     worker core-seconds / threads). Worker core-seconds = shards x worker cost per shard
-    + bytes x (codec + memcpy + network) per byte (a no-op task's cost on the worker is
-    in the scheduler's figure). ``c`` holds the constants (keys in :func:`constants_for`);
+    + tasks x distributed's CPU per task on the worker + bytes x (codec + memcpy +
+    network) per byte. ``c`` holds the constants (keys in :func:`constants_for`);
     ``tasks`` defaults to one per shard (fewer: shards grouped into tasks)."""
     shards = math.ceil(total_bytes / shard_bytes)
     tasks = shards if tasks is None else tasks
@@ -431,7 +450,7 @@ def estimate(total_bytes: float, shard_bytes: float, c: dict[str, float], op: st
     rate = AWS_PUT_PER_S if op == "write" else AWS_GET_PER_S
     requests = shards / (rate * prefixes)
     per_byte = c[f"{op}_core_s_per_byte"]
-    core_s = shards * c["worker_per_shard"] + total_bytes * per_byte
+    core_s = shards * c["worker_per_shard"] + tasks * c.get("worker_per_task", 0.0) + total_bytes * per_byte
     floor = max(scheduler, requests)
     useful = max(1, math.ceil(core_s / floor)) if floor else 1
     return Estimate(int(tasks), scheduler, requests, core_s / 3600, useful, max(floor, core_s / useful),
@@ -449,6 +468,7 @@ def constants_for(measured: dict, lib: str) -> dict[str, float]:
     shard = measured["per_shard"][f"{lib} local"]
     return {
         "scheduler_per_task": measured["per_task"]["cluster no-op"],
+        "worker_per_task": measured["per_task"].get("cluster no-op, worker CPU", 0.0),
         "worker_per_shard": max(shard["write"], shard["read"]) - 16384 * (1 / pb["encode"] + 1 / memcpy),
         "write_core_s_per_byte": 1 / pb["encode"] + 1 / memcpy + 1 / net,
         "read_core_s_per_byte": 1 / pb["decode"] + 1 / memcpy + 1 / net,
@@ -528,6 +548,7 @@ def measure(args: argparse.Namespace) -> dict:
                                       local_directory=str(root / "workers")) as cluster, \
                 distributed.Client(cluster) as client:
             out["per_task"]["cluster no-op"] = per_task(lambda dsk, key: client.get(dsk, key, sync=True), n, repeat)
+            out["per_task"]["cluster no-op, worker CPU"] = noop_worker_cpu(client, n, repeat)
             for lib in ("zarrdask", "zarr-python"):
                 runs = {m: [tiny_shards(client, m, lib, root) for _ in range(repeat)] for m in (n // 4, n)}
                 med = {m: TinyRun(*(statistics.median(getattr(r, f) for r in rs) for f in TinyRun._fields))

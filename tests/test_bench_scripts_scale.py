@@ -92,3 +92,5 @@ def test_estimate_is_bounded_by_its_floors(total: float, shard_mib: int, op: str
     grouped = bench_costs.estimate(total, shard_mib * 2**20, c, op, tasks=max(1, e.tasks // 16))
     assert grouped.scheduler_s <= e.scheduler_s and grouped.requests_s == e.requests_s
     assert grouped.core_hours == e.core_hours  # grouping saves scheduling, not work per shard
+    per_task = bench_costs.estimate(total, shard_mib * 2**20, {**c, "worker_per_task": 1e-3}, op)
+    assert math.isclose(per_task.core_hours - e.core_hours, e.tasks * 1e-3 / 3600)
