@@ -174,6 +174,39 @@ def ordered_peak(dsk: dict, result_bytes: dict, working_bytes: dict, walk: dict 
     return peak, most
 
 
+def ready_peak(dsk: dict, result_bytes: dict, working_bytes: dict, user: Any) -> int:
+    """Peak bytes of running ``dsk`` on one thread the way distributed picks tasks: of the
+    tasks whose inputs are ready, the highest ``user(key)`` priority first, then
+    ``dask.order``'s (the prototype's annotations, simulated)."""
+    import heapq
+
+    from dask.order import order
+
+    priority = order(dsk)
+    dependents: dict = {k: [] for k in dsk}
+    for k, task in dsk.items():
+        for d in task.dependencies:
+            dependents[d].append(k)
+    waiting = {k: len(task.dependencies) for k, task in dsk.items()}
+    left = {k: len(v) for k, v in dependents.items()}
+    heap = [((-user(k), priority[k]), n, k) for n, k in enumerate(dsk) if not waiting[k]]
+    heapq.heapify(heap)
+    live = peak = 0
+    while heap:
+        *_, k = heapq.heappop(heap)
+        peak = max(peak, live + working_bytes.get(k, 0) + result_bytes.get(k, 0))
+        live += result_bytes.get(k, 0)
+        for d in dsk[k].dependencies:
+            left[d] -= 1
+            if not left[d]:
+                live -= result_bytes.get(d, 0)
+        for y in dependents[k]:
+            waiting[y] -= 1
+            if not waiting[y]:
+                heapq.heappush(heap, ((-user(y), priority[y]), id(y), y))
+    return peak
+
+
 def sizes(dsk: dict, source: da.Array, plan: Any, itemsize: int = 4) -> tuple[dict, dict]:
     """Result and working bytes per key of a write graph made from ``source`` and ``plan``:
     source blocks weigh their size, pieces theirs, a write task holds its region twice."""
@@ -299,7 +332,19 @@ def order_report(lay: Layout, seed: int = 7) -> dict[str, tuple[int, int]]:
                         key=lambda k: k[1:])
         report[f"{what}, dask.order"] = ordered_peak(dsk, *sizes(dsk, source, plan))
         report[f"{what}, writes in C order"] = ordered_peak(dsk, *sizes(dsk, source, plan), walk=write_order(dsk, writes))
+        report[f"{what}, prioritised (writes first, blocks in C order)"] = (
+            ready_peak(dsk, *sizes(dsk, source, plan), user=lambda k: prioritised(k, source)), 0)
     return report
+
+
+def prioritised(key: Any, source: da.Array) -> int:
+    """The prototype's priorities: writes (and pieces) above every block, blocks in C order."""
+    blocks = math.prod(source.numblocks)
+    if isinstance(key, tuple) and key[0] == source.name:
+        return blocks - int(np.ravel_multi_index(key[1:], source.numblocks))
+    if isinstance(key, tuple) and str(key[0]).startswith(("zarrdask-write-", "write-pieces-", "piece-")):
+        return blocks + 1
+    return 0
 
 
 # ----------------------------------------------------------------- on the workers
@@ -439,7 +484,7 @@ def main() -> None:
     lay = layout(args.gib, args.block)
     if args.order_only:
         for what, (peak, alive) in order_report(lay, args.seed).items():
-            print(f"  {what}: one-thread peak {peak / MiB:.0f} MiB, {alive} results alive at most")
+            print(f"  {what}: one-thread peak {peak / MiB:.0f} MiB" + (f", {alive} results alive at most" if alive else ""))
         return
     print(f"{lay.shape[0]} x {lay.shape[1]} float32 ({args.gib:g} GiB); dask blocks up to {lay.block_bytes / MiB:.1f} MiB "
           f"({len(lay.chunks[0])} x {len(lay.chunks[1])}), shards {lay.shard} ({lay.shard_bytes / MiB:.0f} MiB, inner "

@@ -52,8 +52,18 @@ def test_ordered_peak_counts_results_until_their_last_dependent() -> None:
     sizes = {"a": 100, "b": 10, "c": 1}
     # c runs holding a and b and its own working memory; then a and b go
     assert bench_memory.ordered_peak(dsk, sizes, {"c": 1000}) == (1111, 2)
+    # with "b" preferred, the same peak: c still needs both
+    assert bench_memory.ready_peak(dsk, sizes, {"c": 1000}, user=lambda k: k == "b") == 1111
     walk = bench_memory.write_order(dsk, ["d"])
     assert sorted(walk, key=walk.__getitem__)[-1] == "d" and walk["c"] > max(walk["a"], walk["b"])
+
+
+def test_priorities_free_blocks_early_where_dask_order_does_not() -> None:
+    lay = bench_memory.layout(2, 4900)  # 16384 x 32768 in 4 x 7 blocks of 91.6 MiB: every shard cut
+    report = bench_memory.order_report(lay)
+    as_is = report["zarrdask (write tasks on whole blocks), dask.order"][0]
+    fixed = report["pieces (write tasks on cut pieces), prioritised (writes first, blocks in C order)"][0]
+    assert fixed < as_is
 
 
 def test_the_piece_graph_writes_the_same_bits(tmp_path: Path) -> None:
