@@ -107,7 +107,7 @@ class ArrayBytesCodec(Codec):
     kind: ClassVar[str] = "array->bytes"
 
     @abstractmethod
-    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes: ...
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer: ...
 
     @abstractmethod
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:

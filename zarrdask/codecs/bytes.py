@@ -70,13 +70,15 @@ class BytesCodec(ArrayBytesCodec):
             return arr.view(f"u{arr.dtype.itemsize}").byteswap().view(arr.dtype)
         return arr.byteswap()
 
-    def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         arr = np.ascontiguousarray(array, dtype=spec.dtype.dtype)
         if spec.dtype.fields:
             return arr.astype(self._stored(arr.dtype), copy=False).tobytes()
         if self._swap(arr.dtype):
             arr = self._byteswap(arr)
-        return arr.tobytes()
+        # the values' own memory, not a copy: the bytes stage reads it (the pipeline copies
+        # it only when no bytes->bytes codec follows)
+        return arr.reshape(-1).view(np.uint8).data
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         dt = spec.dtype.dtype
