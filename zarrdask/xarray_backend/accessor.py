@@ -33,6 +33,9 @@ _KEYWORDS = """
         (wrap the call, or compute the returned Delayed, in
         ``with dask.diagnostics.ProgressBar():`` instead).
         ``progress=True`` (zarrdask's own) draws a progress bar while dask data is written.
+        ``task_size`` (zarrdask's own, as ``zarrdask.to_zarr``'s): group whole shards of dask
+        variables into write tasks of about that size (``"auto"``: dask's
+        ``array.chunk-size``; bytes or ``"64 MiB"``), for tiny shards on a cluster.
         Returns the written zarrdask ``Group``, or with ``compute=False`` a ``Delayed``.
 """
 
@@ -63,6 +66,7 @@ class ZarrdaskDatasetAccessor:
         write_empty_chunks: bool | None = None,
         chunkmanager_store_kwargs: dict[str, Any] | None = None,
         progress: bool = False,
+        task_size: int | str | None = None,
     ) -> Group | Delayed:
         from zarrdask.xarray_backend.writer import write_dataset  # the writer (and Dask) load on first use
 
@@ -70,7 +74,7 @@ class ZarrdaskDatasetAccessor:
             self._ds, store, mode, group, encoding, compute=compute, consolidated=consolidated,
             append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
             write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-            progress=progress, function="Dataset.zarrdask.to_zarr",
+            progress=progress, task_size=task_size, function="Dataset.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = "Write this Dataset with zarrdask, like ``Dataset.to_zarr``.\n" + _KEYWORDS
@@ -102,6 +106,7 @@ class ZarrdaskDataArrayAccessor:
         write_empty_chunks: bool | None = None,
         chunkmanager_store_kwargs: dict[str, Any] | None = None,
         progress: bool = False,
+        task_size: int | str | None = None,
     ) -> Group | Delayed:
         from zarrdask.xarray_backend.writer import dataarray_as_dataset, write_dataset
 
@@ -109,7 +114,7 @@ class ZarrdaskDataArrayAccessor:
             dataarray_as_dataset(self._da), store, mode, group, encoding, compute=compute,
             consolidated=consolidated, append_dim=append_dim, region=region, storage_options=storage_options,
             zarr_format=zarr_format, write_empty_chunks=write_empty_chunks,
-            chunkmanager_store_kwargs=chunkmanager_store_kwargs, progress=progress,
+            chunkmanager_store_kwargs=chunkmanager_store_kwargs, progress=progress, task_size=task_size,
             function="DataArray.zarrdask.to_zarr",
         )
 
@@ -147,6 +152,7 @@ class ZarrdaskDataTreeAccessor:
         write_empty_chunks: bool | None = None,
         chunkmanager_store_kwargs: dict[str, Any] | None = None,
         progress: bool = False,
+        task_size: int | str | None = None,
     ) -> Group | Delayed:
         from zarrdask.xarray_backend.writer import write_datatree
 
@@ -154,7 +160,7 @@ class ZarrdaskDataTreeAccessor:
             self._dt, store, mode, encoding, consolidated, group, write_inherited_coords, compute,
             append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
             write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-            progress=progress, function="DataTree.zarrdask.to_zarr",
+            progress=progress, task_size=task_size, function="DataTree.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = (

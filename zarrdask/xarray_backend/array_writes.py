@@ -28,10 +28,11 @@ def _concrete_region(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple
 class ArrayWrites:
     """Write sources into zarrdask arrays: numpy at once, dask batched into one graph."""
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_pending", "_task_size")
 
-    def __init__(self) -> None:
+    def __init__(self, task_size: int | str | None = None) -> None:
         self._pending: list[Delayed] = []
+        self._task_size = task_size  # to_zarr's grouping of whole shards into write tasks
 
     def add(self, source: Any, target: Array, region: tuple[slice, ...]) -> None:
         """Write ``source`` into ``target[region]`` (now, or later if it is dask)."""
@@ -45,6 +46,7 @@ class ArrayWrites:
                     mode="r+",
                     compute=False,
                     write_empty_chunks=target.options.write_empty_chunks,
+                    task_size=self._task_size,
                 )
             )
         else:

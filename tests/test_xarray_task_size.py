@@ -1,0 +1,60 @@
+"""The xarray writer groups whole shards into write tasks with ``task_size=`` as
+``zarrdask.to_zarr`` does: the same bytes, fewer write tasks, a bad value refused before
+anything is written."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+
+import zarrdask  # noqa: F401  (registers the .zarrdask accessors)
+from zarrdask.errors import InvalidValueError
+
+
+def _dataset() -> xr.Dataset:
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((32, 48)).astype("f4")
+    return xr.Dataset({"t": (("y", "x"), data)}, coords={"y": np.arange(32), "x": np.arange(48)}).chunk({"y": 4, "x": 6})
+
+
+def _write_tasks(delayed) -> int:
+    return sum(1 for k in dict(delayed.__dask_graph__()) if isinstance(k, tuple) and str(k[0]).startswith("zarrdask-write-")
+               and "done" not in str(k[0]))
+
+
+@pytest.mark.parametrize("task_size", [None, "auto", 4096])
+def test_dataset_writer_groups_shards_and_writes_the_same(tmp_path, task_size):
+    ds = _dataset()
+    encoding = {"t": {"chunks": (4, 6), "shards": (4, 6)}}
+    path = tmp_path / f"g{task_size}.zarr"
+    delayed = ds.zarrdask.to_zarr(path, encoding=encoding, compute=False, task_size=task_size)
+    tasks = _write_tasks(delayed)
+    dask.compute(delayed)
+    back = xr.open_dataset(path, engine="zarrdask")
+    np.testing.assert_array_equal(back["t"].values, ds["t"].values)
+    if task_size is None:
+        assert tasks == 8 * 8  # one task per 96-byte shard
+    elif task_size == 4096:  # 42 shards of 96 bytes fit in a task
+        assert 2 <= tasks < 8 * 8
+
+
+def test_dataarray_and_datatree_writers_take_task_size(tmp_path):
+    ds = _dataset()
+    ds["t"].zarrdask.to_zarr(tmp_path / "a.zarr", task_size="auto")
+    np.testing.assert_array_equal(xr.open_dataarray(tmp_path / "a.zarr", engine="zarrdask").values, ds["t"].values)
+    tree = xr.DataTree.from_dict({"/": ds, "/child": ds})
+    tree.zarrdask.to_zarr(tmp_path / "tree.zarr", task_size="64 KiB")
+    back = xr.open_datatree(tmp_path / "tree.zarr", engine="zarrdask")
+    np.testing.assert_array_equal(back["child"]["t"].values, ds["t"].values)
+
+
+@pytest.mark.parametrize("bad", ["lots", 0, 1.5, True])
+def test_bad_task_size_is_refused_before_anything_is_written(tmp_path, bad):
+    with pytest.raises(InvalidValueError, match="task_size="):
+        _dataset().zarrdask.to_zarr(tmp_path / "x.zarr", task_size=bad)
+    assert not (tmp_path / "x.zarr").exists()
+    with pytest.raises(InvalidValueError, match="task_size="):
+        xr.DataTree.from_dict({"/": _dataset()}).zarrdask.to_zarr(tmp_path / "y.zarr", task_size=bad)
+    assert not (tmp_path / "y.zarr").exists()
