@@ -64,3 +64,16 @@ def test_open_group_refuses_unknown_keywords_naming_them(tmp_path):
     _group(str(tmp_path / "g"))
     with pytest.raises(UnexpectedKeywordError, match="cache_byte"):
         zarrdask.open_group(str(tmp_path / "g"), cache_byte="1 MiB")
+
+
+def test_arrays_created_through_the_group_take_its_options(tmp_path):
+    g = zarrdask.open_group(str(tmp_path / "g"), mode="w", cache_bytes="8 MiB", missing_chunks="raise")
+    a = g.create_array("a", shape=(8, 8), dtype="f4", chunks=(4, 4))
+    b = g.create_group("sub").create_array("b", shape=(4,), dtype="i4", chunks=(2,), cache_bytes=0)
+    assert (a.options.cache_bytes, a.options.missing_chunks) == (8 << 20, "raise")
+    assert (b.options.cache_bytes, b.options.missing_chunks) == (0, "raise")  # given here: wins
+    a[...] = np.ones((8, 8), "f4")
+    a[...], a[...]
+    assert a.cache_info().hits == 4
+    plain = zarrdask.open_group(str(tmp_path / "g"), mode="a").create_array("c", shape=(2,), dtype="i4")
+    assert plain.options == zarrdask.ArrayOptions()

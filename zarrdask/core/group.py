@@ -248,7 +248,11 @@ class Group(Node[GroupMetadata]):
             raise InvalidValueError(f"Group.{method}(zarr_format={zarr_format!r}): a v{self.zarr_format} group "
                                     f"holds v{self.zarr_format} arrays; leave zarr_format out")
         self._consolidated = None
-        return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format, **kwargs)
+        inherited = {} if self._options is None else {  # the group's options, unless given here
+            f.name: getattr(self._options, f.name) for f in dataclasses.fields(ArrayOptions)
+            if getattr(self._options, f.name) != f.default and f.name not in kwargs}
+        return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format,
+                            **kwargs, **inherited)
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create an array below this group; the keywords are :func:`zarrdask.create_array`'s
@@ -289,8 +293,10 @@ class Group(Node[GroupMetadata]):
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: Mapping[str, Any] | None = None) -> Group:
         self._consolidated = None
-        return create_group(self._store, path=join_path(self._path, name), attributes=attributes,
-                            zarr_format=self.zarr_format, overwrite=overwrite)
+        group = create_group(self._store, path=join_path(self._path, name), attributes=attributes,
+                             zarr_format=self.zarr_format, overwrite=overwrite)
+        group._options = self._options  # (its arrays take this group's options too)
+        return group
 
     def require_group(self, name: str, overwrite: bool = False) -> Group:
         """The member group ``name``, created if absent (replaced by a new one with ``overwrite``)."""
