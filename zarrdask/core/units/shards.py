@@ -158,6 +158,7 @@ class ShardedChunkSource(ChunkSource):
         self.cache = IndexCache(options.index_cache_size)
         self._index_stamp = last_write(pool_key)  # (see _indexes)
         self._perm = perm
+        self._permuted = perm != tuple(range(len(perm)))  # (a transpose before the sharding codec)
         self._inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
         self.inner_shape = tuple(codec.chunk_shape[k] for k in self._inverse)
         self.read_shape = self.inner_shape
@@ -205,7 +206,7 @@ class ShardedChunkSource(ChunkSource):
 
     def _encoded_coords(self, coords: tuple[int, ...]) -> tuple[int, ...]:
         """An inner chunk's coordinates in the sharding codec's (permuted) grid."""
-        return tuple(coords[k] for k in self._perm)
+        return tuple([coords[k] for k in self._perm]) if self._permuted else coords
 
     def _read_units(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray]) -> None:
         """Whole shards fetched and decoded; partly read ones through their indexes."""
