@@ -170,11 +170,15 @@ _TABLE = {
     "validate_datatypes_for_zarr_append": ("xarray.backends.zarr", "_validate_datatypes_for_zarr_append",
                                            _validate_datatypes_for_zarr_append),
 }
-#: which of the names above are xarray's own in this installation
-PRIVATE: dict[str, bool] = {}
-_RESOLVED: dict[str, Callable[..., Any]] = {}
-for _name, (_module, _attr, _fallback) in _TABLE.items():
-    _RESOLVED[_name], PRIVATE[_name] = _private(_module, _attr, _fallback)
+
+
+def _resolve(table: Mapping[str, tuple[str, str, Any]]) -> tuple[dict[str, Any], dict[str, bool]]:
+    """Each name of ``table`` resolved (xarray's own, else the fallback), and which are xarray's."""
+    found = {name: _private(module, attr, fallback) for name, (module, attr, fallback) in table.items()}
+    return {n: r.value for n, r in found.items()}, {n: r.private for n, r in found.items()}
+
+
+_RESOLVED, PRIVATE = _resolve(_TABLE)  # PRIVATE: which of the names above are xarray's own here
 
 normalize_path = _RESOLVED["normalize_path"]
 encode_variable_name = _RESOLVED["encode_variable_name"]
@@ -239,11 +243,7 @@ _INTERNAL_TABLE: dict[str, tuple[str, str, Any]] = {
     "DATAARRAY_NAME": ("xarray.backends.api", "DATAARRAY_NAME", "__xarray_dataarray_name__"),
     "DATAARRAY_VARIABLE": ("xarray.backends.api", "DATAARRAY_VARIABLE", "__xarray_dataarray_variable__"),
 }
-#: which of the internals above are xarray's own in this installation
-INTERNAL: dict[str, bool] = {}
-_INTERNAL: dict[str, Any] = {}
-for _name, (_module, _attr, _fallback) in _INTERNAL_TABLE.items():
-    _INTERNAL[_name], INTERNAL[_name] = _private(_module, _attr, _fallback)
+_INTERNAL, INTERNAL = _resolve(_INTERNAL_TABLE)  # INTERNAL: which of them are xarray's own here
 
 close_on_error = _INTERNAL["close_on_error"]
 Frozen = _INTERNAL["Frozen"]

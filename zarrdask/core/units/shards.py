@@ -254,20 +254,12 @@ class ShardedChunkSource(ChunkSource):
         if ranged:
             jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
 
-        def load(job: _InnerJob) -> None:
-            placement = job.placement
-            if job.data is None:
-                self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
-                return
-            try:
-                chunk = self._decode_fresh(job.data)
-            except CodecError as exc:
-                raise with_key(exc, job.key, placement.coords) from exc
-            cache.put(job.key, placement.position, chunk, ticket)
-            held = chunk if order is None else chunk.transpose(order)
-            job.target[placement.out_index] = held[placement.chunk_index]
+        def held(job: _InnerJob, data: bytes | memoryview) -> np.ndarray:
+            chunk = self._decode_fresh(data)
+            cache.put(job.key, job.placement.position, chunk, ticket)
+            return chunk if order is None else chunk.transpose(order)
 
-        run_all(load, jobs, self.options.threads)
+        run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
 
     def _whole_jobs(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
         """The inner chunks of ``units`` with their bytes, from whole shards (one GET each)."""
@@ -428,13 +420,16 @@ class ShardedChunkSource(ChunkSource):
                 job.data = piece
         return jobs
 
-    def _decode_job(self, job: _InnerJob) -> None:
+    def _decode_job(self, job: _InnerJob,
+                    decode: Callable[[_InnerJob, bytes | memoryview], np.ndarray] | None = None) -> None:
+        """Decode one fetched inner chunk into its place (``decode``: how, in the array's axis
+        order; default ``_decode_inner``; the cache's holds what it decodes)."""
         placement = job.placement
         if job.data is None:
             self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
             return
         try:
-            chunk = self._decode_inner(job.data)
+            chunk = self._decode_inner(job.data) if decode is None else decode(job, job.data)
         except CodecError as exc:
             raise with_key(exc, job.key, placement.coords) from exc
         job.target[placement.out_index] = chunk[placement.chunk_index]
