@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import types
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
