@@ -247,6 +247,42 @@ def test_large_results_are_private_mappings_that_behave_like_arrays(monkeypatch,
     assert not _mapped(strings[...])  # object results stay ordinary numpy allocations
 
 
+def test_large_result_mappings_are_reused_only_once_no_array_uses_them(monkeypatch):
+    """A result mapping goes back to the pool when its last array (views included) is
+    gone, and the next large result reuses it; while any view lives it is never handed
+    out again; the idle mappings stay within RESULT_IDLE_BYTES."""
+    import gc
+
+    import zarrdask.core.output as output_module
+
+    monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
+    monkeypatch.setattr(output_module, "RESULT_IDLE_BYTES", 3 * 8192)
+    monkeypatch.setattr(output_module, "_idle_results", [])
+    f8 = np.dtype("f8")
+    first = output_module.output_array((1024,), f8)
+    first[...] = 1.0
+    view = first[10:20]
+    address = first.ctypes.data
+    del first
+    gc.collect()
+    second = output_module.output_array((1024,), f8)  # the view keeps the first mapping in use
+    assert second.ctypes.data != address
+    second[...] = 2.0
+    np.testing.assert_array_equal(view, 1.0)
+    del view
+    gc.collect()
+    third = output_module.output_array((1000,), f8)  # 8000 bytes: the idle 8192-byte mapping fits
+    assert third.ctypes.data == address and third.flags.writeable
+    np.testing.assert_array_equal(second, 2.0)
+    many = [output_module.output_array((1024,), f8) for _ in range(5)]
+    del many, second, third
+    gc.collect()
+    assert sum(m.nbytes for m in output_module._idle_results) <= 3 * 8192
+    idle = len(output_module._idle_results)
+    big = output_module.output_array((4096,), f8)  # no idle mapping is big enough: a new one
+    assert len(output_module._idle_results) == idle and big.nbytes == 32768
+
+
 def test_prefault_keeps_values_already_written():
     """Prefaulting a mapping that a read is writing into keeps every written value,
     whether the page was written before, during or after the prefault."""
@@ -265,10 +301,11 @@ def test_prefault_keeps_values_already_written():
 
 
 def _mapped(array: np.ndarray) -> bool:
-    """Whether the array's memory is an mmap object's."""
-    while array is not None and not isinstance(array, memoryview):
-        array = getattr(array, "base", None)
-    return isinstance(getattr(array, "obj", None), mmap.mmap)
+    """Whether the array's memory is a result mapping's (its owner, under every view, is
+    not an array but the mapping's lease)."""
+    while isinstance(array, np.ndarray):
+        array = array.base
+    return array is not None and hasattr(array, "__array_interface__")
 
 
 def test_nbytes_stored_under_a_prefix():

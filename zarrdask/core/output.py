@@ -5,15 +5,19 @@ comes from :func:`scratch`, a small pool of reused buffers: fresh memory is paid
 page faults on every use, a reused buffer's pages are already mapped.
 
 A result under 32 MiB is an ordinary ``np.empty``. A larger one is an anonymous private
-mapping of its own, for two reasons:
+mapping, for three reasons:
 
 * numpy advises ``MADV_HUGEPAGE`` on large arrays, and on kernels with transparent huge
   pages in ``madvise`` mode their page faults sometimes wait for memory compaction.
   Above glibc's 32 MiB mmap threshold malloc would hand out fresh pages anyway.
-* Its pages are prefaulted by a helper thread (Linux ``MADV_POPULATE_WRITE``) while the
-  read decodes into it, instead of being faulted page by page by the decoding threads.
-  Populating only maps zeroed pages where none is mapped yet, so it never touches values
-  a decoder has already written. (Measurements: benchmarks/README.md, "Large results".)
+* A new mapping's pages are prefaulted by a helper thread (Linux ``MADV_POPULATE_WRITE``)
+  while the read decodes into it, instead of being faulted page by page by the decoding
+  threads. Populating only maps zeroed pages where none is mapped yet, so it never
+  touches values a decoder has already written.
+* Once the last array over a mapping is gone, the mapping is kept for the next result
+  while the idle ones stay under :data:`RESULT_IDLE_BYTES`: a Dask graph's blocks and a
+  notebook's successive slabs then reuse pages already mapped, where fresh ones cost their
+  page faults again on every result. (Measurements: benchmarks/README.md.)
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import numpy as np
 
 from ..errors import TooLargeError
 
-__all__ = ["FRESH_PAGES_BYTES", "MEMORY_BYTES", "SCRATCH_IDLE_BYTES", "format_bytes", "output_array", "scratch"]
+__all__ = ["FRESH_PAGES_BYTES", "MEMORY_BYTES", "RESULT_IDLE_BYTES", "SCRATCH_IDLE_BYTES", "format_bytes",
+           "output_array", "scratch"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
 FRESH_PAGES_BYTES = 32 << 20
@@ -77,14 +82,49 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     try:
         if nbytes < FRESH_PAGES_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
             return np.empty(shape, dtype=dtype)
-        buffer = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        mapping = _take_idle(nbytes)
+        fresh = mapping is None
+        if mapping is None:
+            mapping = np.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), np.uint8)
     except (MemoryError, OverflowError, OSError, ValueError) as exc:  # (numpy: "array is too big")
         raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, "
                             f"which cannot be allocated: {exc}") from None
-    array = np.frombuffer(buffer, dtype=dtype).reshape(shape)
-    if _MADVISE is not None:
+    array = np.asarray(_Lease(mapping, nbytes)).view(dtype).reshape(shape)
+    if fresh and _MADVISE is not None:
         threading.Thread(target=prefault, args=(array,), name="zarrdask-prefault", daemon=True).start()
     return array
+
+
+#: mappings of results no array uses any more, kept for the next ones, at most this many bytes
+RESULT_IDLE_BYTES = 128 << 20
+_idle_results: list[np.ndarray] = []  # (uint8 arrays over their mmap objects)
+_idle_results_lock = threading.Lock()
+
+
+def _take_idle(nbytes: int) -> np.ndarray | None:
+    """The smallest idle mapping of ``nbytes`` to twice that, taken out of the pool."""
+    with _idle_results_lock:
+        fits = [i for i, m in enumerate(_idle_results) if nbytes <= m.nbytes <= 2 * nbytes]
+        return _idle_results.pop(min(fits, key=lambda i: _idle_results[i].nbytes)) if fits else None
+
+
+class _Lease:
+    """The owner numpy sees under a result over a mapping (every view of the result holds
+    it): when the last array goes, the mapping goes back to the pool, or is unmapped when
+    the pool is full."""
+
+    __slots__ = ("_mapping", "__array_interface__")
+
+    def __init__(self, mapping: np.ndarray, nbytes: int) -> None:
+        self._mapping = mapping
+        self.__array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1",
+                                    "data": (mapping.ctypes.data, False)}
+
+    def __del__(self) -> None:
+        mapping = self._mapping
+        with _idle_results_lock:
+            if sum(m.nbytes for m in _idle_results) + mapping.nbytes <= RESULT_IDLE_BYTES:
+                _idle_results.append(mapping)
 
 
 def prefault(array: np.ndarray) -> None:
