@@ -1,11 +1,21 @@
-"""The graph of a write plan: two lazy layers, whatever the size of the write.
+"""The graph of a write plan: lazy layers, whatever the size of the write.
 
 ``PlanWrites`` keys one ``zarrdask-write`` task per plan task and builds each one from
 the plan's per-axis groups when dask asks for it; ``DoneTree`` gathers their (empty)
 results in a tree of fan-in :data:`FAN_IN` up to one final key, so no task waits on a
-million others. Both layers are described by a few small objects (the plan, the target
+million others. The layers are described by a few small objects (the plan, the target
 ``Array``, names), so building the graph costs the per-axis plan, and the client ships
 that compact form to a distributed scheduler, which materialises it.
+
+When dask blocks and storage units are misaligned (a block edge inside a shard), a
+block is cut between several write tasks. Then ``PlanPieces`` adds one small
+``zarrdask-piece`` task per (cut block, write task) that copies that piece out, and the
+write task reads the piece instead of the whole block: the block is freed as soon as its
+pieces are cut (not when its last writer runs), and a writer on another worker receives
+the piece, not the block. Those two layers carry a scheduler priority (:data:`PRIORITY`,
+or the caller's ``dask.annotate(priority=...)``) above the source's default, so on a
+distributed cluster a ready piece or write runs before another source block is made.
+Aligned writes (every block edge on a unit edge) get no piece tasks and no priority.
 
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
@@ -19,8 +29,9 @@ import itertools
 import math
 import uuid
 from collections.abc import Hashable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed, delayed
@@ -29,13 +40,17 @@ from dask.task_spec import List, Task, TaskRef
 
 from ..compat.dask import lazy_layer
 from ..core.array import Array
+from ..metadata.grid import AxisGrid
 from ..plan import WritePlan
+from ..plan.write_plan import AxisGroup
 from ..storage.transactional import changes, merge_changes
 from .transactions import Writes, check_forkable
 
-__all__ = ["DoneTree", "FAN_IN", "PlanWrites", "gathered", "write_graph", "write_region"]
+__all__ = ["AxisCuts", "DoneTree", "FAN_IN", "PRIORITY", "PlanPieces", "PlanWrites", "axis_cuts", "cut_piece",
+           "gathered", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
+PRIORITY = 1  # pieces and writes of a misaligned write: above the default (0) of the source's tasks
 
 
 def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Writes:
@@ -45,13 +60,35 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Writes:
         ("zarrdask-write-done-<id>", 1, k)  -> changes merged, after FAN_IN write tasks (and so on up)
         "zarrdask-write-done-<id>"          -> changes merged, once everything is written
 
-    (changes: None unless the target's store travelled to workers as a session's fork).
+    and, when blocks are cut between write tasks (misaligned), the write tasks read
+    ``("zarrdask-piece-<id>", i, j, k, l) -> cut_piece((x, k, l), slices)`` for those
+    blocks instead (changes: None unless the target's store travelled to workers as a
+    session's fork).
     """
     check_forkable(target)
     token = uuid.uuid4().hex
-    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan)
+    cuts = tuple(axis_cuts(groups, grid, chunks, region)
+                 for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
+    pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts)
+    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces)
     done = DoneTree(f"zarrdask-write-done-{token}", writes)
-    graph = HighLevelGraph.from_collections(writes.name, lazy_layer(writes), dependencies=[source])
+    write_layer = lazy_layer(writes)
+    if not len(pieces):  # aligned: the write tasks read whole blocks
+        graph = HighLevelGraph.from_collections(writes.name, write_layer, dependencies=[source])
+        return _with_done(graph, writes, done, target)
+    annotations = {"priority": PRIORITY, **dask.get_annotations()}  # the caller's own priority wins
+    piece_layer = lazy_layer(pieces)
+    piece_layer.annotations = write_layer.annotations = annotations
+    graph = HighLevelGraph.from_collections(pieces.name, piece_layer, dependencies=[source])
+    graph = HighLevelGraph(
+        {**graph.layers, writes.name: write_layer},
+        {**graph.dependencies, writes.name: {pieces.name, *graph.dependencies[pieces.name]}},
+    )
+    return _with_done(graph, writes, done, target)
+
+
+def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array) -> Writes:
+    """``graph`` (up to the write tasks) topped by the done tree's layer, as a ``Writes``."""
     graph = HighLevelGraph(
         {**graph.layers, done.name: lazy_layer(done)},
         {**graph.dependencies, done.name: {writes.name}},
@@ -70,14 +107,104 @@ def gathered(tasks: list[Delayed], into: Any) -> Writes:
     return Writes(top.key, top.dask, into)
 
 
-class PlanWrites:
-    """The write tasks of ``plan``, keyed ``(name, *task_index)``, generated on demand."""
+class AxisCuts(NamedTuple):
+    """Along one axis, for each group of the plan and each of its pieces: whether that
+    piece's block has an edge inside a unit (``misaligned``; the region's own edges do not
+    count) and whether the piece is less than the whole block (``partial``)."""
 
-    def __init__(self, name: str, source_name: str, target: Array, plan: WritePlan) -> None:
+    misaligned: tuple[tuple[bool, ...], ...]
+    partial: tuple[tuple[bool, ...], ...]
+
+
+def axis_cuts(groups: tuple[AxisGroup, ...], grid: AxisGrid, chunks: tuple[int, ...], region: slice) -> AxisCuts:
+    """The :class:`AxisCuts` of one axis of a plan (its groups, unit grid, source chunks
+    and region)."""
+    starts = list(itertools.accumulate(chunks, initial=region.start))
+
+    def on_edge(e: int) -> bool:
+        return e in (region.start, region.stop) or grid.bounds(grid.index_of(e))[0] == e
+
+    misaligned = tuple(tuple(not (on_edge(starts[p.block]) and on_edge(starts[p.block + 1])) for p in g.pieces)
+                       for g in groups)
+    partial = tuple(tuple(p.block_slice.stop - p.block_slice.start != chunks[p.block] for p in g.pieces)
+                    for g in groups)
+    return AxisCuts(misaligned, partial)
+
+
+class PlanPieces:
+    """The piece tasks of ``plan``: one per (write task, block) where the block is
+    misaligned (along some axis) and the task takes only part of it (along some axis),
+    keyed ``(name, *task_index, *block_index)``, generated on demand."""
+
+    def __init__(self, name: str, source_name: str, plan: WritePlan, cuts: tuple[AxisCuts, ...]) -> None:
+        self.name = name
+        self.source_name = source_name
+        self.plan = plan
+        self.cuts = cuts
+
+    def needed(self, flags: tuple[tuple[bool, bool], ...]) -> bool:
+        """Whether a piece with per-axis (misaligned, partial) ``flags`` gets a task."""
+        return any(m for m, _ in flags) and any(p for _, p in flags)
+
+    def _axis_entries(self, axis: int) -> list[tuple[int, int, bool, bool]]:
+        """(group, block, misaligned, partial) of every piece along ``axis``."""
+        cut = self.cuts[axis]
+        return [(g, piece.block, m, p)
+                for g, group in enumerate(self.plan.axes[axis])
+                for piece, m, p in zip(group.pieces, cut.misaligned[g], cut.partial[g])]
+
+    def __len__(self) -> int:
+        if not self.cuts:
+            return 0
+        counts = [[0, 0, 0, 0] for _ in self.cuts]  # all, aligned, whole, aligned and whole
+        for axis, row in enumerate(counts):
+            for _, _, m, p in self._axis_entries(axis):
+                row[0] += 1
+                row[1] += not m
+                row[2] += not p
+                row[3] += not m and not p
+        total, aligned, whole, both = (math.prod(row[i] for row in counts) for i in range(4))
+        return total - aligned - whole + both
+
+    def __contains__(self, key: object) -> bool:
+        ndim = len(self.cuts)
+        if not (type(key) is tuple and ndim and len(key) == 2 * ndim + 1 and key[0] == self.name
+                and all(type(i) is int for i in key[1:])):
+            return False
+        flags = []
+        for axis, (g, b) in enumerate(zip(key[1:ndim + 1], key[ndim + 1:])):
+            groups = self.plan.axes[axis]
+            if not 0 <= g < len(groups):
+                return False
+            at = [n for n, piece in enumerate(groups[g].pieces) if piece.block == b]
+            if not at:
+                return False
+            flags.append((self.cuts[axis].misaligned[g][at[0]], self.cuts[axis].partial[g][at[0]]))
+        return self.needed(tuple(flags))
+
+    def keys(self) -> Iterator[Hashable]:
+        for combo in itertools.product(*(self._axis_entries(axis) for axis in range(len(self.cuts)))):
+            if self.needed(tuple((m, p) for _, _, m, p in combo)):
+                yield (self.name, *(g for g, *_ in combo), *(b for _, b, *_ in combo))
+
+    def task(self, key: Hashable) -> Task:
+        ndim = len(self.cuts)
+        index, blocks = key[1:ndim + 1], key[ndim + 1:]  # type: ignore[index]
+        slices = tuple(next(p.block_slice for p in self.plan.axes[axis][g].pieces if p.block == b)
+                       for axis, (g, b) in enumerate(zip(index, blocks)))
+        return Task(key, cut_piece, TaskRef((self.source_name, *blocks)), slices)
+
+
+class PlanWrites:
+    """The write tasks of ``plan``, keyed ``(name, *task_index)``, generated on demand;
+    each reads the blocks it needs, or their pieces where ``pieces`` has a task for them."""
+
+    def __init__(self, name: str, source_name: str, target: Array, plan: WritePlan, pieces: PlanPieces) -> None:
         self.name = name
         self.source_name = source_name
         self.target = target
         self.plan = plan
+        self.pieces = pieces
         self.grid = plan.task_grid
 
     def __len__(self) -> int:
@@ -99,11 +226,21 @@ class PlanWrites:
         return (self.name, *(int(i) for i in np.unravel_index(flat, self.grid))) if self.grid else (self.name,)
 
     def task(self, key: Hashable) -> Task:
-        task = self.plan.task(key[1:])  # type: ignore[index]
+        index = key[1:]  # type: ignore[index]
+        task = self.plan.task(index)
         layout = tuple(tuple((p.block_slice, p.out_slice) for p in pieces) for pieces in task.axis_pieces)
-        indices = itertools.product(*(tuple(p.block for p in pieces) for pieces in task.axis_pieces))
-        blocks = List(*(TaskRef((self.source_name, *block)) for block in indices))
-        return Task(key, write_region, self.target, task.region, layout, blocks)
+        per_axis = [
+            [(p.block, cut.misaligned[g][n], cut.partial[g][n]) for n, p in enumerate(pieces)]
+            for g, pieces, cut in zip(index, task.axis_pieces, self.pieces.cuts)
+        ]
+        inputs = []
+        for combo in itertools.product(*per_axis):
+            blocks = tuple(b for b, _, _ in combo)
+            if self.pieces.needed(tuple((m, p) for _, m, p in combo)):
+                inputs.append(TaskRef((self.pieces.name, *index, *blocks)))
+            else:
+                inputs.append(TaskRef((self.source_name, *blocks)))
+        return Task(key, write_region, self.target, task.region, layout, List(*inputs))
 
 
 class DoneTree:
@@ -153,6 +290,12 @@ class DoneTree:
         return Task(key, merge_changes, List(*(TaskRef(k) for k in below)))
 
 
+def cut_piece(block: np.ndarray, slices: tuple[slice, ...]) -> np.ndarray:
+    """One piece task: a copy of ``slices`` of ``block`` (a copy, so the block can be
+    freed once all its pieces are cut)."""
+    return np.array(np.asarray(block)[slices])
+
+
 def write_region(
     target: Array,
     region: tuple[slice, ...],
@@ -164,15 +307,23 @@ def write_region(
 
     ``layout`` holds, per axis, (the slice of the block, where it goes in the region) for
     each block touched along that axis; ``blocks`` are the Cartesian product of those, in
-    C order (a grouped task of many blocks is described by its per-axis lists alone).
+    C order (a grouped task of many blocks is described by its per-axis lists alone). An
+    input already of its piece's shape is that piece (cut by :func:`cut_piece`, or a
+    block the task takes whole) and is used as it is.
     The target encodes whole shards, and read-modify-writes those the region only partly
     covers, inside this call; this task is their only writer.
     """
+    def part(block: Any, pieces: tuple[tuple[slice, slice], ...]) -> np.ndarray:
+        block = np.asarray(block)
+        if block.shape == tuple(out.stop - out.start for _, out in pieces):
+            return block
+        return block[tuple(cut for cut, _ in pieces)]
+
     if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
-        data = np.asarray(blocks[0])[tuple(pieces[0][0] for pieces in layout)]
+        data = part(blocks[0], tuple(pieces[0] for pieces in layout))
     else:
         data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(blocks[0]).dtype)
         for pieces, block in zip(itertools.product(*layout), blocks):
-            data[tuple(out for _, out in pieces)] = np.asarray(block)[tuple(part for part, _ in pieces)]
+            data[tuple(out for _, out in pieces)] = part(block, pieces)
     target[region] = data
     return changes(target.store)
