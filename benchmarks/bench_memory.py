@@ -2,6 +2,7 @@
 """Peak worker memory of a big misaligned write on a process cluster, against its bound.
 
     python benchmarks/bench_memory.py [--gib 8] [--threads 1 2] [--stores local s3]
+                                      [--graph zarrdask before] [--ordered no yes both]
                                       [--block 4900] [--memory-limit 6GiB] [--json out.json]
 
 A float32 array of ``gib`` GiB (``gib * 8192`` x 32,768) is written with
@@ -24,6 +25,13 @@ temporary files, so its memory stays small). Per job:
 * the bound ``2 x (largest block + shard) x T + footprint``;
 * afterwards, untimed: the array read back with ``from_zarr`` and compared with the
   regenerated source bit for bit on the cluster (number of differing elements).
+
+Graphs (``--graph``): ``zarrdask``, the library's (misaligned blocks are cut into piece
+tasks that feed the write tasks, which run at a priority above the source's), and
+``before``, the graph zarrdask made before that (:func:`direct_job`: every write task
+reads whole blocks, no priorities). ``--ordered yes``: the source's blocks carry
+priorities that make them in C order (the caller's own ordering; zarrdask cannot reorder
+a source it is given), and the write is annotated above them.
 """
 
 from __future__ import annotations
@@ -143,10 +151,7 @@ def cut_everywhere(lay: Layout) -> bool:
 
 def graph_of(job: Any) -> dict:
     """The materialised graph of a dask collection, as task objects."""
-    from dask._task_spec import convert_legacy_graph
-
-    graph = job.__dask_graph__()
-    return convert_legacy_graph(dict(graph.to_dict() if hasattr(graph, "to_dict") else graph))
+    return convert_graph(job.__dask_graph__())
 
 
 def ordered_peak(dsk: dict, result_bytes: dict, working_bytes: dict, walk: dict | None = None) -> tuple[int, int]:
@@ -216,60 +221,60 @@ def sizes(dsk: dict, source: da.Array, plan: Any, itemsize: int = 4) -> tuple[di
     for k, task in dsk.items():
         if k in block_sizes:
             result[k] = block_sizes[k]
-        elif isinstance(k, tuple) and str(k[0]).startswith("piece-"):
+        elif isinstance(k, tuple) and str(k[0]).startswith("zarrdask-piece-"):
             result[k] = itemsize * math.prod(s.stop - s.start for s in task.args[1])
-        elif isinstance(k, tuple) and str(k[0]).startswith(("zarrdask-write-", "write-pieces-")) and \
-                "done" not in str(k[0]):
+        elif isinstance(k, tuple) and str(k[0]).startswith("zarrdask-write-") and "done" not in str(k[0]):
             region = plan.task(k[1:]).region
             working[k] = 2 * itemsize * math.prod(s.stop - s.start for s in region)
     return result, working
 
 
-# ----------------------------------------------------------------- the fix, prototyped
+# ----------------------------------------------------------------- the graph before pieces
 
 
-def cut(block: np.ndarray, slices: tuple[slice, ...]) -> np.ndarray:
-    """A copy of one piece of a block (a copy, so the block itself can be freed)."""
-    return np.array(block[slices], copy=True)
+def direct_graph(source: da.Array, target: Any, plan: Any) -> tuple[dict, str]:
+    """The write of ``plan`` as zarrdask made it before piece tasks: its own write and
+    done-tree layers, with no block counted as cut, so every write task reads the whole
+    source blocks it needs and nothing is annotated. Returns (graph, final key)."""
+    graph, final = _direct(source, target, plan)
+    return convert_graph(graph), final
 
 
-def write_pieces(target: Any, region: tuple[slice, ...], outs: tuple[tuple[slice, ...], ...],
-                 pieces: list[np.ndarray]) -> None:
-    """Assemble ``region`` from its pieces and store it (the write task, fed by pieces)."""
-    if len(pieces) == 1:
-        data = pieces[0]
-    else:
-        data = np.empty([s.stop - s.start for s in region], dtype=pieces[0].dtype)
-        for out, piece in zip(outs, pieces):
-            data[out] = piece
-    target[region] = data
-
-
-def done(_results: list) -> None:
-    """The final key: every write has run."""
-
-
-def pieces_graph(source: da.Array, target: Any, plan: Any) -> tuple[dict, str]:
-    """The write of ``plan`` with one small task per (block, piece) between the source
-    blocks and the write tasks: a write task depends on its pieces, not on whole blocks,
-    so each block is freed as soon as its pieces are cut. Returns (graph, final key)."""
-    from dask._task_spec import List, Task, TaskRef
+def _direct(source: da.Array, target: Any, plan: Any) -> tuple[HighLevelGraph, str]:
+    from zarrdask.compat.dask import lazy_layer
+    from zarrdask.dask_io.write_graph import AxisCuts, DoneTree, PlanPieces, PlanWrites
 
     token = uuid.uuid4().hex
-    dsk = dict(graph_of(source))
-    writes = []
-    for task in plan.tasks():
-        refs = []
-        for n, piece in enumerate(task.pieces):
-            key = (f"piece-{token}", *task.index, n)
-            dsk[key] = Task(key, cut, TaskRef((source.name, *piece.block)), piece.block_slices)
-            refs.append(TaskRef(key))
-        key = (f"write-pieces-{token}", *task.index)
-        dsk[key] = Task(key, write_pieces, target, task.region, tuple(p.out_slices for p in task.pieces), List(*refs))
-        writes.append(TaskRef(key))
-    final = f"write-pieces-done-{token}"
-    dsk[final] = Task(final, done, List(*writes))
-    return dsk, final
+    uncut = tuple(AxisCuts(*[tuple(tuple(False for _ in g.pieces) for g in groups)] * 2) for groups in plan.axes)
+    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target,
+                        plan, PlanPieces(f"zarrdask-piece-{token}", source.name, plan, uncut))
+    done = DoneTree(f"zarrdask-write-done-{token}", writes)
+    graph = HighLevelGraph.from_collections(writes.name, lazy_layer(writes), dependencies=[source])
+    graph = HighLevelGraph({**graph.layers, done.name: lazy_layer(done)},
+                           {**graph.dependencies, done.name: {writes.name}})
+    return graph, done.name
+
+
+def convert_graph(graph: Any) -> dict:
+    """A graph (a HighLevelGraph or a dict) as a dict of task objects."""
+    from dask._task_spec import convert_legacy_graph
+
+    return convert_legacy_graph(dict(graph.to_dict() if hasattr(graph, "to_dict") else graph))
+
+
+def direct_job(source: da.Array, url: str, options: dict[str, Any] | None, lay: Layout) -> Any:
+    """A ``Delayed`` writing ``source`` into a new array ``t`` at ``url`` through
+    :func:`direct_graph`'s layers (they take the annotations in effect)."""
+    from dask.delayed import Delayed
+
+    import zarrdask
+    from zarrdask.plan import make_write_plan
+
+    zarrdask.create_group(url, storage_options=options)
+    target = zarrdask.create_array(url, name="t", shape=lay.shape, dtype="f4", chunks=INNER, shards=lay.shard,
+                                   storage_options=options).with_options(threads=1)
+    graph, final = _direct(source, target, make_write_plan(lay.shape, lay.chunks, lay.shard))
+    return Delayed(final, graph)
 
 
 def write_order(dsk: dict, writes: list) -> dict:
@@ -296,26 +301,11 @@ def write_order(dsk: dict, writes: list) -> dict:
     return priority
 
 
-def pieces_job(source: da.Array, url: str, options: dict[str, Any] | None, lay: Layout) -> Any:
-    """A ``Delayed`` writing ``source`` into a new array ``t`` at ``url`` through
-    :func:`pieces_graph` (its layer takes the annotations in effect)."""
-    from dask.delayed import Delayed
-    from dask.highlevelgraph import MaterializedLayer
-
-    import zarrdask
-    from zarrdask.plan import make_write_plan
-
-    zarrdask.create_group(url, storage_options=options)
-    target = zarrdask.create_array(url, name="t", shape=lay.shape, dtype="f4", chunks=INNER, shards=lay.shard,
-                                   storage_options=options)
-    dsk, final = pieces_graph(source, target, make_write_plan(lay.shape, lay.chunks, lay.shard))
-    own = MaterializedLayer({k: v for k, v in dsk.items() if k not in source.dask})
-    graph = HighLevelGraph({**source.dask.layers, final: own}, {**source.dask.dependencies, final: {source.name}})
-    return Delayed(final, graph)
-
-
 def order_report(lay: Layout, seed: int = 7) -> dict[str, tuple[int, int]]:
-    """dask.order's one-thread peak for zarrdask's write graph and for the piece graph."""
+    """One-thread peaks of zarrdask's write graph and of the graph before pieces: in
+    dask.order's order (the threaded scheduler), with the writes in C order, and as
+    distributed picks ready tasks under the graph's priorities with the source as given
+    and with the source in C order."""
     import zarrdask
     from zarrdask.plan import make_write_plan
 
@@ -325,24 +315,27 @@ def order_report(lay: Layout, seed: int = 7) -> dict[str, tuple[int, int]]:
         job = zarrdask.to_zarr(source, f"{tmp}/a.zarr", path="t", chunks=INNER, shards=lay.shard, compute=False)
         ours = graph_of(job)
         target = zarrdask.create_array(f"{tmp}/b.zarr", shape=lay.shape, dtype="f4", chunks=INNER, shards=lay.shard)
-        fixed, _ = pieces_graph(source, target, plan)
+        before, _ = direct_graph(source, target, plan)
     report = {}
-    for what, dsk in (("zarrdask (write tasks on whole blocks)", ours), ("pieces (write tasks on cut pieces)", fixed)):
+    for what, dsk in (("zarrdask (pieces of cut blocks)", ours), ("before (write tasks on whole blocks)", before)):
         writes = sorted((k for k in dsk if isinstance(k, tuple) and "write" in str(k[0]) and "done" not in str(k[0])),
                         key=lambda k: k[1:])
         report[f"{what}, dask.order"] = ordered_peak(dsk, *sizes(dsk, source, plan))
         report[f"{what}, writes in C order"] = ordered_peak(dsk, *sizes(dsk, source, plan), walk=write_order(dsk, writes))
-        report[f"{what}, prioritised (writes first, blocks in C order)"] = (
-            ready_peak(dsk, *sizes(dsk, source, plan), user=lambda k: prioritised(k, source)), 0)
+        report[f"{what}, priorities, source as given"] = (
+            ready_peak(dsk, *sizes(dsk, source, plan), user=lambda k: prioritised(k, source, ordered=False)), 0)
+        report[f"{what}, priorities, source in C order"] = (
+            ready_peak(dsk, *sizes(dsk, source, plan), user=lambda k: prioritised(k, source, ordered=True)), 0)
     return report
 
 
-def prioritised(key: Any, source: da.Array) -> int:
-    """The prototype's priorities: writes (and pieces) above every block, blocks in C order."""
+def prioritised(key: Any, source: da.Array, ordered: bool) -> int:
+    """Scheduler priorities: writes and pieces above every block (zarrdask's annotation),
+    and with ``ordered`` the blocks in C order (the caller's)."""
     blocks = math.prod(source.numblocks)
     if isinstance(key, tuple) and key[0] == source.name:
-        return blocks - int(np.ravel_multi_index(key[1:], source.numblocks))
-    if isinstance(key, tuple) and str(key[0]).startswith(("zarrdask-write-", "write-pieces-", "piece-")):
+        return blocks - int(np.ravel_multi_index(key[1:], source.numblocks)) if ordered else 0
+    if isinstance(key, tuple) and str(key[0]).startswith(("zarrdask-write-", "zarrdask-piece-")):
         return blocks + 1
     return 0
 
@@ -406,9 +399,9 @@ def mismatches(url: str, seed: int, options: dict[str, Any] | None) -> int:
 def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str, Any] | None, seed: int,
             ordered: bool = False, graph: str = "zarrdask") -> dict:
     """One write of ``lay`` into ``url``: times, memory and the check. ``ordered``: the
-    prototype of the fix (the source's blocks prioritised in C order, the write tasks
-    above them, with ``dask.annotate(priority=...)``); ``graph="pieces"``: the write tasks
-    fed by cut pieces (:func:`pieces_graph`) instead of zarrdask's graph."""
+    source's blocks prioritised in C order and the write annotated above them, with
+    ``dask.annotate(priority=...)``; ``graph="before"``: the graph before piece tasks
+    (:func:`direct_job`) instead of ``zarrdask.to_zarr``'s."""
     import distributed
     from distributed.diagnostics import MemorySampler
 
@@ -425,8 +418,8 @@ def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str,
     start = time.perf_counter()
     with sampler.sample("write", interval=0.1):
         with dask.annotate(priority=math.prod(source.numblocks) + 1) if ordered else contextlib.nullcontext():
-            if graph == "pieces":
-                job = pieces_job(source, url, options, lay)
+            if graph == "before":
+                job = direct_job(source, url, options, lay)
             else:
                 job = zarrdask.to_zarr(source, url, path="t", chunks=INNER, shards=lay.shard, storage_options=options,
                                        compute=False)
@@ -451,7 +444,8 @@ def run_one(client: Any, lay: Layout, threads: int, url: str, options: dict[str,
 def describe(store: str, r: dict) -> str:
     lines = [f"  {store:5s} T={r['threads']} {r['graph']} {'C-ordered' if r['ordered'] else 'as is'}: write {r['seconds']:.1f} s ({r['gib_per_s']:.2f} GiB/s), "
              f"cluster peak {r['cluster_peak'] / MiB:.0f} MiB (before {r['cluster_before'] / MiB:.0f} MiB), "
-             f"bit-exact: {r['mismatched_elements'] == 0} ({r['mismatched_elements']} differ)"]
+             f"bit-exact: {r['mismatched_elements'] == 0} ({r['mismatched_elements']} differ); "
+             f"loadavg after {r.get('loadavg_after')}"]
     for address, w in sorted(r["workers"].items()):
         lines.append(
             f"      worker {address.rsplit(':', 1)[-1]}: peak {w['peak'] / MiB:.0f} MiB = footprint "
@@ -471,9 +465,9 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--ordered", choices=["no", "yes", "both"], default="both",
-                   help="the fix's prototype: source blocks in C order, writes first (default: both runs)")
-    p.add_argument("--graph", choices=["zarrdask", "pieces"], default="zarrdask",
-                   help="pieces: the prototype where write tasks depend on cut pieces, not whole blocks")
+                   help="yes: the source's blocks prioritised in C order, the writes above them (default: both runs)")
+    p.add_argument("--graph", nargs="+", choices=["zarrdask", "before"], default=["zarrdask"],
+                   help="zarrdask: to_zarr's graph; before: every write task on whole blocks, no priorities")
     p.add_argument("--order-only", action="store_true", help="print dask.order's one-thread peaks and exit")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
@@ -512,12 +506,14 @@ def main() -> None:
                                               memory_limit=args.memory_limit, dashboard_address=None,
                                               local_directory=str(scratch / "workers")) as cluster, \
                         distributed.Client(cluster) as client:
-                    for _, ordered in itertools.product(range(args.repeat), orders):
+                    for _, graph, ordered in itertools.product(range(args.repeat), args.graph, orders):
                         url = f"s3://bench/{uuid.uuid4().hex}.zarr" if store == "s3" else str(scratch / f"{uuid.uuid4().hex}.zarr")
-                        print(f"  [{store} T={threads} ordered={ordered}] loadavg "
-                              f"{open('/proc/loadavg').read().split()[:3]}", flush=True)
-                        r = run_one(client, lay, threads, url, options, args.seed, ordered, args.graph)
-                        results.setdefault(f"{store} T={threads} ordered={ordered} graph={args.graph}", []).append(r)
+                        load = open('/proc/loadavg').read().split()[:3]
+                        print(f"  [{store} T={threads} graph={graph} ordered={ordered}] loadavg {load}", flush=True)
+                        r = run_one(client, lay, threads, url, options, args.seed, ordered, graph)
+                        r["loadavg_before"] = load
+                        r["loadavg_after"] = open('/proc/loadavg').read().split()[:3]
+                        results.setdefault(f"{store} T={threads} ordered={ordered} graph={graph}", []).append(r)
                         print(describe(store, r), flush=True)
                         if store == "local":
                             shutil.rmtree(url, ignore_errors=True)
