@@ -32,6 +32,9 @@ from zarrdask.errors import InvalidModeError
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUTS = {
     "v3-sharded": dict(zarr_format=3, chunks=(2, 3), shards=(4, 6)),
+    "v3-sharded-transposed": dict(zarr_format=3, chunks=(4, 6), codecs=[  # (inner chunks (2, 3) in the array)
+        {"name": "transpose", "configuration": {"order": [1, 0]}},
+        {"name": "sharding_indexed", "configuration": {"chunk_shape": [3, 2], "codecs": [{"name": "bytes"}]}}]),
     "v3-chunks": dict(zarr_format=3, chunks=(3, 4)),
     "v2-chunks": dict(zarr_format=2, chunks=(3, 4)),
 }
@@ -247,9 +250,9 @@ def test_from_zarr_threaded_reads_through_the_cache(tmp_path):
     x = zarrdask.from_zarr(path, cache_bytes="1 MiB")
     assert float(x.sum().compute(scheduler="threads")) == values.sum()
     info = zarrdask.open_array(path, cache_bytes="1 MiB").cache_info()
-    assert info.entries == 12 and info.budget == 1 << 20
+    assert info.entries == 2 and info.budget == 1 << 20  # each task reads its shard whole: held whole
     np.testing.assert_array_equal(x.compute(scheduler="threads"), values)
-    assert zarrdask.open_array(path).cache_info().hits >= 12
+    assert zarrdask.open_array(path).cache_info().hits >= 12  # (a whole shard serves its 6 chunks)
 
 
 def test_the_xarray_engine_reads_through_the_cache(tmp_path):
@@ -290,3 +293,54 @@ def test_a_store_without_a_trusted_identity_reads_uncached_and_says_so():
         a = zarrdask.open_array(store, cache_bytes="1 MiB")
     np.testing.assert_array_equal(a[...], 1.0)
     assert a.cache_info().budget == 0 and a.cache_info().entries == 0
+
+
+@pytest.mark.parametrize("layout", ["v3-sharded", "v3-sharded-transposed"])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_shards_held_whole_and_joined_from_their_chunks(layout, data):
+    """A shard the read covers whole is held whole; a shard whose inner chunks were all
+    read piecewise is joined into one entry in their place; either then serves any part
+    of itself (a box or not) bit-exact, and a write replaces it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/a"
+        shape = (data.draw(st.integers(1, 12)), data.draw(st.integers(1, 18)))
+        model = np.arange(np.prod(shape), dtype="f8").reshape(shape)
+        zarrdask.create_array(path, data=model, **LAYOUTS[layout])
+        a = zarrdask.open_array(path, mode="r+", cache_bytes="1 MiB")
+        a.cache_clear()
+        if data.draw(st.booleans()):
+            np.testing.assert_array_equal(a[...], model)  # every shard covered whole
+        else:
+            for r in range(0, shape[0], 2):  # every inner chunk (2 x 3) read on its own
+                for c in range(0, shape[1], 3):
+                    np.testing.assert_array_equal(a[r: r + 2, c: c + 3], model[r: r + 2, c: c + 3])
+        for _ in range(data.draw(st.integers(1, 4))):
+            region = _region(data, shape)
+            np.testing.assert_array_equal(a[region], model[region])
+            step = tuple(slice(None, None, data.draw(st.integers(1, 3))) for _ in shape)
+            np.testing.assert_array_equal(a[step], model[step])
+        np.testing.assert_array_equal(a[...], model)
+        shards = (-(-shape[0] // 4)) * (-(-shape[1] // 6))
+        assert a.cache_info().entries == shards  # one entry per shard, the chunks' dropped
+        region = _region(data, shape)
+        a[region] = -7.0
+        model[region] = -7.0
+        np.testing.assert_array_equal(a[...], model)
+
+
+@pytest.mark.parametrize("layout", ["v3-sharded", "v3-sharded-transposed"])
+def test_a_shard_read_chunk_by_chunk_is_joined_on_its_next_read(tmp_path, layout):
+    path = str(tmp_path / "a")
+    model = np.arange(8 * 12, dtype="f8").reshape(8, 12)
+    zarrdask.create_array(path, data=model, **LAYOUTS[layout])
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    for r in range(0, 8, 2):
+        for c in range(0, 12, 3):
+            a[r: r + 2, c: c + 3]
+    assert a.cache_info().entries == 16  # the inner chunks (2 x 3), one entry each
+    np.testing.assert_array_equal(a[1:3, 1:5], model[1:3, 1:5])  # shard (0, 0): its 4 chunks joined
+    info = a.cache_info()
+    assert info.entries == 13 and info.misses == 16
+    np.testing.assert_array_equal(a[0:4:3, 5:0:-2], model[0:4:3, 5:0:-2])  # not a box: chunk by chunk
+    assert a.cache_info().misses == 16

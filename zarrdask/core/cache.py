@@ -51,6 +51,9 @@ CONFIG_KEY = "zarrdask.cache-bytes"
 ArrayKey = tuple[object, str]
 #: one entry: (store identity, chunk path, stored key, metadata token, position in the stored value)
 EntryKey = tuple[object, str, str, str, int]
+#: the position of a whole decoded shard's entry (held in the array's axis order, clipped at
+#: the array's edge; inner chunks' entries keep the sharding codec's order)
+WHOLE = -1
 
 
 class CacheInfo(NamedTuple):
@@ -194,16 +197,23 @@ class _Pool:
         with self._lock:
             return self._clock
 
-    def get_many(self, array: ArrayKey, keys: list[EntryKey]) -> list[np.ndarray | None]:
+    def get_many(self, array: ArrayKey, keys: list[EntryKey], lookups: list[int] | None = None
+                 ) -> list[np.ndarray | None]:
+        """The entries of ``keys`` (None: not held). Each key counts as one chunk lookup,
+        or as ``lookups[i]`` hits when found and none when not (a whole shard's entry
+        serves its chunks; a miss falls back to their own lookups)."""
         with self._lock:
             found = [self._entries.get(k) for k in keys]
             for k, v in zip(keys, found):
                 if v is not None:
                     self._entries.move_to_end(k)
             counts = self.counts(array)
-            hits = sum(v is not None for v in found)
-            counts.hits += hits
-            counts.misses += len(keys) - hits
+            if lookups is None:
+                hits = sum(v is not None for v in found)
+                counts.hits += hits
+                counts.misses += len(keys) - hits
+            else:
+                counts.hits += sum(n for n, v in zip(lookups, found) if v is not None)
             return found
 
     def put(self, array: ArrayKey, key: EntryKey, chunk: np.ndarray, ticket: int) -> None:
@@ -219,6 +229,16 @@ class _Pool:
             counts = self.counts(array)
             counts.entries += 1
             counts.bytes += size
+
+    def put_instead(self, array: ArrayKey, key: EntryKey, value: np.ndarray, ticket: int) -> None:
+        """Hold ``value`` in place of every entry of its stored key (a shard's inner chunks
+        joined into the whole shard), unless a write came after ``ticket``."""
+        with self._lock:
+            if value.nbytes > self.limit or self._written.get(array, -1) > ticket:
+                return
+            for old in list(self._by_key.get(key[:3], ())):
+                self._drop(old, self._entries.pop(old))
+        self.put(array, key, value, ticket)
 
     def _evict(self) -> None:
         key, chunk = self._entries.popitem(last=False)
@@ -342,17 +362,39 @@ class ArrayCache:
     def ticket(self) -> int:
         return _POOL.ticket()
 
-    def get_many(self, items: Iterable[tuple[str, int]]) -> list[np.ndarray | None]:
-        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held)."""
+    def get_many(self, items: Iterable[tuple[str, int]], counted: bool = True) -> list[np.ndarray | None]:
+        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held);
+        ``counted``: whether the lookups count in the statistics."""
         ident, path = self.array
         token = self.token
-        return _POOL.get_many(self.array, [(ident, path, key, token, p) for key, p in items])
+        keys: list[EntryKey] = [(ident, path, key, token, p) for key, p in items]
+        return _POOL.get_many(self.array, keys, None if counted else [0] * len(keys))
 
     def put(self, key: str, position: int, chunk: np.ndarray, ticket: int) -> None:
         """Hold ``chunk`` (read-only from now on), unless a write came after ``ticket``."""
         chunk.flags.writeable = False
         ident, path = self.array
         _POOL.put(self.array, (ident, path, key, self.token, position), chunk, ticket)
+
+    def get_wholes(self, keys: list[str], chunks: list[int]) -> list[np.ndarray | None]:
+        """The whole decoded shards held for ``keys`` (array axis order; None: not held),
+        each found one counting as ``chunks[i]`` hits."""
+        ident, path = self.array
+        token = self.token
+        return _POOL.get_many(self.array, [(ident, path, key, token, WHOLE) for key in keys], chunks)
+
+    def put_whole(self, key: str, shard: np.ndarray, ticket: int, *, instead: bool = False) -> None:
+        """Hold a whole decoded shard (array axis order; read-only from now on); ``instead``:
+        in place of its inner chunks' entries."""
+        shard.flags.writeable = False
+        ident, path = self.array
+        entry = (ident, path, key, self.token, WHOLE)
+        (_POOL.put_instead if instead else _POOL.put)(self.array, entry, shard, ticket)
+
+    def holds_whole(self, nbytes: int) -> bool:
+        """Whether a decoded shard of ``nbytes`` is held whole: when at most an eighth of
+        the budget, so that a few shards never crowd out everything else."""
+        return 0 < nbytes <= self.budget // 8
 
 
 def _placements(plan: ReadPlan) -> int:

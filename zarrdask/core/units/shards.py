@@ -31,7 +31,7 @@ from ...storage.base import Buffer, ByteRange, Store, Value
 from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
 from ..executor import run_all
 from ..output import scratch
-from ..cache import ArrayCache, ArrayKey, last_write
+from ..cache import WHOLE, ArrayCache, ArrayKey, last_write
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
 from .options import ArrayOptions
@@ -75,30 +75,58 @@ class IndexCache:
 
 
 class _Hit(NamedTuple):
-    """An inner chunk found in the decoded-chunk cache and where its part goes."""
+    """A part of the read found in the decoded-chunk cache: ``target[placement.out_index]
+    = chunk[placement.chunk_index]``, ``chunk`` in the array's axis order."""
 
     target: np.ndarray
     placement: ChunkPlacement
     chunk: np.ndarray
 
 
+#: a whole shard's placement: the unit's target is exactly the held shard
+_ALL = ChunkPlacement((), -1, Ellipsis, Ellipsis)
 #: cached chunks copied out on several threads only for reads of this many bytes or more
 _PARALLEL_HIT_BYTES = 2 << 20
+#: a whole shard held is copied out in slabs of about this many bytes
+_HIT_SLAB_BYTES = 4 << 20
 
 
-def place_hits(hits: Sequence[_Hit], order: tuple[int, ...] | None, threads: int | None, nbytes: int) -> None:
-    """Copy each cached chunk's part into its target (``order``: the transpose back to the
-    array's axes, None when there is none); spread over the threads when the read's
+def place_hits(hits: Sequence[_Hit], threads: int | None, nbytes: int) -> None:
+    """Copy each hit's part into its target; spread over the threads when the read's
     result (``nbytes``) is large."""
     def place(hit: _Hit) -> None:
-        chunk = hit.chunk if order is None else hit.chunk.transpose(order)
-        hit.target[hit.placement.out_index] = chunk[hit.placement.chunk_index]
+        hit.target[hit.placement.out_index] = hit.chunk[hit.placement.chunk_index]
 
     if nbytes < _PARALLEL_HIT_BYTES:
         for hit in hits:
             place(hit)
         return
-    run_all(place, hits, threads)
+    run_all(place, hits, threads, min_parallel=2)
+
+
+def _box(unit: UnitRead, inner_shape: tuple[int, ...]) -> tuple[slice, ...] | None:
+    """The part of its shard a unit reads, as slices of the shard, when it is a box its
+    chunks' parts tile (every chunk index a slice of step 1, the box the unit's shape);
+    else None."""
+    lows: list[int] = []
+    highs: list[int] = []
+    for p in unit.chunks:
+        index = p.chunk_index
+        if not isinstance(index, tuple) or len(index) != len(inner_shape):
+            return None
+        for d, (sl, c, n) in enumerate(zip(index, p.coords, inner_shape)):
+            if not isinstance(sl, slice) or sl.step not in (None, 1):
+                return None
+            start, stop, _ = sl.indices(n)
+            lo, hi = c * n + start, c * n + stop
+            if d == len(lows):
+                lows.append(lo)
+                highs.append(hi)
+            else:
+                lows[d], highs[d] = min(lows[d], lo), max(highs[d], hi)
+    if len(lows) != len(inner_shape) or tuple(h - lo for lo, h in zip(lows, highs)) != tuple(unit.shape):
+        return None
+    return tuple(slice(lo, h) for lo, h in zip(lows, highs))
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -221,45 +249,108 @@ class ShardedChunkSource(ChunkSource):
         run_all(self._decode_job, jobs, self.options.threads)
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache: inner chunks held in the pool are copied
-        out; the rest are fetched as the plan says (a shard read whole with one GET, so
-        its chunks are of one version of it; else through the shard index, neighbours
-        coalesced), each decoded into an array of its own, held and copied out. Held chunks keep the sharding codec's axis
-        order; a hit is transposed back as a view."""
+        """Read through the decoded-chunk cache. Shards small beside the budget are held
+        whole: a shard the read covers whole is read as without a cache (or from its held
+        chunks) and a copy of it held; a shard all of whose inner chunks are held is joined
+        into one (once); the part of a held shard a read wants is then one copy. Otherwise
+        inner chunks held are copied out, and the rest fetched as the plan says (a shard
+        read whole with one GET, so its chunks are of one version of it; else through the
+        shard index, neighbours coalesced), each decoded into an array of its own, held and
+        copied out. Held inner chunks keep the sharding codec's axis order (a hit is
+        transposed back as a view); held shards the array's, clipped at its edge."""
         ticket = cache.ticket()
         order = None if self._inverse == tuple(range(len(self._inverse))) else self._inverse
-        found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
+        itemsize = self.spec.dtype.dtype.itemsize
+        wholes = cache.get_wholes([u.key for u in units], [len(u.chunks) for u in units])
+        looked = [i for i, w in enumerate(wholes) if w is None]
+        found = cache.get_many([(units[i].key, p.position) for i in looked for p in units[i].chunks])
+        hits: list[_Hit] = []
         pending: list[UnitRead] = []
         pending_targets: list[np.ndarray] = []
-        hits: list[_Hit] = []
+        to_hold: list[int] = []  # (shards read whole, to be held whole)
+        fresh: list[int] = []  # (of those, shards none of whose chunks are held: read as uncached)
         at = 0
-        for unit, target in zip(units, targets):
+        for i in looked:
+            unit, target = units[i], targets[i]
+            chunks = found[at: at + len(unit.chunks)]
+            at += len(unit.chunks)
+            if cache.holds_whole(math.prod(self._clipped(unit.coords)) * itemsize):
+                if unit.block:
+                    to_hold.append(i)
+                    if all(c is None for c in chunks):
+                        fresh.append(i)
+                        continue
+                elif all(c is not None for c in chunks):
+                    wholes[i] = self._join_held(unit, cache, ticket)
+                    if wholes[i] is not None:
+                        continue
             missed = []
-            for placement, chunk in zip(unit.chunks, found[at: at + len(unit.chunks)]):
+            for placement, chunk in zip(unit.chunks, chunks):
                 if chunk is None:
                     missed.append(placement)
                 else:
-                    hits.append(_Hit(target, placement, chunk))
-            at += len(unit.chunks)
+                    hits.append(_Hit(target, placement, chunk if order is None else chunk.transpose(order)))
             if missed:
                 pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
                 pending_targets.append(target)
-        nbytes = sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize
-        place_hits(hits, order, self.options.threads, nbytes)
-        if not pending:
-            return
-        whole = [i for i, u in enumerate(pending) if u.whole]
-        ranged = [i for i, u in enumerate(pending) if not u.whole]
-        jobs = self._whole_jobs([pending[i] for i in whole], [pending_targets[i] for i in whole])
-        if ranged:
-            jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
+        for unit, target, whole in zip(units, targets, wholes):
+            if whole is not None:
+                hits.extend(self._whole_hits(unit, target, whole))
+        place_hits(hits, self.options.threads, sum(math.prod(u.shape) for u in units) * itemsize)
+        if fresh:
+            self._read_whole([units[i] for i in fresh], [targets[i] for i in fresh])
+        if pending:
+            gets = [i for i, u in enumerate(pending) if u.whole]
+            ranged = [i for i, u in enumerate(pending) if not u.whole]
+            jobs = self._whole_jobs([pending[i] for i in gets], [pending_targets[i] for i in gets])
+            if ranged:
+                jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
 
-        def held(job: _InnerJob, data: bytes | memoryview) -> np.ndarray:
-            chunk = self._decode_fresh(data)
-            cache.put(job.key, job.placement.position, chunk, ticket)
-            return chunk if order is None else chunk.transpose(order)
+            def held(job: _InnerJob, data: bytes | memoryview) -> np.ndarray:
+                chunk = self._decode_fresh(data)
+                cache.put(job.key, job.placement.position, chunk, ticket)
+                return chunk if order is None else chunk.transpose(order)
 
-        run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
+            run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
+        run_all(lambda i: cache.put_whole(units[i].key, np.array(targets[i], order="C"), ticket, instead=True), to_hold,
+                self.options.threads, min_parallel=2)
+
+    def _clipped(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        """The shard's shape inside the array."""
+        return tuple(hi - lo for lo, hi in (a.bounds(k) for a, k in zip(self.grid, coords)))
+
+    def _join_held(self, unit: UnitRead, cache: ArrayCache, ticket: int) -> np.ndarray | None:
+        """The shard of ``unit`` joined from its inner chunks and held in their place, when
+        every one inside the array is held (else None)."""
+        grid = self._codec_at(unit.coords).grid_shape
+        whole = np.empty(self._clipped(unit.coords), dtype=self.spec.dtype.dtype)
+        regions: dict[int, tuple[slice, ...]] = {}
+        for position in range(math.prod(grid)):
+            at = np.unravel_index(position, grid)  # (the codec's axis order)
+            corner = [int(at[k]) * n for k, n in zip(self._inverse, self.inner_shape)]
+            if all(c < m for c, m in zip(corner, whole.shape)):
+                regions[position] = tuple(slice(c, c + n) for c, n in zip(corner, self.inner_shape))
+        chunks = cache.get_many([(unit.key, p) for p in regions], counted=False)
+        if any(c is None for c in chunks):
+            return None
+        for region, chunk in zip(regions.values(), chunks):
+            assert chunk is not None
+            part = whole[region]
+            part[...] = chunk.transpose(self._inverse)[tuple(slice(0, n) for n in part.shape)]
+        cache.put_whole(unit.key, whole, ticket, instead=True)
+        return whole
+
+    def _whole_hits(self, unit: UnitRead, target: np.ndarray, whole: np.ndarray) -> list[_Hit]:
+        """The copies that read ``unit`` out of its held shard: the part it wants in slabs
+        along the first axis (so several threads share them) when that part is a box of
+        the shard, else chunk by chunk."""
+        box = _box(unit, self.inner_shape)
+        if box is None:
+            return [_Hit(target, p, whole[tuple(slice(c * n, (c + 1) * n) for c, n in zip(p.coords, self.inner_shape))])
+                    for p in unit.chunks]
+        part = whole[box]
+        step = max(1, _HIT_SLAB_BYTES * len(part) // max(part.nbytes, 1))
+        return [_Hit(target[a: a + step], _ALL, part[a: a + step]) for a in range(0, len(part), step)]
 
     def _whole_jobs(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
         """The inner chunks of ``units`` with their bytes, from whole shards (one GET each)."""
