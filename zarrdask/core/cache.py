@@ -230,6 +230,11 @@ class _Pool:
             counts.entries += 1
             counts.bytes += size
 
+    def held(self, key: tuple[object, str, str]) -> int:
+        """How many entries of (store identity, chunk path, stored key) are held."""
+        with self._lock:
+            return len(self._by_key.get(key, ()))
+
     def put_instead(self, array: ArrayKey, key: EntryKey, value: np.ndarray, ticket: int) -> None:
         """Hold ``value`` in place of every entry of its stored key (a shard's inner chunks
         joined into the whole shard), unless a write came after ``ticket``."""
@@ -390,6 +395,11 @@ class ArrayCache:
         ident, path = self.array
         entry = (ident, path, key, self.token, WHOLE)
         (_POOL.put_instead if instead else _POOL.put)(self.array, entry, shard, ticket)
+
+    def held(self, key: str) -> int:
+        """How many entries (inner chunks, or the whole shard) of stored ``key`` are held."""
+        ident, path = self.array
+        return _POOL.held((ident, path, key))
 
     def holds_whole(self, nbytes: int) -> bool:
         """Whether a decoded shard of ``nbytes`` is held whole: when at most an eighth of

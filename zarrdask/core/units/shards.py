@@ -11,6 +11,7 @@ assemble) is the sharding codec's (``codecs/sharding.py``).
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import OrderedDict
@@ -322,23 +323,32 @@ class ShardedChunkSource(ChunkSource):
     def _join_held(self, unit: UnitRead, cache: ArrayCache, ticket: int) -> np.ndarray | None:
         """The shard of ``unit`` joined from its inner chunks and held in their place, when
         every one inside the array is held (else None)."""
-        grid = self._codec_at(unit.coords).grid_shape
-        whole = np.empty(self._clipped(unit.coords), dtype=self.spec.dtype.dtype)
-        regions: dict[int, tuple[slice, ...]] = {}
-        for position in range(math.prod(grid)):
-            at = np.unravel_index(position, grid)  # (the codec's axis order)
-            corner = [int(at[k]) * n for k, n in zip(self._inverse, self.inner_shape)]
-            if all(c < m for c, m in zip(corner, whole.shape)):
-                regions[position] = tuple(slice(c, c + n) for c, n in zip(corner, self.inner_shape))
+        shape = self._clipped(unit.coords)
+        regions = self._inner_regions(self._codec_at(unit.coords).grid_shape, shape)
+        if cache.held(unit.key) < len(regions):
+            return None
         chunks = cache.get_many([(unit.key, p) for p in regions], counted=False)
         if any(c is None for c in chunks):
             return None
+        whole = np.empty(shape, dtype=self.spec.dtype.dtype)
         for region, chunk in zip(regions.values(), chunks):
             assert chunk is not None
             part = whole[region]
             part[...] = chunk.transpose(self._inverse)[tuple(slice(0, n) for n in part.shape)]
         cache.put_whole(unit.key, whole, ticket, instead=True)
         return whole
+
+    @functools.lru_cache(maxsize=64)
+    def _inner_regions(self, grid: tuple[int, ...], shape: tuple[int, ...]) -> dict[int, tuple[slice, ...]]:
+        """The region of a shard of ``shape`` (inside the array) that each inner chunk
+        covers, by index position (the codec's grid ``grid``), for those inside it."""
+        regions: dict[int, tuple[slice, ...]] = {}
+        for position in range(math.prod(grid)):
+            at = np.unravel_index(position, grid)  # (the codec's axis order)
+            corner = [int(at[k]) * n for k, n in zip(self._inverse, self.inner_shape)]
+            if all(c < m for c, m in zip(corner, shape)):
+                regions[position] = tuple(slice(c, c + n) for c, n in zip(corner, self.inner_shape))
+        return regions
 
     def _whole_hits(self, unit: UnitRead, target: np.ndarray, whole: np.ndarray) -> list[_Hit]:
         """The copies that read ``unit`` out of its held shard: the part it wants in slabs
