@@ -11,7 +11,6 @@ assemble) is the sharding codec's (``codecs/sharding.py``).
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections import OrderedDict
@@ -193,6 +192,7 @@ class ShardedChunkSource(ChunkSource):
         self.read_shape = self.inner_shape
         self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
         self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._regions: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, tuple[slice, ...]]] = {}
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
         self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
                                     sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
@@ -338,11 +338,13 @@ class ShardedChunkSource(ChunkSource):
         cache.put_whole(unit.key, whole, ticket, instead=True)
         return whole
 
-    @functools.lru_cache(maxsize=64)
     def _inner_regions(self, grid: tuple[int, ...], shape: tuple[int, ...]) -> dict[int, tuple[slice, ...]]:
         """The region of a shard of ``shape`` (inside the array) that each inner chunk
         covers, by index position (the codec's grid ``grid``), for those inside it."""
-        regions: dict[int, tuple[slice, ...]] = {}
+        regions = self._regions.get((grid, shape))
+        if regions is not None:
+            return regions
+        regions = self._regions[(grid, shape)] = {}
         for position in range(math.prod(grid)):
             at = np.unravel_index(position, grid)  # (the codec's axis order)
             corner = [int(at[k]) * n for k, n in zip(self._inverse, self.inner_shape)]
