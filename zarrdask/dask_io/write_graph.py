@@ -119,13 +119,9 @@ class AxisCuts(NamedTuple):
 def axis_cuts(groups: tuple[AxisGroup, ...], grid: AxisGrid, chunks: tuple[int, ...], region: slice) -> AxisCuts:
     """The :class:`AxisCuts` of one axis of a plan (its groups, unit grid, source chunks
     and region)."""
-    starts = list(itertools.accumulate(chunks, initial=region.start))
-
-    def on_edge(e: int) -> bool:
-        return e in (region.start, region.stop) or grid.bounds(grid.index_of(e))[0] == e
-
-    misaligned = tuple(tuple(not (on_edge(starts[p.block]) and on_edge(starts[p.block + 1])) for p in g.pieces)
-                       for g in groups)
+    edges = list(itertools.accumulate(chunks, initial=region.start))
+    inside = [e not in (region.start, region.stop) and grid.bounds(grid.index_of(e))[0] != e for e in edges]
+    misaligned = tuple(tuple(inside[p.block] or inside[p.block + 1] for p in g.pieces) for g in groups)
     partial = tuple(tuple(p.block_slice.stop - p.block_slice.start != chunks[p.block] for p in g.pieces)
                     for g in groups)
     return AxisCuts(misaligned, partial)
