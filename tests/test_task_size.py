@@ -19,23 +19,12 @@ from hypothesis import strategies as st
 import dask
 import dask.array as da
 from _util import IrregularAxis
+from _write_plans import assert_reproduces, partitions
 
 import zarrdask
 from zarrdask.errors import InvalidValueError, ZarrdaskError
 from zarrdask.plan import make_write_plan
 
-
-@st.composite
-def partitions(draw, extent: int, max_block: int = 20) -> tuple[int, ...]:
-    """Dask-style chunks summing to ``extent`` (sometimes with empty blocks)."""
-    if extent == 0:
-        return (0,)
-    blocks, left = [], extent
-    while left:
-        size = draw(st.integers(0 if blocks else 1, min(left, max_block)))
-        blocks.append(size)
-        left -= size
-    return tuple(blocks)
 
 
 @st.composite
@@ -110,25 +99,10 @@ def test_grouped_plan_owns_every_unit_once_within_the_target(problem):
 def test_grouped_pieces_tile_each_task_and_reproduce_the_source(problem):
     shape, grid, region, chunks, itemsize, task_bytes = problem
     plan = make_write_plan(shape, chunks, grid, region, task_bytes=task_bytes, itemsize=itemsize)
-    source = np.arange(math.prod(s.stop - s.start for s in region)).reshape([s.stop - s.start for s in region])
-    offsets = [list(itertools.accumulate(c, initial=0)) for c in chunks]
-    target = np.full(shape, -1)
     for task in plan.tasks():
-        buffer = np.full(task.shape, -2)
         blocks = [p.block for p in task.pieces]
         assert len(set(blocks)) == len(blocks), "a task depends on one block twice"
-        for piece in task.pieces:
-            block = source[tuple(slice(o[b], o[b + 1]) for o, b in zip(offsets, piece.block))]
-            assert all(s.stop <= n for s, n in zip(piece.block_slices, block.shape))
-            assert (buffer[piece.out_slices] == -2).all(), "pieces overlap"
-            buffer[piece.out_slices] = block[piece.block_slices]
-        assert (buffer != -2).all(), "pieces leave a hole"
-        assert (target[task.region] == -1).all(), "two tasks write one element"
-        target[task.region] = buffer
-    np.testing.assert_array_equal(target[region], source)
-    outside = np.ones(shape, dtype=bool)
-    outside[region] = False
-    assert (target[outside] == -1).all()
+    assert_reproduces(plan, shape, chunks, region)
 
 
 @settings(max_examples=200, deadline=None)

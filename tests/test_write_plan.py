@@ -11,23 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _util import IrregularAxis
+from _write_plans import assert_reproduces, partitions
 
 from zarrdask.errors import BoundsError, SelectionError, ShapeMismatchError
 from zarrdask.plan import make_write_plan
 
-
-@st.composite
-def partitions(draw, extent: int, max_block: int = 25) -> tuple[int, ...]:
-    """A dask-style chunk tuple summing to ``extent`` (sometimes with empty blocks)."""
-    if extent == 0:
-        return (0,)
-    blocks = []
-    left = extent
-    while left:
-        size = draw(st.integers(0 if blocks else 1, min(left, max_block)))
-        blocks.append(size)
-        left -= size
-    return tuple(blocks)
 
 
 @st.composite
@@ -79,23 +67,7 @@ def test_writes_cover_the_region_once_and_stay_in_owned_units(problem):
 @given(write_problems())
 def test_assembling_the_pieces_reproduces_the_source(problem):
     shape, chunks, grid, region = problem
-    plan = make_write_plan(shape, chunks, grid, region)
-    source = np.arange(math.prod(s.stop - s.start for s in region)).reshape([s.stop - s.start for s in region])
-    offsets = _block_offsets(chunks)
-    target = np.full(shape, -1)
-    for task in plan.tasks():
-        buffer = np.full(task.shape, -2)
-        for piece in task.pieces:
-            block = source[tuple(slice(o[b], o[b + 1]) for o, b in zip(offsets, piece.block))]
-            assert all(s.stop <= n for s, n in zip(piece.block_slices, block.shape))
-            assert (buffer[piece.out_slices] == -2).all(), "pieces overlap"
-            buffer[piece.out_slices] = block[piece.block_slices]
-        assert (buffer != -2).all(), "pieces leave a hole"
-        target[task.region] = buffer
-    np.testing.assert_array_equal(target[region], source)
-    outside = np.ones(shape, dtype=bool)
-    outside[region] = False
-    assert (target[outside] == -1).all()
+    assert_reproduces(make_write_plan(shape, chunks, grid, region), shape, chunks, region)
 
 
 @settings(max_examples=400, deadline=None)
