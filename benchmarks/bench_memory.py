@@ -26,10 +26,10 @@ temporary files, so its memory stays small). Per job:
 * afterwards, untimed: the array read back with ``from_zarr`` and compared with the
   regenerated source bit for bit on the cluster (number of differing elements).
 
-Graphs (``--graph``): ``zarrdask``, the library's (misaligned blocks are cut into piece
-tasks that feed the write tasks, which run at a priority above the source's), and
-``before``, the graph zarrdask made before that (:func:`direct_job`: every write task
-reads whole blocks, no priorities). ``--ordered yes``: the source's blocks carry
+Graphs (``--graph``): ``zarrdask``, the library's (misaligned blocks of 16 MiB and more
+are cut into piece tasks that feed the write tasks, which run at a priority above the
+source's), and ``before``, the graph zarrdask made before that, and still makes for
+smaller blocks (:func:`direct_job`: every write task reads whole blocks, no priorities). ``--ordered yes``: the source's blocks carry
 priorities that make them in C order (the caller's own ordering; zarrdask cannot reorder
 a source it is given), and the write is annotated above them.
 """
@@ -233,26 +233,17 @@ def sizes(dsk: dict, source: da.Array, plan: Any, itemsize: int = 4) -> tuple[di
 
 
 def direct_graph(source: da.Array, target: Any, plan: Any) -> tuple[dict, str]:
-    """The write of ``plan`` as zarrdask made it before piece tasks: its own write and
-    done-tree layers, with no block counted as cut, so every write task reads the whole
-    source blocks it needs and nothing is annotated. Returns (graph, final key)."""
-    graph, final = _direct(source, target, plan)
-    return convert_graph(graph), final
+    """The write of ``plan`` as zarrdask made it before piece tasks (and as it still makes
+    it for blocks under ``CUT_BYTES``): every write task reads the whole source blocks it
+    needs, nothing annotated. Returns (graph, final key)."""
+    job = _direct(source, target, plan)
+    return convert_graph(job.__dask_graph__()), job.key
 
 
-def _direct(source: da.Array, target: Any, plan: Any) -> tuple[HighLevelGraph, str]:
-    from zarrdask.compat.dask import lazy_layer
-    from zarrdask.dask_io.write_graph import AxisCuts, DoneTree, PlanPieces, PlanWrites
+def _direct(source: da.Array, target: Any, plan: Any) -> Any:
+    from zarrdask.dask_io.write_graph import write_graph
 
-    token = uuid.uuid4().hex
-    uncut = tuple(AxisCuts(*[tuple(tuple(False for _ in g.pieces) for g in groups)] * 2) for groups in plan.axes)
-    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target,
-                        plan, PlanPieces(f"zarrdask-piece-{token}", source.name, plan, uncut))
-    done = DoneTree(f"zarrdask-write-done-{token}", writes)
-    graph = HighLevelGraph.from_collections(writes.name, lazy_layer(writes), dependencies=[source])
-    graph = HighLevelGraph({**graph.layers, done.name: lazy_layer(done)},
-                           {**graph.dependencies, done.name: {writes.name}})
-    return graph, done.name
+    return write_graph(source, target, plan, cut_bytes=2**62)
 
 
 def convert_graph(graph: Any) -> dict:
@@ -265,16 +256,13 @@ def convert_graph(graph: Any) -> dict:
 def direct_job(source: da.Array, url: str, options: dict[str, Any] | None, lay: Layout) -> Any:
     """A ``Delayed`` writing ``source`` into a new array ``t`` at ``url`` through
     :func:`direct_graph`'s layers (they take the annotations in effect)."""
-    from dask.delayed import Delayed
-
     import zarrdask
     from zarrdask.plan import make_write_plan
 
     zarrdask.create_group(url, storage_options=options)
     target = zarrdask.create_array(url, name="t", shape=lay.shape, dtype="f4", chunks=INNER, shards=lay.shard,
                                    storage_options=options).with_options(threads=1)
-    graph, final = _direct(source, target, make_write_plan(lay.shape, lay.chunks, lay.shard))
-    return Delayed(final, graph)
+    return _direct(source, target, make_write_plan(lay.shape, lay.chunks, lay.shard))
 
 
 def write_order(dsk: dict, writes: list) -> dict:

@@ -6,7 +6,8 @@ graph stores the same bytes as the graph that reads whole blocks (and the source
 values), piece tasks exist exactly for the pieces of misaligned blocks that are less than
 the whole block (by an independent computation of the block and shard edges), the lazy
 layer's length, keys and membership agree, aligned writes keep their graph (no piece
-layer, no priority), the priority reaches a distributed scheduler, and the caller's own
+layer, no priority), ``to_zarr`` cuts only blocks of ``CUT_BYTES`` and more, the
+priority reaches a distributed scheduler, and the caller's own
 ``dask.annotate(priority=...)`` wins.
 """
 
@@ -21,13 +22,10 @@ import dask
 import dask.array as da
 import numpy as np
 from hypothesis import given, settings
-from dask.delayed import Delayed
-from dask.highlevelgraph import HighLevelGraph
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.compat.dask import lazy_layer
-from zarrdask.dask_io.write_graph import PRIORITY, AxisCuts, DoneTree, PlanPieces, PlanWrites, write_graph
+from zarrdask.dask_io.write_graph import CUT_BYTES, PRIORITY, write_graph
 from zarrdask.plan import make_write_plan
 
 
@@ -51,17 +49,6 @@ def writes(draw):
         chunks.append(tuple(blocks))
     task_bytes = draw(st.none() | st.integers(1, 4000))
     return shape, tuple(chunks), shard, inner, tuple(region), task_bytes
-
-
-def _direct_graph(source: da.Array, target: zarrdask.Array, plan) -> Delayed:
-    """The write graph with no block counted as cut: every write task reads whole blocks."""
-    uncut = tuple(AxisCuts(*[tuple(tuple(False for _ in g.pieces) for g in groups)] * 2) for groups in plan.axes)
-    writes_ = PlanWrites("direct-write", source.name, target, plan, PlanPieces("direct-piece", source.name, plan, uncut))
-    done = DoneTree("direct-done", writes_)
-    graph = HighLevelGraph.from_collections(writes_.name, lazy_layer(writes_), dependencies=[source])
-    graph = HighLevelGraph({**graph.layers, done.name: lazy_layer(done)},
-                           {**graph.dependencies, done.name: {writes_.name}})
-    return Delayed(done.name, graph)
 
 
 def _stored_bytes(root: Path) -> dict[str, bytes]:
@@ -89,8 +76,8 @@ def test_pieces_write_the_same_bytes_as_whole_blocks(problem):
         arrays = [zarrdask.create_array(f"{tmp}/{name}", shape=shape, dtype="u2", chunks=inner, shards=shard,
                                         fill_value=7) for name in ("pieces", "direct")]
         plan = make_write_plan(shape, chunks, shard, region, task_bytes=task_bytes, itemsize=2)
-        dask.compute(write_graph(source, arrays[0].with_options(threads=1), plan), scheduler="sync")
-        dask.compute(_direct_graph(source, arrays[1].with_options(threads=1), plan), scheduler="threads")
+        dask.compute(write_graph(source, arrays[0].with_options(threads=1), plan, cut_bytes=0), scheduler="sync")
+        dask.compute(write_graph(source, arrays[1].with_options(threads=1), plan, cut_bytes=2**62), scheduler="threads")
         assert _stored_bytes(Path(tmp) / "pieces") == _stored_bytes(Path(tmp) / "direct")
         expected = np.full(shape, 7, dtype=np.uint16)
         expected[region] = data[region]
@@ -105,7 +92,7 @@ def test_piece_tasks_are_made_for_cut_misaligned_blocks_only(problem):
     plan = make_write_plan(shape, chunks, shard, region, task_bytes=task_bytes, itemsize=2)
     with tempfile.TemporaryDirectory() as tmp:
         target = zarrdask.create_array(f"{tmp}/a", shape=shape, dtype="u2", chunks=inner, shards=shard)
-        job = write_graph(source, target, plan)
+        job = write_graph(source, target, plan, cut_bytes=0)
     layers = job.__dask_graph__().layers
     piece_layers = [(name, layer) for name, layer in layers.items() if name.startswith("zarrdask-piece-")]
     misaligned = _misaligned_blocks(chunks, shard, region)
@@ -144,10 +131,23 @@ def test_piece_tasks_are_made_for_cut_misaligned_blocks_only(problem):
     assert math.prod(len(a) for a in plan.axes) == len(writes_layer)
 
 
+def test_only_blocks_of_cut_bytes_and_more_are_cut(tmp_path):
+    """to_zarr cuts misaligned blocks into pieces when the largest block holds CUT_BYTES,
+    and leaves the graph of smaller blocks as it was (no pieces, no priority)."""
+    side = math.isqrt(CUT_BYTES // 4)  # float32 blocks of CUT_BYTES (2048 x 2048 for 16 MiB)
+    for block, expect in ((side, True), (side - 1, False)):
+        source = da.zeros((2 * side, side), chunks=(block, block), dtype="f4")
+        job = zarrdask.to_zarr(source, str(tmp_path / f"{block}.zarr"), chunks=(100, 100), shards=(1000, 1000),
+                               compute=False)
+        names = list(job.__dask_graph__().layers)
+        assert any(n.startswith("zarrdask-piece-") for n in names) is expect, (block, names)
+
+
 def test_the_callers_priority_wins(tmp_path):
     source = da.zeros((30, 30), chunks=(7, 7), dtype="f4")
+    target = zarrdask.create_array(str(tmp_path / "a.zarr"), shape=(30, 30), dtype="f4", chunks=(5, 5), shards=(10, 10))
     with dask.annotate(priority=50, retries=2):
-        job = zarrdask.to_zarr(source, str(tmp_path / "a.zarr"), chunks=(5, 5), shards=(10, 10), compute=False)
+        job = write_graph(source, target, make_write_plan((30, 30), source.chunks, (10, 10)), cut_bytes=0)
     annotated = {name: layer.annotations for name, layer in job.__dask_graph__().layers.items()
                  if name.startswith(("zarrdask-piece-", "zarrdask-write-")) and "done" not in name}
     assert len(annotated) == 2 and all(a == {"priority": 50, "retries": 2} for a in annotated.values())
@@ -165,12 +165,15 @@ def test_a_distributed_scheduler_gets_the_priority_and_the_bytes(tmp_path):
             self.priorities.update((annotations or {}).get("priority", {}))
 
     data = np.random.default_rng(3).standard_normal((60, 50))
+    source = da.from_array(data, chunks=(13, 17))
+    target = zarrdask.create_array(str(tmp_path / "a.zarr"), shape=data.shape, dtype=data.dtype, chunks=(5, 5),
+                                   shards=(10, 10))
     with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         seen = Seen()
         cluster.scheduler.add_plugin(seen)
-        job = zarrdask.to_zarr(da.from_array(data, chunks=(13, 17)), str(tmp_path / "a.zarr"), chunks=(5, 5),
-                               shards=(10, 10), compute=False)
+        job = write_graph(source, target.with_options(threads=1), make_write_plan(data.shape, source.chunks, (10, 10)),
+                          cut_bytes=0)
         client.compute(job).result()
     assert np.array_equal(zarrdask.open_array(str(tmp_path / "a.zarr"))[...], data)
     kinds = {str(k[0]).rsplit("-", 1)[0] for k in seen.priorities}

@@ -8,14 +8,18 @@ million others. The layers are described by a few small objects (the plan, the t
 that compact form to a distributed scheduler, which materialises it.
 
 When dask blocks and storage units are misaligned (a block edge inside a shard), a
-block is cut between several write tasks. Then ``PlanPieces`` adds one small
+block is cut between several write tasks. When blocks are big (the largest at least
+:data:`CUT_BYTES`), ``PlanPieces`` adds one small
 ``zarrdask-piece`` task per (cut block, write task) that copies that piece out, and the
 write task reads the piece instead of the whole block: the block is freed as soon as its
 pieces are cut (not when its last writer runs), and a writer on another worker receives
 the piece, not the block. Those two layers carry a scheduler priority (:data:`PRIORITY`,
 or the caller's ``dask.annotate(priority=...)``) above the source's default, so on a
 distributed cluster a ready piece or write runs before another source block is made.
-Aligned writes (every block edge on a unit edge) get no piece tasks and no priority.
+Aligned writes (every block edge on a unit edge) get no piece tasks and no priority, and
+neither do writes of smaller blocks: a piece task costs about as much to schedule on a
+cluster (~2 ms) as encoding half a MiB, while a small block held a little longer costs
+little memory (measured in benchmarks/README.md).
 
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
@@ -46,28 +50,31 @@ from ..plan.write_plan import AxisGroup
 from ..storage.transactional import changes, merge_changes
 from .transactions import Writes, check_forkable
 
-__all__ = ["AxisCuts", "DoneTree", "FAN_IN", "PRIORITY", "PlanPieces", "PlanWrites", "axis_cuts", "cut_piece",
-           "gathered", "write_graph", "write_region"]
+__all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PRIORITY", "PlanPieces", "PlanWrites", "axis_cuts",
+           "cut_piece", "gathered", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
 PRIORITY = 1  # pieces and writes of a misaligned write: above the default (0) of the source's tasks
+CUT_BYTES = 16 * 2**20  # misaligned blocks are cut into piece tasks when the largest block is this big
 
 
-def write_graph(source: da.Array, target: Array, plan: WritePlan) -> Writes:
+def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int = CUT_BYTES) -> Writes:
     """A ``Delayed`` writing ``plan`` into ``target`` from the blocks of ``source``::
 
         ("zarrdask-write-<id>", i, j)       -> write_region(target, region, layout, [(x, k, l), ...])
         ("zarrdask-write-done-<id>", 1, k)  -> changes merged, after FAN_IN write tasks (and so on up)
         "zarrdask-write-done-<id>"          -> changes merged, once everything is written
 
-    and, when blocks are cut between write tasks (misaligned), the write tasks read
+    and, when blocks are cut between write tasks (misaligned) and the largest block holds
+    at least ``cut_bytes``, the write tasks read
     ``("zarrdask-piece-<id>", i, j, k, l) -> cut_piece((x, k, l), slices)`` for those
     blocks instead (changes: None unless the target's store travelled to workers as a
     session's fork).
     """
     check_forkable(target)
     token = uuid.uuid4().hex
-    cuts = tuple(axis_cuts(groups, grid, chunks, region)
+    largest = source.dtype.itemsize * math.prod(max(c, default=0) for c in plan.source_chunks)
+    cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=largest >= cut_bytes)
                  for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
     pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts)
     writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces)
@@ -116,11 +123,12 @@ class AxisCuts(NamedTuple):
     partial: tuple[tuple[bool, ...], ...]
 
 
-def axis_cuts(groups: tuple[AxisGroup, ...], grid: AxisGrid, chunks: tuple[int, ...], region: slice) -> AxisCuts:
+def axis_cuts(groups: tuple[AxisGroup, ...], grid: AxisGrid, chunks: tuple[int, ...], region: slice,
+              cut: bool = True) -> AxisCuts:
     """The :class:`AxisCuts` of one axis of a plan (its groups, unit grid, source chunks
-    and region)."""
+    and region); with ``cut=False`` no block counts as misaligned (no piece tasks)."""
     edges = list(itertools.accumulate(chunks, initial=region.start))
-    inside = [e not in (region.start, region.stop) and grid.bounds(grid.index_of(e))[0] != e for e in edges]
+    inside = [cut and e not in (region.start, region.stop) and grid.bounds(grid.index_of(e))[0] != e for e in edges]
     misaligned = tuple(tuple(inside[p.block] or inside[p.block + 1] for p in g.pieces) for g in groups)
     partial = tuple(tuple(p.block_slice.stop - p.block_slice.start != chunks[p.block] for p in g.pieces)
                     for g in groups)
