@@ -144,6 +144,14 @@ def to_zarr(
         ("zarrdask-write-<id>", i, j) -> write_region(array, region, layout, [(x, k, l), ...])
         "zarrdask-write-done-<id>"   -> the changes merged (None but into a session's fork), after every
                                         write task (through a tree)
+
+    When dask blocks of 16 MiB or more cut shards (misaligned), each write task reads
+    ``("zarrdask-piece-<id>", i, j, k, l)`` tasks instead of those blocks: one per piece,
+    so a block is freed once it is cut and only pieces move between workers, and the
+    pieces and writes run before further source blocks on a distributed cluster
+    (priority 1, or yours from ``dask.annotate(priority=...)`` around the call). Peak
+    worker memory then stays near the front of blocks a shard row needs; ordering your
+    source in C order (a priority on its blocks) lowers it further.
     """
     explicit = {k: v for k, v in dict(
         chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
