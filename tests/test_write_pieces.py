@@ -8,7 +8,8 @@ the whole block (by an independent computation of the block and shard edges), th
 layer's length, keys and membership agree, aligned writes keep their graph (no piece
 layer, no priority), ``to_zarr`` cuts only blocks of ``CUT_BYTES`` and more, the
 priority reaches a distributed scheduler, and the caller's own
-``dask.annotate(priority=...)`` wins.
+``dask.annotate(priority=...)`` wins, and an Icechunk session written from worker
+processes through pieces commits every byte.
 """
 
 from __future__ import annotations
@@ -141,6 +142,29 @@ def test_only_blocks_of_cut_bytes_and_more_are_cut(tmp_path):
                                compute=False)
         names = list(job.__dask_graph__().layers)
         assert any(n.startswith("zarrdask-piece-") for n in names) is expect, (block, names)
+
+
+def test_icechunk_from_worker_processes_with_pieces_commits_every_byte(tmp_path, monkeypatch):
+    """Piece tasks return arrays, write tasks the forks' changes: the tree still merges
+    every write's changes into the session (misaligned blocks, a process cluster)."""
+    import distributed
+    import icechunk
+
+    from zarrdask.dask_io import write_graph as graph_module
+
+    monkeypatch.setattr(graph_module, "CUT_BYTES", 0)  # the client builds the graph: small blocks cut too
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "ic")))
+    session = repo.writable_session("main")
+    data = np.random.default_rng(5).standard_normal((90, 70))
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        writes = zarrdask.to_zarr(da.from_array(data, chunks=(7, 13)), session.store, path="x", chunks=(8, 8),
+                                  shards=(32, 32), compute=False)
+        assert any(n.startswith("zarrdask-piece-") for n in writes.__dask_graph__().layers)
+        session.merge(client.compute(writes).result())
+    session.commit("pieces")
+    stored = zarrdask.open_array(repo.readonly_session("main").store, path="x")[...]
+    assert np.array_equal(stored.view(np.uint64), data.view(np.uint64))
 
 
 def test_the_callers_priority_wins(tmp_path):

@@ -58,7 +58,7 @@ PRIORITY = 1  # pieces and writes of a misaligned write: above the default (0) o
 CUT_BYTES = 16 * 2**20  # misaligned blocks are cut into piece tasks when the largest block is this big
 
 
-def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int = CUT_BYTES) -> Writes:
+def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None) -> Writes:
     """A ``Delayed`` writing ``plan`` into ``target`` from the blocks of ``source``::
 
         ("zarrdask-write-<id>", i, j)       -> write_region(target, region, layout, [(x, k, l), ...])
@@ -66,7 +66,7 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
         "zarrdask-write-done-<id>"          -> changes merged, once everything is written
 
     and, when blocks are cut between write tasks (misaligned) and the largest block holds
-    at least ``cut_bytes``, the write tasks read
+    at least ``cut_bytes`` (default :data:`CUT_BYTES`), the write tasks read
     ``("zarrdask-piece-<id>", i, j, k, l) -> cut_piece((x, k, l), slices)`` for those
     blocks instead (changes: None unless the target's store travelled to workers as a
     session's fork).
@@ -74,7 +74,8 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     check_forkable(target)
     token = uuid.uuid4().hex
     largest = source.dtype.itemsize * math.prod(max(c, default=0) for c in plan.source_chunks)
-    cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=largest >= cut_bytes)
+    cut = largest >= (CUT_BYTES if cut_bytes is None else cut_bytes)
+    cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=cut)
                  for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
     pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts)
     writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces)
