@@ -344,3 +344,26 @@ def test_a_shard_read_chunk_by_chunk_is_joined_on_its_next_read(tmp_path, layout
     assert info.entries == 13 and info.misses == 16
     np.testing.assert_array_equal(a[0:4:3, 5:0:-2], model[0:4:3, 5:0:-2])  # not a box: chunk by chunk
     assert a.cache_info().misses == 16
+
+
+def test_held_shards_above_the_huge_page_size_are_mappings_of_their_own(tmp_path, monkeypatch):
+    """Held shards from numpy's huge-page size on get a mapping of their own (no huge-page
+    advice), read-only in the pool, bit-exact whether read whole, joined or in part."""
+    import zarrdask.core.output as output
+
+    monkeypatch.setattr(output, "HUGEPAGE_HINT_BYTES", 64)
+    path = str(tmp_path / "a")
+    model = np.arange(8 * 12, dtype="f8").reshape(8, 12)
+    zarrdask.create_array(path, data=model, **LAYOUTS["v3-sharded"])
+    a = zarrdask.open_array(path, mode="r+", cache_bytes="1 MiB")
+    np.testing.assert_array_equal(a[0:4, 0:6], model[0:4, 0:6])  # shard (0, 0) read whole: held
+    for r in range(4, 8, 2):  # shard (1, 1) chunk by chunk, then joined
+        for c in range(6, 12, 3):
+            a[r: r + 2, c: c + 3]
+    np.testing.assert_array_equal(a[5:7, 7:11], model[5:7, 7:11])
+    assert a.cache_info().entries == 2
+    held = output.held_array((3, 5), np.dtype("f8"))
+    assert held.flags.c_contiguous and held.flags.writeable and not held.flags.owndata
+    held[...] = 2.0
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(held)), np.full((3, 5), 2.0))
+    np.testing.assert_array_equal(a[...], model)

@@ -36,8 +36,8 @@ import numpy as np
 
 from ..errors import TooLargeError
 
-__all__ = ["FRESH_PAGES_BYTES", "MEMORY_BYTES", "RESULT_IDLE_BYTES", "SCRATCH_IDLE_BYTES", "format_bytes",
-           "output_array", "scratch"]
+__all__ = ["FRESH_PAGES_BYTES", "HUGEPAGE_HINT_BYTES", "MEMORY_BYTES", "RESULT_IDLE_BYTES", "SCRATCH_IDLE_BYTES",
+           "format_bytes", "held_array", "output_array", "scratch"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
 FRESH_PAGES_BYTES = 32 << 20
@@ -125,6 +125,24 @@ class _Lease:
         with _idle_results_lock:
             if sum(m.nbytes for m in _idle_results) + mapping.nbytes <= RESULT_IDLE_BYTES:
                 _idle_results.append(mapping)
+
+
+#: numpy advises huge pages for arrays from this size on
+HUGEPAGE_HINT_BYTES = 4 << 20
+
+
+def held_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array to be held for long (a decoded-chunk cache entry): from
+    :data:`HUGEPAGE_HINT_BYTES` on, a mapping of its own without numpy's huge-page advice
+    (its page faults may wait for compaction), its pages mapped in one call; smaller ones
+    (and object arrays) are ``np.empty``, so that a large cache of small entries does not
+    make a mapping each."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < HUGEPAGE_HINT_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty(shape, dtype=dtype)
+    array = np.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=dtype)
+    prefault(array)
+    return array.reshape(shape)
 
 
 def prefault(array: np.ndarray) -> None:

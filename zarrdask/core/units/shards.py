@@ -30,7 +30,7 @@ from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_st
 from ...storage.base import Buffer, ByteRange, Store, Value
 from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
 from ..executor import run_all
-from ..output import scratch
+from ..output import held_array, scratch
 from ..cache import WHOLE, ArrayCache, ArrayKey, last_write
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
@@ -313,8 +313,14 @@ class ShardedChunkSource(ChunkSource):
                 return chunk if order is None else chunk.transpose(order)
 
             run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
-        run_all(lambda i: cache.put_whole(units[i].key, np.array(targets[i], order="C"), ticket, instead=True), to_hold,
+        run_all(lambda i: cache.put_whole(units[i].key, self._held_copy(targets[i]), ticket, instead=True), to_hold,
                 self.options.threads, min_parallel=2)
+
+    def _held_copy(self, target: np.ndarray) -> np.ndarray:
+        """A copy of a shard read whole, to be held."""
+        held = held_array(target.shape, self.spec.dtype.dtype)
+        held[...] = target
+        return held
 
     def _clipped(self, coords: tuple[int, ...]) -> tuple[int, ...]:
         """The shard's shape inside the array."""
@@ -330,7 +336,7 @@ class ShardedChunkSource(ChunkSource):
         chunks = cache.get_many([(unit.key, p) for p in regions], counted=False)
         if any(c is None for c in chunks):
             return None
-        whole = np.empty(shape, dtype=self.spec.dtype.dtype)
+        whole = held_array(shape, self.spec.dtype.dtype)
         for region, chunk in zip(regions.values(), chunks):
             assert chunk is not None
             part = whole[region]
