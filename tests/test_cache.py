@@ -298,10 +298,10 @@ def test_a_store_without_a_trusted_identity_reads_uncached_and_says_so():
 @pytest.mark.parametrize("layout", ["v3-sharded", "v3-sharded-transposed"])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_shards_held_whole_and_joined_from_their_chunks(layout, data):
-    """A shard the read covers whole is held whole; a shard whose inner chunks were all
-    read piecewise is joined into one entry in their place; either then serves any part
-    of itself (a box or not) bit-exact, and a write replaces it."""
+def test_shards_held_whole(layout, data):
+    """A shard a read covers whole is held whole, in place of any of its inner chunks
+    held before; it then serves any part of itself (a box or not) bit-exact, and a
+    write replaces it."""
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/a"
         shape = (data.draw(st.integers(1, 12)), data.draw(st.integers(1, 18)))
@@ -322,33 +322,16 @@ def test_shards_held_whole_and_joined_from_their_chunks(layout, data):
             np.testing.assert_array_equal(a[step], model[step])
         np.testing.assert_array_equal(a[...], model)
         shards = (-(-shape[0] // 4)) * (-(-shape[1] // 6))
-        assert a.cache_info().entries == shards  # one entry per shard, the chunks' dropped
+        assert a.cache_info().entries == shards  # one entry per shard, its chunks' dropped
         region = _region(data, shape)
         a[region] = -7.0
         model[region] = -7.0
         np.testing.assert_array_equal(a[...], model)
 
 
-@pytest.mark.parametrize("layout", ["v3-sharded", "v3-sharded-transposed"])
-def test_a_shard_read_chunk_by_chunk_is_joined_on_its_next_read(tmp_path, layout):
-    path = str(tmp_path / "a")
-    model = np.arange(8 * 12, dtype="f8").reshape(8, 12)
-    zarrdask.create_array(path, data=model, **LAYOUTS[layout])
-    a = zarrdask.open_array(path, cache_bytes="1 MiB")
-    for r in range(0, 8, 2):
-        for c in range(0, 12, 3):
-            a[r: r + 2, c: c + 3]
-    assert a.cache_info().entries == 16  # the inner chunks (2 x 3), one entry each
-    np.testing.assert_array_equal(a[1:3, 1:5], model[1:3, 1:5])  # shard (0, 0): its 4 chunks joined
-    info = a.cache_info()
-    assert info.entries == 13 and info.misses == 16
-    np.testing.assert_array_equal(a[0:4:3, 5:0:-2], model[0:4:3, 5:0:-2])  # not a box: chunk by chunk
-    assert a.cache_info().misses == 16
-
-
 def test_held_shards_above_the_huge_page_size_are_mappings_of_their_own(tmp_path, monkeypatch):
     """Held shards from numpy's huge-page size on get a mapping of their own (no huge-page
-    advice), read-only in the pool, bit-exact whether read whole, joined or in part."""
+    advice), read-only in the pool, bit-exact whether read whole or in part."""
     import zarrdask.core.output as output
 
     monkeypatch.setattr(output, "HUGEPAGE_HINT_BYTES", 64)
@@ -357,9 +340,11 @@ def test_held_shards_above_the_huge_page_size_are_mappings_of_their_own(tmp_path
     zarrdask.create_array(path, data=model, **LAYOUTS["v3-sharded"])
     a = zarrdask.open_array(path, mode="r+", cache_bytes="1 MiB")
     np.testing.assert_array_equal(a[0:4, 0:6], model[0:4, 0:6])  # shard (0, 0) read whole: held
-    for r in range(4, 8, 2):  # shard (1, 1) chunk by chunk, then joined
+    for r in range(4, 8, 2):  # shard (1, 1) chunk by chunk, then whole: held in their place
         for c in range(6, 12, 3):
             a[r: r + 2, c: c + 3]
+    assert a.cache_info().entries == 5
+    np.testing.assert_array_equal(a[4:8, 6:12], model[4:8, 6:12])
     np.testing.assert_array_equal(a[5:7, 7:11], model[5:7, 7:11])
     assert a.cache_info().entries == 2
     held = output.held_array((3, 5), np.dtype("f8"))

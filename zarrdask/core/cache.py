@@ -230,14 +230,9 @@ class _Pool:
             counts.entries += 1
             counts.bytes += size
 
-    def held(self, key: tuple[object, str, str]) -> int:
-        """How many entries of (store identity, chunk path, stored key) are held."""
-        with self._lock:
-            return len(self._by_key.get(key, ()))
-
     def put_instead(self, array: ArrayKey, key: EntryKey, value: np.ndarray, ticket: int) -> None:
-        """Hold ``value`` in place of every entry of its stored key (a shard's inner chunks
-        joined into the whole shard), unless a write came after ``ticket``."""
+        """Hold ``value`` in place of every entry of its stored key (a whole shard in place
+        of its inner chunks), unless a write came after ``ticket``."""
         with self._lock:
             if value.nbytes > self.limit or self._written.get(array, -1) > ticket:
                 return
@@ -367,13 +362,11 @@ class ArrayCache:
     def ticket(self) -> int:
         return _POOL.ticket()
 
-    def get_many(self, items: Iterable[tuple[str, int]], counted: bool = True) -> list[np.ndarray | None]:
-        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held);
-        ``counted``: whether the lookups count in the statistics."""
+    def get_many(self, items: Iterable[tuple[str, int]]) -> list[np.ndarray | None]:
+        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held)."""
         ident, path = self.array
         token = self.token
-        keys: list[EntryKey] = [(ident, path, key, token, p) for key, p in items]
-        return _POOL.get_many(self.array, keys, None if counted else [0] * len(keys))
+        return _POOL.get_many(self.array, [(ident, path, key, token, p) for key, p in items])
 
     def put(self, key: str, position: int, chunk: np.ndarray, ticket: int) -> None:
         """Hold ``chunk`` (read-only from now on), unless a write came after ``ticket``."""
@@ -395,11 +388,6 @@ class ArrayCache:
         ident, path = self.array
         entry = (ident, path, key, self.token, WHOLE)
         (_POOL.put_instead if instead else _POOL.put)(self.array, entry, shard, ticket)
-
-    def held(self, key: str) -> int:
-        """How many entries (inner chunks, or the whole shard) of stored ``key`` are held."""
-        ident, path = self.array
-        return _POOL.held((ident, path, key))
 
     def holds_whole(self, nbytes: int) -> bool:
         """Whether a decoded shard of ``nbytes`` is held whole: when at most an eighth of

@@ -192,7 +192,6 @@ class ShardedChunkSource(ChunkSource):
         self.read_shape = self.inner_shape
         self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
         self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
-        self._regions: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, tuple[slice, ...]]] = {}
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
         self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
                                     sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
@@ -250,15 +249,14 @@ class ShardedChunkSource(ChunkSource):
         run_all(self._decode_job, jobs, self.options.threads)
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache. Shards small beside the budget are held
-        whole: a shard the read covers whole is read as without a cache (or from its held
-        chunks) and a copy of it held; a shard all of whose inner chunks are held is joined
-        into one (once); the part of a held shard a read wants is then one copy. Otherwise
-        inner chunks held are copied out, and the rest fetched as the plan says (a shard
-        read whole with one GET, so its chunks are of one version of it; else through the
-        shard index, neighbours coalesced), each decoded into an array of its own, held and
-        copied out. Held inner chunks keep the sharding codec's axis order (a hit is
-        transposed back as a view); held shards the array's, clipped at its edge."""
+        """Read through the decoded-chunk cache. A shard the read covers whole, small beside
+        the budget, is read as without a cache (or from its held inner chunks) and a copy of
+        it held in place of its chunks; the part of a held shard a read wants is then one
+        copy. Otherwise inner chunks held are copied out, and the rest fetched as the plan
+        says (a shard read whole with one GET, so its chunks are of one version of it; else
+        through the shard index, neighbours coalesced), each decoded into an array of its
+        own, held and copied out. Held inner chunks keep the sharding codec's axis order (a
+        hit is transposed back as a view); held shards the array's, clipped at its edge."""
         ticket = cache.ticket()
         order = None if self._inverse == tuple(range(len(self._inverse))) else self._inverse
         itemsize = self.spec.dtype.dtype.itemsize
@@ -275,16 +273,11 @@ class ShardedChunkSource(ChunkSource):
             unit, target = units[i], targets[i]
             chunks = found[at: at + len(unit.chunks)]
             at += len(unit.chunks)
-            if cache.holds_whole(math.prod(self._clipped(unit.coords)) * itemsize):
-                if unit.block:
-                    to_hold.append(i)
-                    if all(c is None for c in chunks):
-                        fresh.append(i)
-                        continue
-                elif all(c is not None for c in chunks):
-                    wholes[i] = self._join_held(unit, cache, ticket)
-                    if wholes[i] is not None:
-                        continue
+            if unit.block and cache.holds_whole(math.prod(unit.shape) * itemsize):
+                to_hold.append(i)
+                if all(c is None for c in chunks):
+                    fresh.append(i)
+                    continue
             missed = []
             for placement, chunk in zip(unit.chunks, chunks):
                 if chunk is None:
@@ -321,42 +314,6 @@ class ShardedChunkSource(ChunkSource):
         held = held_array(target.shape, self.spec.dtype.dtype)
         held[...] = target
         return held
-
-    def _clipped(self, coords: tuple[int, ...]) -> tuple[int, ...]:
-        """The shard's shape inside the array."""
-        return tuple(hi - lo for lo, hi in (a.bounds(k) for a, k in zip(self.grid, coords)))
-
-    def _join_held(self, unit: UnitRead, cache: ArrayCache, ticket: int) -> np.ndarray | None:
-        """The shard of ``unit`` joined from its inner chunks and held in their place, when
-        every one inside the array is held (else None)."""
-        shape = self._clipped(unit.coords)
-        regions = self._inner_regions(self._codec_at(unit.coords).grid_shape, shape)
-        if cache.held(unit.key) < len(regions):
-            return None
-        chunks = cache.get_many([(unit.key, p) for p in regions], counted=False)
-        if any(c is None for c in chunks):
-            return None
-        whole = held_array(shape, self.spec.dtype.dtype)
-        for region, chunk in zip(regions.values(), chunks):
-            assert chunk is not None
-            part = whole[region]
-            part[...] = chunk.transpose(self._inverse)[tuple(slice(0, n) for n in part.shape)]
-        cache.put_whole(unit.key, whole, ticket, instead=True)
-        return whole
-
-    def _inner_regions(self, grid: tuple[int, ...], shape: tuple[int, ...]) -> dict[int, tuple[slice, ...]]:
-        """The region of a shard of ``shape`` (inside the array) that each inner chunk
-        covers, by index position (the codec's grid ``grid``), for those inside it."""
-        regions = self._regions.get((grid, shape))
-        if regions is not None:
-            return regions
-        regions = self._regions[(grid, shape)] = {}
-        for position in range(math.prod(grid)):
-            at = np.unravel_index(position, grid)  # (the codec's axis order)
-            corner = [int(at[k]) * n for k, n in zip(self._inverse, self.inner_shape)]
-            if all(c < m for c, m in zip(corner, shape)):
-                regions[position] = tuple(slice(c, c + n) for c, n in zip(corner, self.inner_shape))
-        return regions
 
     def _whole_hits(self, unit: UnitRead, target: np.ndarray, whole: np.ndarray) -> list[_Hit]:
         """The copies that read ``unit`` out of its held shard: the part it wants in slabs
