@@ -106,12 +106,13 @@ def place_hits(hits: Sequence[_Hit], threads: int | None, nbytes: int) -> None:
 
 def _box(unit: UnitRead, inner_shape: tuple[int, ...]) -> tuple[slice, ...] | None:
     """The part of its shard a unit reads, as slices of the shard, when it is a box its
-    chunks' parts tile (every chunk index a slice of step 1, the box the unit's shape);
-    else None."""
+    chunks' parts tile (every chunk index a slice of step 1 or ``...``, the whole chunk;
+    the box the unit's shape); else None."""
     lows: list[int] = []
     highs: list[int] = []
+    whole = tuple(slice(0, n) for n in inner_shape)
     for p in unit.chunks:
-        index = p.chunk_index
+        index = whole if p.chunk_index is Ellipsis else p.chunk_index
         if not isinstance(index, tuple) or len(index) != len(inner_shape):
             return None
         for d, (sl, c, n) in enumerate(zip(index, p.coords, inner_shape)):
