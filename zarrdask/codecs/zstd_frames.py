@@ -25,8 +25,9 @@ _MAGIC = 0xFD2FB528
 _WINDOW_LOG_MAX = 27
 #: frames with more blocks than this are not walked to their end (left to be decoded alone)
 MAX_BLOCKS = 8
-#: from this many frames on, the headers are walked vectorised (fewer: one at a time)
-VECTOR_FROM = 24
+#: from this many frames on, the headers are walked vectorised (fewer: one at a time); the
+#: two cost the same at about 50 frames (4 KiB each: ~100 us either way, benchmarks/README.md)
+VECTOR_FROM = 48
 
 
 def exact_frames(buffer: np.ndarray, starts: Sequence[int] | np.ndarray, ends: Sequence[int] | np.ndarray,
