@@ -2,10 +2,13 @@
 must equal the other: the zstd header walk (a few frames one at a time in Python, many
 vectorised) and the run decode (a small run through the thread's own stream, a large one
 in one libzstd call). Generated frames of every header shape, damaged in the ways a shard
-can be, and spans cut anywhere, are checked both ways.
+can be, and spans cut anywhere, are checked both ways. Writes whose shards share their
+inner projections read back as numpy says, and items too small for threads stay serial.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import zstandard
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 import zarrdask
 from zarrdask.codecs import decompress, zstd_frames
 from zarrdask.codecs.base import Frames, Slots
+from zarrdask.core.executor import MIN_PARALLEL_ITEM_BYTES, run_all
 from zarrdask.errors import CorruptChunkError
 
 DAMAGE = ["none", "none", "none", "no_claim", "wrong_claim", "truncated", "trailing", "flipped", "dictionary",
@@ -157,7 +161,6 @@ def writes(draw):
 def test_sharded_writes_match_numpy(tmp_path_factory, case, seed):
     """Whole and partly covered shards written in any pattern (parts selected alike share
     their inner projections) read back as numpy says."""
-
     shape, inner, shards, selections = case
     rng = np.random.default_rng(seed)
     path = tmp_path_factory.mktemp("w") / "a.zarr"
@@ -168,3 +171,18 @@ def test_sharded_writes_match_numpy(tmp_path_factory, case, seed):
         a[sel] = values
         model[sel] = values
     np.testing.assert_array_equal(zarrdask.open_array(str(path))[...], model)
+
+
+def test_small_items_run_on_the_calling_thread():
+    """Items too small to pay for a hand-off stay on the caller, whatever the thread count;
+    the results come back in order either way."""
+    seen: set[int] = set()
+
+    def work(i: int) -> int:
+        seen.add(threading.get_ident())
+        return i * i
+
+    items = range(200)
+    assert run_all(work, items, 2, item_bytes=MIN_PARALLEL_ITEM_BYTES - 1) == [i * i for i in items]
+    assert seen == {threading.get_ident()}
+    assert run_all(work, items, 2, item_bytes=MIN_PARALLEL_ITEM_BYTES) == [i * i for i in items]
