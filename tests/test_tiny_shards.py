@@ -57,7 +57,7 @@ def _frame(rng: np.random.Generator, size: int, damage: str, level: int, checksu
 
 
 @st.composite
-def shards(draw, min_frames: int = 1, max_frames: int = 40):
+def shards(draw, min_frames: int = 1, max_frames: int = 60):
     """A buffer of frames back to back (now and then a gap), their spans (some cut off the
     frames' real boundaries or past the buffer), the slot size and slots."""
     size = draw(st.sampled_from([1, 7, 255, 256, 4096, 16384, 70_000]))
