@@ -70,11 +70,12 @@ def zstd_into(frames: Sequence[Data], outs: Sequence[memoryview]) -> None:
     before decoding, one without a claim is streamed and refused if anything is left over.
     Frames that lie back to back both in their buffer and in the output (a shard's
     :class:`~.base.Frames` into a stack's neighbouring :class:`~.base.Slots`) are decoded
-    in one libzstd call when each is exactly one frame of its slot's size
-    (``zstd_frames.exact_frames``) and slots are at most :data:`RUN_FRAME_BYTES`. That
-    call releases the GIL once for all of them, where a frame at a time takes it back
-    after every frame; anything it cannot take, or refuses, goes frame by frame, so the
-    result or the error is the same. A failure names its frame as the error's ``item``."""
+    as one run when each is exactly one frame of its slot's size
+    (``zstd_frames.exact_frames``) and slots are at most :data:`RUN_FRAME_BYTES`: a small
+    run through the thread's own decompression context, a large one in one libzstd call
+    that releases the GIL once for all its frames (:func:`_zstd_run`); anything a run
+    cannot take, or libzstd refuses, goes frame by frame, so the result or the error is
+    the same. A failure names its frame as the error's ``item``."""
     rest: Iterable[int] = range(len(frames))
     if isinstance(frames, Frames) and isinstance(outs, Slots) and len(frames) > 1 and outs.size <= RUN_FRAME_BYTES:
         rest = _zstd_runs_into(frames, outs)
@@ -96,26 +97,51 @@ def _zstd_runs_into(frames: Frames, outs: Slots) -> list[int]:
     """Decode the runs of neighbouring exact frames (at least two) with one call each;
     return the positions left to decode one at a time: frames in no run, and the frames
     of a run libzstd refused (decoded alone again, so the error names the frame)."""
-    starts, ends = np.asarray(frames.starts, dtype=np.int64), np.asarray(frames.ends, dtype=np.int64)
-    slots = np.asarray(outs.slots, dtype=np.int64)
-    joins = (ends[:-1] == starts[1:]) & (slots[1:] == slots[:-1] + 1)  # i joins i + 1
-    if not joins.any():
-        return list(range(len(starts)))
-    exact = exact_frames(np.frombuffer(frames.buffer, dtype=np.uint8), starts, ends, outs.size)
-    joins &= exact[:-1] & exact[1:]
+    starts, ends, slots, size = frames.starts, frames.ends, outs.slots, outs.size
+    n = len(starts)
+    joins = [ends[i] == starts[i + 1] and slots[i + 1] == slots[i] + 1 for i in range(n - 1)]  # i joins i + 1
+    if not any(joins):
+        return list(range(n))
+    exact = exact_frames(np.frombuffer(frames.buffer, dtype=np.uint8), starts, ends, size).tolist()
     rest: list[int] = []
-    i, n = 0, len(starts)
-    for stop in [*np.flatnonzero(~joins).tolist(), n - 1]:  # a run ends where a join is missing
-        if stop > i:
-            try:
-                _numcodecs_zstd.decompress(frames.buffer[starts[i]: ends[stop]],
-                                           outs.memory[slots[i] * outs.size: (slots[stop] + 1) * outs.size])
-            except (RuntimeError, ValueError):  # (numcodecs' errors)
-                rest.extend(range(i, stop + 1))
-        else:
+    i = 0
+    while i < n:
+        stop = i  # the run from i ends where a join is missing
+        while stop < n - 1 and joins[stop] and exact[stop] and exact[stop + 1]:
+            stop += 1
+        if stop == i:
             rest.append(i)
+        elif not _zstd_run(frames.buffer[starts[i]: ends[stop]],
+                           outs.memory[slots[i] * size: (slots[stop] + 1) * size]):
+            rest.extend(range(i, stop + 1))
         i = stop + 1
     return rest
+
+
+#: runs decoding to fewer bytes go through the thread's own decompression context: the
+#: one-call decoder makes a context per call, which costs more than decoding a small run;
+#: a larger run takes that one call, which releases the GIL once for all its frames
+#: (the stream releases it after every frame)
+RUN_STREAM_BYTES = 256 << 10
+
+
+def _zstd_run(data: memoryview, out: memoryview) -> bool:
+    """Exact frames lying back to back decoded into ``out``, which they fill exactly (as
+    :func:`exact_frames` checked their headers to claim); False when libzstd refuses them."""
+    if len(out) >= RUN_STREAM_BYTES:
+        try:
+            _numcodecs_zstd.decompress(data, out)
+        except (RuntimeError, ValueError):  # (numcodecs' errors)
+            return False
+        return True
+    try:
+        stream = _zstd_decompressor().stream_reader(data, read_across_frames=True)
+        total = stream.readinto(out)
+        while total < len(out) and (n := stream.readinto(out[total:])):
+            total += n
+        return total == len(out) and not stream.read(1)  # (the last frame's checksum read too)
+    except zstandard.ZstdError:
+        return False
 
 
 def _zstd_frame_into(data: Data, out: memoryview) -> None:

@@ -82,7 +82,9 @@ class ShardIndex:
                 f"shard {key}: index entry for inner chunk {cls._coords(where, grid)} (offset "
                 f"{int(off[i])}, {int(size[i])} bytes) points outside the shard's data region "
                 f"[{data_start}, {end}) (truncated or corrupt shard)")
-        if off.size > 1:
+        # (no entry ends past the next one's start: then they are also in order, as none ends
+        # before it starts; only otherwise are they sorted to look again)
+        if off.size > 1 and bool((stop[:-1] > off[1:]).any()):
             order = None if bool((off[1:] >= off[:-1]).all()) else off.argsort(kind="stable")
             if order is not None:
                 off, stop = off[order], stop[order]

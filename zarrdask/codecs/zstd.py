@@ -6,7 +6,7 @@ Example: ``{"name": "zstd", "configuration": {"level": 1, "checksum": false}}``
 
 ``zstandard`` rather than numcodecs' Zstd for compressing and for single frames: it
 decodes small chunks faster (figures in benchmarks/README.md), and a sharded read is
-thousands of such calls; neighbouring frames of a shard share one numcodecs call instead
+thousands of such calls; neighbouring frames of a shard are decoded as one run instead
 (``decompress.zstd_into``). (De)compressor objects are not thread-safe, so each thread
 keeps its own; decoding is ``decompress.zstd``, held to the chunk's size.
 """

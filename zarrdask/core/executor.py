@@ -26,13 +26,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["WAITING_THREADS", "run_all", "run_waiting", "thread_count"]
+__all__ = ["MIN_PARALLEL_ITEM_BYTES", "WAITING_THREADS", "run_all", "run_waiting", "thread_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _CPUS = os.cpu_count() or 1
 _MIN_PARALLEL = 8  # fewer items than this run serially: handing work over costs more
+#: items of fewer bytes each (decoded) run serially: such an item is mostly Python steps,
+#: which threads cannot share (the GIL), and every GIL-free call of one thread (a file
+#: read, a decode) then waits to take the GIL back from the other. Reading whole shards,
+#: 1 vs 2 threads: 16 KiB 100 vs 185 us each, 128 KiB 240 vs 275, 256 KiB 505 vs 390
+#: (benchmarks/README.md)
+MIN_PARALLEL_ITEM_BYTES = 256 << 10
 _BATCHES_PER_THREAD = 16  # (why 16: benchmarks/README.md, issue 25)
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -127,14 +133,17 @@ class _Call(Generic[T, R]):
 
 
 def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
-            min_parallel: int = _MIN_PARALLEL) -> list[R]:
+            min_parallel: int = _MIN_PARALLEL, item_bytes: int | None = None) -> list[R]:
     """Apply ``fn`` to every item, in order, on the calling thread and up to
     ``thread_count(threads) - 1`` helpers (idle cores only, unless ``threads`` is given).
     Items go in batches, 16 per thread: fine enough that the threads finish together
     (a batch of 4 MiB chunks takes a few ms), coarse enough that taking one costs nothing
-    next to its items; fewer than ``min_parallel`` items run serially."""
+    next to its items; fewer than ``min_parallel`` items, or items of fewer than
+    :data:`MIN_PARALLEL_ITEM_BYTES` each (``item_bytes``, when the caller knows it), run
+    serially."""
     n_threads = thread_count(threads)
-    if n_threads == 1 or len(items) < min_parallel:
+    if (n_threads == 1 or len(items) < min_parallel
+            or (item_bytes is not None and item_bytes < MIN_PARALLEL_ITEM_BYTES)):
         return [fn(item) for item in items]
     limit = _CPUS if threads is None else n_threads
     before = _claim(1)

@@ -6,6 +6,7 @@ A kind (``chunks.py``, ``shards.py``) adds how one stored value is decoded and w
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TypeVar
@@ -74,6 +75,12 @@ class ChunkSource(ABC):
         self.pool_key = pool_key
         self.decoded = decoded
 
+    @property
+    def _unit_bytes(self) -> int:
+        """A whole unit's decoded bytes (the first unit's, on a rectilinear grid): what the
+        executor weighs against spreading units over threads."""
+        return math.prod(self.spec.shape) * self.spec.dtype.dtype.itemsize
+
     def _pipeline_at(self, coords: tuple[int, ...]) -> ChunkPipeline:
         return self.pipelines(stored_shape(self.grid, coords))
 
@@ -108,7 +115,7 @@ class ChunkSource(ABC):
         if len(units) == 1 or self.store.is_local:
             inner = threads if len(units) == 1 else 1
             run_all(lambda i: self._decode_unit(units[i], targets[i], self.store.get(units[i].key), inner),
-                    range(len(units)), threads, min_parallel=2)
+                    range(len(units)), threads, min_parallel=2, item_bytes=self._unit_bytes)
             return
         for i, blob in self.store.iter_ranges([(u.key, ByteRange(0, None)) for u in units]):
             self._decode_unit(units[i], targets[i], blob, threads)

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -64,15 +65,21 @@ class Slab:
         return tuple(region)
 
 
-def slabs(grid: Sequence[int], chunk: Sequence[int], itemsize: int, limit: int = SLAB_BYTES) -> list[Slab]:
+def slabs(grid: Sequence[int], chunk: Sequence[int], itemsize: int, limit: int = SLAB_BYTES) -> tuple[Slab, ...]:
     """A shard's slabs: the fewest leading grid axes fixed that bring a slab within
-    ``limit`` bytes (all of them, one chunk a slab, when even that is bigger)."""
-    grid, chunk = tuple(grid), tuple(chunk)
+    ``limit`` bytes (all of them, one chunk a slab, when even that is bigger). Worked out
+    once per shard layout (every shard of an array asks the same)."""
+    return _slabs(tuple(grid), tuple(chunk), itemsize, limit)
+
+
+@functools.lru_cache(maxsize=64)
+def _slabs(grid: tuple[int, ...], chunk: tuple[int, ...], itemsize: int, limit: int) -> tuple[Slab, ...]:
     chunk_bytes = math.prod(chunk) * itemsize
     fixed = next((j for j in range(len(grid) + 1) if math.prod(grid[j:]) * chunk_bytes <= limit), len(grid))
     count = math.prod(grid[fixed:])
     shape = (1,) * fixed + grid[fixed:] + chunk
-    return [Slab(lead, i * count, count, shape) for i, lead in enumerate(itertools.product(*map(range, grid[:fixed])))]
+    return tuple(Slab(lead, i * count, count, shape)
+                 for i, lead in enumerate(itertools.product(*map(range, grid[:fixed]))))
 
 
 def place_block(stack: np.ndarray, target: np.ndarray, order: Sequence[int]) -> None:
@@ -84,14 +91,27 @@ def place_block(stack: np.ndarray, target: np.ndarray, order: Sequence[int]) -> 
     Each axis splits into a run of whole chunks and, at a clipped edge, the part of one
     more chunk: one copy per combination (one inside the array)."""
     n = target.ndim
-    blocks = stack.transpose([a for d in range(n) for a in (order[d], n + order[d])])  # (g0, c0, g1, c1, ...)
-    runs = []
-    for d in range(n):
-        size = blocks.shape[2 * d + 1]
-        whole, rest = divmod(target.shape[d], size)
-        runs.append([r for r in ((0, whole, size), (whole, whole + 1, rest)) if r[1] > r[0] and r[2]])
+    blocks = stack.transpose(_interleaved(tuple(order)))  # (g0, c0, g1, c1, ...)
+    sizes = blocks.shape[1::2]
+    runs = []  # per axis: (first chunk, end chunk, width) of the whole chunks, then of a clipped one
+    for extent, size in zip(target.shape, sizes):
+        whole, rest = divmod(extent, size)
+        axis = [(0, whole, size)] if whole else []
+        if rest:
+            axis.append((whole, whole + 1, rest))
+        runs.append(axis)
     for combo in itertools.product(*runs):
-        region = tuple(slice(g0 * size, g0 * size + (g1 - g0) * width)
-                       for (g0, g1, width), size in zip(combo, blocks.shape[1::2]))
-        source = blocks[tuple(s for g0, g1, width in combo for s in (slice(g0, g1), slice(0, width)))]
-        target[region].reshape(source.shape, copy=False)[...] = source
+        region: list[slice] = []
+        parts: list[slice] = []
+        for (g0, g1, width), size in zip(combo, sizes):
+            region.append(slice(g0 * size, g0 * size + (g1 - g0) * width))
+            parts += (slice(g0, g1), slice(0, width))
+        source = blocks[tuple(parts)]
+        target[tuple(region)].reshape(source.shape, copy=False)[...] = source
+
+
+@functools.lru_cache(maxsize=64)
+def _interleaved(order: tuple[int, ...]) -> tuple[int, ...]:
+    """The stack's axes in the order (g0, c0, g1, c1, ...) of the array's axes."""
+    n = len(order)
+    return tuple(a for d in range(n) for a in (order[d], n + order[d]))

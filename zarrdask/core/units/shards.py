@@ -514,9 +514,10 @@ class ShardedChunkSource(ChunkSource):
                 except CodecError as exc:
                     raise with_key(exc, keys[i]) from exc
         tasks = []
+        inner_parts: dict[tuple[object, ...], list[Projection]] = {}  # (shards selected alike share them)
         for i, p in enumerate(shards):
             sub_values = values[p.out_index]
-            for q in p.chunk_selection.project(self.inner_shape):
+            for q in self._inner_projections(p, inner_parts):
                 tasks.append(_InnerWrite(i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
 
         # Each shard is assembled and put by the thread that encodes its last inner chunk.
@@ -552,6 +553,19 @@ class ShardedChunkSource(ChunkSource):
         puts.finish()
         self.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
         self.forget(keys)
+
+    def _inner_projections(self, shard: Projection, known: dict[tuple[object, ...], list[Projection]]
+                           ) -> list[Projection]:
+        """The inner chunks a write's part of one shard touches, relative to that part; the
+        same for every shard whose part is the same slices of the same extent (a write over
+        many whole shards projects one), so ``known`` keeps them by those."""
+        if shard.points or not all(isinstance(d, slice) for d in shard.local):
+            return list(shard.chunk_selection.project(self.inner_shape))
+        key = (shard.extent, *((d.start, d.stop, d.step) for d in shard.local))
+        found = known.get(key)
+        if found is None:
+            found = known[key] = list(shard.chunk_selection.project(self.inner_shape))
+        return found
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         keys = [self.key(c) for c in coords]
