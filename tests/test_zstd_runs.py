@@ -145,14 +145,14 @@ def test_good_frames_are_exact():
 
 
 def test_a_run_is_one_call(monkeypatch):
-    """Neighbouring good frames go to libzstd together: one call for the batch."""
+    """Neighbouring good frames are decoded together: one run for the batch."""
     rng = np.random.default_rng(1)
     frames = [_frame(rng, 4096, level=1, checksum=False) for _ in range(6)]
     ends = list(np.cumsum([len(f) for f in frames]).tolist())
     starts = [0, *ends[:-1]]
     calls = []
-    real = decompress._numcodecs_zstd.decompress
-    monkeypatch.setattr(decompress._numcodecs_zstd, "decompress", lambda src, dst: calls.append(1) or real(src, dst))
+    real = decompress._zstd_run
+    monkeypatch.setattr(decompress, "_zstd_run", lambda src, dst: calls.append(1) or real(src, dst))
     stack = bytearray(6 * 4096)
     decompress.zstd_into(Frames(memoryview(b"".join(frames)), starts, ends), Slots(memoryview(stack), 4096, range(6)))
     assert calls == [1]
