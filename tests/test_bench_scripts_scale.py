@@ -1,5 +1,6 @@
-"""The helpers of benchmarks/bench_memory.py and benchmarks/bench_costs.py: the generated
-source, the ordering simulation, the graph before piece tasks and the cost model."""
+"""The helpers of benchmarks/bench_memory.py, benchmarks/bench_costs.py and
+benchmarks/bench_tiny.py: the generated source, the ordering simulation, the graph before
+piece tasks, the cost model and the tiny-shard runs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_costs  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_tiny  # noqa: E402
 
 import zarrdask  # noqa: E402
 from zarrdask.plan import make_write_plan  # noqa: E402
@@ -108,3 +110,9 @@ def test_estimate_is_bounded_by_its_floors(total: float, shard_mib: int, op: str
     assert grouped.core_hours == e.core_hours  # grouping saves scheduling, not work per shard
     per_task = bench_costs.estimate(total, shard_mib * 2**20, {**c, "worker_per_task": 1e-3}, op)
     assert math.isclose(per_task.core_hours - e.core_hours, e.tasks * 1e-3 / 3600)
+
+
+def test_the_tiny_shard_benchmark_times_every_reader(tmp_path) -> None:
+    times = bench_tiny.run(4, 1, str(tmp_path))  # (each read is compared with the data inside)
+    assert {"write, 1 thread", "read, 1 thread", "write, 2 threads", "read, 2 threads"} <= set(times)
+    assert all(len(v) == 1 and v[0] > 0 for v in times.values())
