@@ -108,6 +108,8 @@ def _box(unit: UnitRead, inner_shape: tuple[int, ...]) -> tuple[slice, ...] | No
     """The part of its shard a unit reads, as slices of the shard, when it is a box its
     chunks' parts tile (every chunk index a slice of step 1 or ``...``, the whole chunk;
     the box the unit's shape); else None."""
+    if unit.block:  # (the whole shard, as far as it lies in the array)
+        return tuple(slice(0, n) for n in unit.shape)
     lows: list[int] = []
     highs: list[int] = []
     whole = tuple(slice(0, n) for n in inner_shape)
