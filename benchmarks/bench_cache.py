@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 
 import harness  # noqa: E402
 import reference  # noqa: E402
-from harness import MiB, Row, Scenario, Task, environment, fmt_time, make_data, measure_many, write_json  # noqa: E402
+from harness import MiB, Row, Scenario, Task, environment, fmt_time, make_data, measure_many  # noqa: E402
 from libs import LIB_OBJECTS, ZARR_PYTHON, Layout, ts_spec  # noqa: E402
 
 NO_CACHE = "zarrdask"
@@ -289,13 +289,7 @@ def main(argv=None) -> int:
     sc.wall_s = time.perf_counter() - t0
     print()
     print(render(sc))
-    st = harness.idle_stats
-    if st["calls"]:
-        print(f"\nidle wait: {st['waited_s']:.0f}s before {st['calls']} timed calls; {st['gave_up']} gave up")
-    if args.json:
-        env["idle_wait"] = dict(st, max_wait_s=args.idle_wait, idle_cores=harness.IDLE_CORES)
-        write_json(args.json, env, vars(args), [sc])
-        print(f"results written to {args.json}")
+    harness.finish(env, args, [sc])
     return 0
 
 

@@ -59,7 +59,7 @@ import harness  # noqa: E402
 import reference  # noqa: E402
 from harness import (  # noqa: E402
     TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Cell, Geometry, Row, Scenario, Task, compare, environment,
-    fmt_time, make_data, measure_many, render_scenario, rmtree, write_json,
+    fmt_time, make_data, measure_many, render_scenario, rmtree,
 )
 from harness import _short  # noqa: E402 - the table's short library names (zd, zp, zs, ts)
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec  # noqa: E402
@@ -409,13 +409,7 @@ def main(argv=None) -> int:
     sc.wall_s = time.perf_counter() - t0
     print()
     print(render_scenario(sc))
-    st = harness.idle_stats
-    if st["calls"]:
-        print(f"\nidle wait: {st['waited_s']:.0f}s before {st['calls']} timed calls; {st['gave_up']} gave up")
-    if args.json:
-        env["idle_wait"] = dict(st, max_wait_s=args.idle_wait, idle_cores=harness.IDLE_CORES)
-        write_json(args.json, env, vars(args), [sc])
-        print(f"results written to {args.json}")
+    harness.finish(env, args, [sc])
     return 0
 
 

@@ -550,6 +550,18 @@ def write_json(path: str, env: dict, args: dict, scenarios: list[Scenario]) -> N
         json.dump(doc, f, indent=2, default=str)
 
 
+def finish(env: dict, args: Any, scenarios: list[Scenario]) -> None:
+    """The end of a benchmark run: the idle wait's figures, and the JSON (``args.json``)."""
+    st = idle_stats
+    if st["calls"]:
+        print(f"\nidle wait: {st['waited_s']:.0f}s waited before {st['calls']} timed calls; "
+              f"{st['gave_up']} ran after {args.idle_wait:.0f}s without the machine getting quiet")
+    env["idle_wait"] = dict(st, max_wait_s=args.idle_wait, idle_cores=IDLE_CORES)
+    if args.json:
+        write_json(args.json, env, vars(args), scenarios)
+        print(f"\nresults written to {args.json}")
+
+
 # --------------------------------------------------------------------------- files
 
 

@@ -140,16 +140,7 @@ def main(argv=None) -> int:
     for sc in results:
         print()
         print(render_scenario(sc))
-    st = harness.idle_stats
-    if st["calls"]:
-        print(
-            f"\nidle wait: {st['waited_s']:.0f}s waited before {st['calls']} timed calls; "
-            f"{st['gave_up']} ran after {args.idle_wait:.0f}s without the machine getting quiet"
-        )
-    env["idle_wait"] = dict(st, max_wait_s=args.idle_wait, idle_cores=harness.IDLE_CORES)
-    if args.json:
-        write_json(args.json, env, vars(args), results)
-        print(f"\nresults written to {args.json}")
+    harness.finish(env, args, results)
     return 0
 
 
