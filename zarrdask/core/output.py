@@ -80,12 +80,12 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, more than this "
                             f"machine's memory ({format_bytes(MEMORY_BYTES)}); read a smaller selection")
     try:
-        if nbytes < FRESH_PAGES_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
+        if not _mapped(nbytes, dtype, FRESH_PAGES_BYTES):
             return np.empty(shape, dtype=dtype)
         mapping = _take_idle(nbytes)
         fresh = mapping is None
         if mapping is None:
-            mapping = np.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), np.uint8)
+            mapping = _mapping(nbytes)
     except (MemoryError, OverflowError, OSError, ValueError) as exc:  # (numpy: "array is too big")
         raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, "
                             f"which cannot be allocated: {exc}") from None
@@ -138,11 +138,22 @@ def held_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     (and object arrays) are ``np.empty``, so that a large cache of small entries does not
     make a mapping each."""
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < HUGEPAGE_HINT_BYTES or dtype.hasobject or not hasattr(mmap, "MAP_PRIVATE"):
+    if not _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES):
         return np.empty(shape, dtype=dtype)
-    array = np.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=dtype)
+    array = _mapping(nbytes)
     prefault(array)
-    return array.reshape(shape)
+    return array.view(dtype).reshape(shape)
+
+
+def _mapped(nbytes: int, dtype: np.dtype, threshold: int) -> bool:
+    """Whether an array of ``nbytes`` gets a mapping of its own: from ``threshold`` bytes
+    on, never for references (object arrays), where the platform has private mappings."""
+    return nbytes >= threshold and not dtype.hasobject and hasattr(mmap, "MAP_PRIVATE")
+
+
+def _mapping(nbytes: int) -> np.ndarray:
+    """A new anonymous private mapping of ``nbytes``, as a uint8 array over it."""
+    return np.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), np.uint8)
 
 
 def prefault(array: np.ndarray) -> None:
