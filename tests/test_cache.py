@@ -51,9 +51,11 @@ def _region(data: st.DataObject, shape: tuple[int, ...]) -> tuple[slice, ...]:
 
 
 def _opens(path: str) -> list[zarrdask.Array]:
-    """Two opens reading through the cache (one budget each) and one without it."""
+    """Three opens reading through the cache (one budget each; with 1 KiB, shards are held
+    chunk by chunk, with the others as one array each) and one without it."""
     return [zarrdask.open_array(path, mode="r+", cache_bytes="1 MiB"),
             zarrdask.open_array(path, mode="r+", cache_bytes=64 << 10),
+            zarrdask.open_array(path, mode="r+", cache_bytes=1 << 10),
             zarrdask.open_array(path, mode="r+", cache_bytes=0)]
 
 
@@ -69,7 +71,7 @@ def test_interleaved_reads_and_writes_never_stale(layout, data):
         opens = _opens(path)
         for _ in range(data.draw(st.integers(1, 14))):
             op = data.draw(st.sampled_from(["read", "read", "write", "fill", "resize", "append", "clear"]))
-            who = opens[data.draw(st.integers(0, 2))]
+            who = opens[data.draw(st.integers(0, len(opens) - 1))]
             if op == "read":
                 region = _region(data, model.shape)
                 np.testing.assert_array_equal(who[region], model[region])
@@ -299,8 +301,8 @@ def test_a_store_without_a_trusted_identity_reads_uncached_and_says_so():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_shards_held_whole(layout, data):
-    """A shard a read covers whole is held whole, in place of any of its inner chunks
-    held before; it then serves any part of itself (a box or not) bit-exact, and a
+    """Shards are held as one array each, whether a read covers them whole or chunk by
+    chunk; a held shard then serves any part of itself (a box or not) bit-exact, and a
     write replaces it."""
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/a"
@@ -322,7 +324,7 @@ def test_shards_held_whole(layout, data):
             np.testing.assert_array_equal(a[step], model[step])
         np.testing.assert_array_equal(a[...], model)
         shards = (-(-shape[0] // 4)) * (-(-shape[1] // 6))
-        assert a.cache_info().entries == shards  # one entry per shard, its chunks' dropped
+        assert a.cache_info().entries == shards  # one entry per shard
         region = _region(data, shape)
         a[region] = -7.0
         model[region] = -7.0
@@ -340,15 +342,92 @@ def test_held_shards_above_the_huge_page_size_are_mappings_of_their_own(tmp_path
     zarrdask.create_array(path, data=model, **LAYOUTS["v3-sharded"])
     a = zarrdask.open_array(path, mode="r+", cache_bytes="1 MiB")
     np.testing.assert_array_equal(a[0:4, 0:6], model[0:4, 0:6])  # shard (0, 0) read whole: held
-    for r in range(4, 8, 2):  # shard (1, 1) chunk by chunk, then whole: held in their place
+    for r in range(4, 8, 2):  # shard (1, 1) chunk by chunk, decoded into its held array
         for c in range(6, 12, 3):
             a[r: r + 2, c: c + 3]
-    assert a.cache_info().entries == 5
+    assert a.cache_info().entries == 2
     np.testing.assert_array_equal(a[4:8, 6:12], model[4:8, 6:12])
     np.testing.assert_array_equal(a[5:7, 7:11], model[5:7, 7:11])
-    assert a.cache_info().entries == 2
+    info = a.cache_info()
+    assert (info.entries, info.hits, info.misses) == (2, 8, 8)
     held = output.held_array((3, 5), np.dtype("f8"))
     assert held.flags.c_contiguous and held.flags.writeable and not held.flags.owndata
     held[...] = 2.0
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(held)), np.full((3, 5), 2.0))
     np.testing.assert_array_equal(a[...], model)
+
+
+def test_a_held_shard_is_decoded_into_by_one_read_at_a_time():
+    """A chunk one read is decoding is waited for by another, and claimed again by it when
+    the first gives up (its fetch predates a write)."""
+    from zarrdask.core.held_shard import HeldShard
+    from zarrdask.plan.fetch_plan import ChunkPlacement
+
+    chunks = [ChunkPlacement((i,), i, None, None) for i in range(4)]
+    shard = HeldShard((4,), np.dtype("f8"), 4, 4)
+    assert shard.claim(chunks[:2]) == ([0, 1], [])
+    assert shard.claim(chunks) == ([2, 3], [0, 1])
+    shard.settle([2, 3], True)
+    waited: list[bool] = []
+    other = threading.Thread(target=lambda: waited.append(shard.wait([0, 1])))
+    other.start()
+    other.join(0.2)
+    assert other.is_alive() and not waited  # (still decoding)
+    shard.settle([0, 1], False)  # given up: absent again
+    other.join(5)
+    assert waited == [True]
+    assert shard.claim(chunks) == ([0, 1], [])
+    shard.settle([0, 1], True)
+    assert shard.claim(chunks) == ([], [])
+
+
+@pytest.mark.parametrize("layout", ["v3-sharded", "v3-sharded-transposed"])
+def test_threads_reading_one_held_shard_at_once(tmp_path, layout):
+    """Threads reading overlapping parts of the same shards through one cache, from an
+    empty cache each round: every read bit-exact, nothing left half decoded."""
+    path = str(tmp_path / "a")
+    model = np.arange(12 * 18, dtype="f8").reshape(12, 18)
+    zarrdask.create_array(path, data=model, **LAYOUTS[layout])
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    rng = np.random.default_rng(0)
+    failures: list[BaseException] = []
+
+    def read(regions: list[tuple[slice, slice]]) -> None:
+        try:
+            for region in regions:
+                np.testing.assert_array_equal(a[region], model[region])
+        except BaseException as exc:  # (reported below)
+            failures.append(exc)
+
+    for _ in range(20):
+        a.cache_clear()
+        threads = []
+        for _ in range(4):
+            regions = []
+            for _ in range(5):
+                r0, c0 = int(rng.integers(0, 12)), int(rng.integers(0, 18))
+                regions.append((slice(r0, int(rng.integers(r0 + 1, 13))), slice(c0, int(rng.integers(c0 + 1, 19)))))
+            threads.append(threading.Thread(target=read, args=(regions,)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not any(t.is_alive() for t in threads)
+        assert not failures, failures[0]
+        np.testing.assert_array_equal(a[...], model)
+
+
+def test_a_read_that_fails_leaves_nothing_half_held(tmp_path):
+    """A read through a held shard that raises (a missing inner chunk, ``missing_chunks=
+    'raise'``) leaves the chunks it claimed absent: another open reading with fill values
+    sees the fill value there, not what the failed read left in the held array."""
+    path = str(tmp_path / "a")
+    model = np.arange(8 * 12, dtype="f8").reshape(8, 12)
+    model[0:2, 0:3] = FILL  # (one inner chunk of shard (0, 0) never stored)
+    zarrdask.create_array(path, data=model, fill_value=FILL, write_empty_chunks=False, **LAYOUTS["v3-sharded"])
+    strict = zarrdask.open_array(path, cache_bytes="1 MiB", missing_chunks="raise")
+    with pytest.raises(zarrdask.errors.MissingChunkError):
+        strict[0:4, 0:6]
+    lenient = zarrdask.open_array(path, cache_bytes="1 MiB")
+    np.testing.assert_array_equal(lenient[0:4, 0:6], model[0:4, 0:6])
+    np.testing.assert_array_equal(strict[2:4, 0:6], model[2:4, 0:6])  # (chunks that exist: fine)

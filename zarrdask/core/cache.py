@@ -1,6 +1,6 @@
-"""The decoded-chunk cache: one LRU pool per process of decoded chunks (and of whole
-shards where a read decodes them whole), bounded in bytes and shared by every open of an
-array.
+"""The decoded-chunk cache: one LRU pool per process of decoded chunks, bounded in bytes
+and shared by every open of an array. A shard small beside the budget is held as one array
+its chunks are decoded into (``held_shard.py``), larger ones chunk by chunk.
 
 An entry is keyed by the array (its store's identity and chunk path), a token of its
 metadata document, the stored key and the chunk's position inside the stored value, so
@@ -26,7 +26,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from ..storage.local import LocalStore
 from ..storage.memory import MemoryStore
 from ..storage.transformers import WrapperStore
 from ..storage.write_behind import WriteBehindStore
+from .held_shard import HeldShard
 
 __all__ = ["ArrayCache", "ArrayKey", "CacheInfo", "CONFIG_KEY", "array_cache", "array_statistics", "cache_clear",
            "check_budget", "forget", "forget_below", "last_write", "pool_info", "pool_key"]
@@ -51,9 +52,11 @@ CONFIG_KEY = "zarrdask.cache-bytes"
 ArrayKey = tuple[object, str]
 #: one entry: (store identity, chunk path, stored key, metadata token, position in the stored value)
 EntryKey = tuple[object, str, str, str, int]
-#: the position of a whole decoded shard's entry (held in the array's axis order, clipped at
+#: the position of a held shard's entry (a HeldShard: the array's axis order, clipped at
 #: the array's edge; inner chunks' entries keep the sharding codec's order)
 WHOLE = -1
+#: what an entry holds: a decoded chunk, or a shard its chunks are decoded into
+Entry = np.ndarray | HeldShard
 
 
 class CacheInfo(NamedTuple):
@@ -173,7 +176,7 @@ class _Pool:
         self.limit = 0
         self.bytes = 0
         self._lock = threading.Lock()
-        self._entries: OrderedDict[EntryKey, np.ndarray] = OrderedDict()
+        self._entries: OrderedDict[EntryKey, Entry] = OrderedDict()
         self._by_key: dict[tuple[object, str, str], set[EntryKey]] = {}
         self._arrays: dict[ArrayKey, _Counts] = {}
         self._clock = 0
@@ -197,26 +200,32 @@ class _Pool:
         with self._lock:
             return self._clock
 
-    def get_many(self, array: ArrayKey, keys: list[EntryKey], lookups: list[int] | None = None
-                 ) -> list[np.ndarray | None]:
-        """The entries of ``keys`` (None: not held). Each key counts as one chunk lookup,
-        or as ``lookups[i]`` hits when found and none when not (a whole shard's entry
-        serves its chunks; a miss falls back to their own lookups)."""
+    def get_many(self, array: ArrayKey, keys: list[EntryKey], counted: bool = True) -> list[Entry | None]:
+        """The entries of ``keys`` (None: not held), each a chunk lookup when ``counted``
+        (held shards count their chunks with :meth:`tally`)."""
         with self._lock:
             found = [self._entries.get(k) for k in keys]
             for k, v in zip(keys, found):
                 if v is not None:
                     self._entries.move_to_end(k)
-            counts = self.counts(array)
-            if lookups is None:
+            if counted:
                 hits = sum(v is not None for v in found)
+                counts = self.counts(array)
                 counts.hits += hits
                 counts.misses += len(keys) - hits
-            else:
-                counts.hits += sum(n for n, v in zip(lookups, found) if v is not None)
             return found
 
-    def put(self, array: ArrayKey, key: EntryKey, chunk: np.ndarray, ticket: int) -> None:
+    def tally(self, array: ArrayKey, hits: int, misses: int) -> None:
+        with self._lock:
+            counts = self.counts(array)
+            counts.hits += hits
+            counts.misses += misses
+
+    def current(self, array: ArrayKey, ticket: int) -> bool:
+        """Whether no write of ``array`` came after ``ticket``."""
+        return self._written.get(array, -1) <= ticket  # (one dict read: atomic)
+
+    def put(self, array: ArrayKey, key: EntryKey, chunk: Entry, ticket: int) -> None:
         size = chunk.nbytes
         with self._lock:
             if size > self.limit or self._written.get(array, -1) > ticket or key in self._entries:
@@ -230,22 +239,12 @@ class _Pool:
             counts.entries += 1
             counts.bytes += size
 
-    def put_instead(self, array: ArrayKey, key: EntryKey, value: np.ndarray, ticket: int) -> None:
-        """Hold ``value`` in place of every entry of its stored key (a whole shard in place
-        of its inner chunks), unless a write came after ``ticket``."""
-        with self._lock:
-            if value.nbytes > self.limit or self._written.get(array, -1) > ticket:
-                return
-            for old in list(self._by_key.get(key[:3], ())):
-                self._drop(old, self._entries.pop(old))
-        self.put(array, key, value, ticket)
-
     def _evict(self) -> None:
         key, chunk = self._entries.popitem(last=False)
         self._drop(key, chunk)
         self.counts(key[:2]).evictions += 1
 
-    def _drop(self, key: EntryKey, chunk: np.ndarray) -> None:
+    def _drop(self, key: EntryKey, chunk: Entry) -> None:
         self.bytes -= chunk.nbytes
         counts = self.counts(key[:2])
         counts.entries -= 1
@@ -366,7 +365,8 @@ class ArrayCache:
         """The decoded chunks at (stored key, position in it) of ``items`` (None: not held)."""
         ident, path = self.array
         token = self.token
-        return _POOL.get_many(self.array, [(ident, path, key, token, p) for key, p in items])
+        return cast("list[np.ndarray | None]", _POOL.get_many(self.array, [(ident, path, key, token, p)
+                                                                           for key, p in items]))
 
     def put(self, key: str, position: int, chunk: np.ndarray, ticket: int) -> None:
         """Hold ``chunk`` (read-only from now on), unless a write came after ``ticket``."""
@@ -374,24 +374,30 @@ class ArrayCache:
         ident, path = self.array
         _POOL.put(self.array, (ident, path, key, self.token, position), chunk, ticket)
 
-    def get_wholes(self, keys: list[str], chunks: list[int]) -> list[np.ndarray | None]:
-        """The whole decoded shards held for ``keys`` (array axis order; None: not held),
-        each found one counting as ``chunks[i]`` hits."""
+    def get_shards(self, keys: list[str]) -> list[HeldShard | None]:
+        """The shards held for the stored ``keys`` (None: not held; lookups counted by
+        :meth:`tally`, chunk by chunk)."""
         ident, path = self.array
         token = self.token
-        return _POOL.get_many(self.array, [(ident, path, key, token, WHOLE) for key in keys], chunks)
+        return cast("list[HeldShard | None]", _POOL.get_many(self.array, [(ident, path, key, token, WHOLE)
+                                                                          for key in keys], counted=False))
 
-    def put_whole(self, key: str, shard: np.ndarray, ticket: int, *, instead: bool = False) -> None:
-        """Hold a whole decoded shard (array axis order; read-only from now on); ``instead``:
-        in place of its inner chunks' entries."""
-        shard.flags.writeable = False
+    def put_shard(self, key: str, shard: HeldShard, ticket: int) -> None:
+        """Hold ``shard`` for the stored ``key``, unless a write came after ``ticket``."""
         ident, path = self.array
-        entry = (ident, path, key, self.token, WHOLE)
-        (_POOL.put_instead if instead else _POOL.put)(self.array, entry, shard, ticket)
+        _POOL.put(self.array, (ident, path, key, self.token, WHOLE), shard, ticket)
 
-    def holds_whole(self, nbytes: int) -> bool:
-        """Whether a decoded shard of ``nbytes`` is held whole: when at most an eighth of
-        the budget, so that a few shards never crowd out everything else."""
+    def tally(self, hits: int, misses: int) -> None:
+        """Count chunk lookups served by held shards."""
+        _POOL.tally(self.array, hits, misses)
+
+    def current(self, ticket: int) -> bool:
+        """Whether no write through zarrdask of this array came after ``ticket``."""
+        return _POOL.current(self.array, ticket)
+
+    def holds_shard(self, nbytes: int) -> bool:
+        """Whether a shard of ``nbytes`` decoded is held as one array: when at most an eighth
+        of the budget, so that a few shards never crowd out everything else."""
         return 0 < nbytes <= self.budget // 8
 
 

@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 from ..metadata.grid import AxisGrid, ceil_div
 from ..indexing import Projection, Selection
 
-__all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read"]
+__all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read",
+           "shard_placements"]
 
 
 class ChunkPlacement(NamedTuple):
@@ -52,7 +53,10 @@ class UnitRead(NamedTuple):
     """One stored value a read touches. ``out_index`` is where the unit's part goes in the
     output (``target = out[out_index]``; a copy written back when that is not a view) and
     ``shape`` that part's shape. ``block``: the selection covers the whole shard, so its
-    chunks (every one inside the array) may be decoded side by side and placed as one block."""
+    chunks (every one inside the array) may be decoded side by side and placed as one block.
+    For shards, ``extent`` is the shard's extent inside the array and ``index`` the unit's
+    part as a numpy index of the shard (what a decoded-chunk cache holding whole shards
+    copies out)."""
 
     key: str
     coords: tuple[int, ...]
@@ -61,6 +65,8 @@ class UnitRead(NamedTuple):
     whole: bool
     chunks: Sequence[ChunkPlacement]
     block: bool = False
+    extent: tuple[int, ...] = ()
+    index: Any = None
 
 
 class ReadPlanSummary(NamedTuple):
@@ -121,7 +127,8 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
         whole = p.full or not layout.ranged_reads
         block = p.full and is_view(p.out_index)
         units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=whole,
-                              chunks=_placements(p, layout, block), block=block))
+                              chunks=_placements(p, layout, block), block=block, extent=p.extent,
+                              index=p.chunk_index))
     return ReadPlan(tuple(units))
 
 
@@ -129,7 +136,7 @@ def _placements(p: Projection, layout: StorageLayout, block: bool) -> Sequence[C
     """The inner chunks a shard's projection needs (precomputed when it is read whole)."""
     strides = layout.index_strides(p.coords)
     if block:
-        return _whole_shard(p.extent, layout.chunk_shape, strides)
+        return shard_placements(p.extent, layout.chunk_shape, strides)
     return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
             for q in p.chunk_selection.project(layout.chunk_shape)]
 
@@ -154,7 +161,7 @@ def index_strides(grid: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=64)
-def _whole_shard(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], strides: tuple[int, ...]
+def shard_placements(shard_shape: tuple[int, ...], inner_shape: tuple[int, ...], strides: tuple[int, ...]
                  ) -> tuple[ChunkPlacement, ...]:
     """Every inner chunk of a shard read whole (``shard_shape`` clipped to the array): its
     region of the shard, and the part of the chunk that is in bounds."""

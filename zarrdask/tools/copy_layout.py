@@ -224,7 +224,6 @@ def _v2_from_v3(path: str, array: Array, options: Options) -> ArrayMetadataV2:
         else:
             raise InvalidModeError(f"array {path!r}: codec {name!r} ({config}) has no Zarr v2 form; copy it as Zarr v3")
     serializer = ab[0]
-    dtype = array.dtype
     if _name(serializer) in ("vlen-utf8", "vlen-bytes"):
         filters.insert(0, {"id": _name(serializer)})
         dtype_json: Any = "|O"

@@ -90,7 +90,6 @@ def place_block(stack: np.ndarray, target: np.ndarray, order: Sequence[int]) -> 
 
     Each axis splits into a run of whole chunks and, at a clipped edge, the part of one
     more chunk: one copy per combination (one inside the array)."""
-    n = target.ndim
     blocks = stack.transpose(_interleaved(tuple(order)))  # (g0, c0, g1, c1, ...)
     sizes = blocks.shape[1::2]
     runs = []  # per axis: (first chunk, end chunk, width) of the whole chunks, then of a clipped one

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -26,110 +25,21 @@ from ...codecs.sharding import ShardIndex, ShardingCodec
 from ...errors import CodecError, CorruptChunkError
 from ...indexing import Projection, Selection
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
-from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides
+from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides, shard_placements
 from ...storage.base import Buffer, ByteRange, Store, Value
 from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
 from ..executor import run_all
-from ..output import held_array, scratch
-from ..cache import WHOLE, ArrayCache, ArrayKey, last_write
+from ..output import scratch
+from ..cache import ArrayCache, ArrayKey, last_write
+from ..held_shard import HeldShard
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
+from .copies import Copy, held_copies, place_copies
 from .options import ArrayOptions
 from .puts import UnitPuts
+from .shard_indexes import IndexCache
 
-__all__ = ["IndexCache", "ShardedChunkSource"]
-
-
-class IndexCache:
-    """A thread-safe LRU of checked shard indexes, by store key."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[str, ShardIndex] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> ShardIndex | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: str, index: ShardIndex) -> None:
-        if self.maxsize <= 0:
-            return
-        with self._lock:
-            self._data[key] = index
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def invalidate(self, keys: Iterable[str]) -> None:
-        with self._lock:
-            for key in keys:
-                self._data.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
-class _Hit(NamedTuple):
-    """A part of the read found in the decoded-chunk cache: ``target[placement.out_index]
-    = chunk[placement.chunk_index]``, ``chunk`` in the array's axis order."""
-
-    target: np.ndarray
-    placement: ChunkPlacement
-    chunk: np.ndarray
-
-
-#: a whole shard's placement: the unit's target is exactly the held shard
-_ALL = ChunkPlacement((), -1, Ellipsis, Ellipsis)
-#: cached chunks copied out on several threads only for reads of this many bytes or more
-_PARALLEL_HIT_BYTES = 2 << 20
-#: a whole shard held is copied out in slabs of about this many bytes
-_HIT_SLAB_BYTES = 4 << 20
-
-
-def place_hits(hits: Sequence[_Hit], threads: int | None, nbytes: int) -> None:
-    """Copy each hit's part into its target; spread over the threads when the read's
-    result (``nbytes``) is large."""
-    def place(hit: _Hit) -> None:
-        hit.target[hit.placement.out_index] = hit.chunk[hit.placement.chunk_index]
-
-    if nbytes < _PARALLEL_HIT_BYTES:
-        for hit in hits:
-            place(hit)
-        return
-    run_all(place, hits, threads, min_parallel=2)
-
-
-def _box(unit: UnitRead, inner_shape: tuple[int, ...]) -> tuple[slice, ...] | None:
-    """The part of its shard a unit reads, as slices of the shard, when it is a box its
-    chunks' parts tile (every chunk index a slice of step 1 or ``...``, the whole chunk;
-    the box the unit's shape); else None."""
-    if unit.block:  # (the whole shard, as far as it lies in the array)
-        return tuple(slice(0, n) for n in unit.shape)
-    lows: list[int] = []
-    highs: list[int] = []
-    whole = tuple(slice(0, n) for n in inner_shape)
-    for p in unit.chunks:
-        index = whole if p.chunk_index is Ellipsis else p.chunk_index
-        if not isinstance(index, tuple) or len(index) != len(inner_shape):
-            return None
-        for d, (sl, c, n) in enumerate(zip(index, p.coords, inner_shape)):
-            if not isinstance(sl, slice) or sl.step not in (None, 1):
-                return None
-            start, stop, _ = sl.indices(n)
-            lo, hi = c * n + start, c * n + stop
-            if d == len(lows):
-                lows.append(lo)
-                highs.append(hi)
-            else:
-                lows[d], highs[d] = min(lows[d], lo), max(highs[d], hi)
-    if len(lows) != len(inner_shape) or tuple(h - lo for lo, h in zip(lows, highs)) != tuple(unit.shape):
-        return None
-    return tuple(slice(lo, h) for lo, h in zip(lows, highs))
+__all__ = ["ShardedChunkSource"]
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -195,6 +105,7 @@ class ShardedChunkSource(ChunkSource):
         self.read_shape = self.inner_shape
         self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
         self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._held_placements: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, ChunkPlacement]] = {}
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
         self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
                                     sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
@@ -252,83 +163,130 @@ class ShardedChunkSource(ChunkSource):
         run_all(self._decode_job, jobs, self.options.threads)
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache. A shard the read covers whole, small beside
-        the budget, is read as without a cache (or from its held inner chunks) and a copy of
-        it held in place of its chunks; the part of a held shard a read wants is then one
-        copy. Otherwise inner chunks held are copied out, and the rest fetched as the plan
-        says (a shard read whole with one GET, so its chunks are of one version of it; else
-        through the shard index, neighbours coalesced), each decoded into an array of its
-        own, held and copied out. Held inner chunks keep the sharding codec's axis order (a
-        hit is transposed back as a view); held shards the array's, clipped at its edge."""
+        """Read through the decoded-chunk cache: shards small beside the budget held as one
+        array each (``_read_held``), larger ones chunk by chunk (``_read_chunks_cached``)."""
+        itemsize = self.spec.dtype.dtype.itemsize
+        held = [cache.holds_shard(math.prod(u.extent) * itemsize) for u in units]
+        if all(held):
+            self._read_held(units, targets, cache)
+            return
+        self._read_chunks_cached([u for u, h in zip(units, held) if not h],
+                                 [t for t, h in zip(targets, held) if not h], cache)
+        if any(held):
+            self._read_held([u for u, h in zip(units, held) if h], [t for t, h in zip(targets, held) if h], cache)
+
+    def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
+        """Read through shards held whole (``core/held_shard.py``): the inner chunks missing
+        from them are read as without a cache, straight into the held arrays (a shard missing
+        whole through the batched slab path), then each unit's part is copied out of its
+        held shard, one copy cut in slabs along the first axis for the threads."""
+        ticket = cache.ticket()
+        found = cache.get_shards([u.key for u in units])
+        new = [i for i, shard in enumerate(found) if shard is None]
+        if new:  # (their memory is mapped in one call each, on both threads: faults would contend)
+            for i, shard in zip(new, run_all(self._new_held, [units[i] for i in new], self.options.threads,
+                                             min_parallel=2)):
+                cache.put_shard(units[i].key, shard, ticket)
+                found[i] = shard
+        shards = cast("list[HeldShard]", found)
+        waiting = list(range(len(units)))
+        misses = 0
+        while waiting:  # (chunks another read was decoding and gave up are claimed again)
+            fills: list[UnitRead] = []
+            into: list[np.ndarray] = []
+            claimed: list[tuple[HeldShard, list[int]]] = []
+            busy: list[tuple[int, list[int]]] = []
+            for i in waiting:
+                mine, others = shards[i].claim(units[i].chunks)
+                if mine:
+                    fills.append(self._fill(units[i], mine))
+                    into.append(shards[i].data)
+                    claimed.append((shards[i], mine))
+                    misses += len(mine)
+                if others:
+                    busy.append((i, others))
+            try:
+                if fills:
+                    self._read_units(fills, into)
+            except BaseException:
+                for shard, mine in claimed:
+                    shard.settle(mine, False)
+                raise
+            kept = cache.current(ticket)
+            for shard, mine in claimed:
+                shard.settle(mine, kept)
+            waiting = [i for i, others in busy if shards[i].wait(others)]
+        cache.tally(sum(len(u.chunks) for u in units) - misses, misses)
+        copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data)]
+        place_copies(copies, self.options.threads, sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize)
+
+    def _new_held(self, unit: UnitRead) -> HeldShard:
+        """An empty held shard for ``unit``'s shard."""
+        return HeldShard(unit.extent, self.spec.dtype.dtype, math.prod(self._codec_at(unit.coords).grid_shape),
+                         len(self._placements_at(unit.coords, unit.extent)))
+
+    def _fill(self, unit: UnitRead, positions: list[int]) -> UnitRead:
+        """The read that decodes the inner chunks at ``positions`` of ``unit``'s shard into
+        its held array: all of them as a block (one GET, the slab path), else those chunks
+        fetched as the unit's plan says."""
+        placements = self._placements_at(unit.coords, unit.extent)
+        if len(positions) == len(placements):
+            return UnitRead(unit.key, unit.coords, None, unit.extent, whole=True, chunks=tuple(placements.values()),
+                            block=True, extent=unit.extent)
+        return UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole,
+                        chunks=[placements[p] for p in positions], extent=unit.extent)
+
+    def _placements_at(self, coords: tuple[int, ...], extent: tuple[int, ...]) -> dict[int, ChunkPlacement]:
+        """Every inner chunk inside the array of the shard at ``coords`` (its extent
+        ``extent``), by position: its region of the shard and its part inside the array."""
+        strides = self._strides_at(coords)
+        found = self._held_placements.get((extent, strides))
+        if found is None:
+            found = self._held_placements[(extent, strides)] = {
+                p.position: p for p in shard_placements(extent, self.inner_shape, strides)}
+        return found
+
+    def _read_chunks_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray],
+                            cache: ArrayCache) -> None:
+        """Read through the decoded-chunk cache chunk by chunk: inner chunks held are copied
+        out, and the rest fetched as the plan says (a shard read whole with one GET, so its
+        chunks are of one version of it; else through the shard index, neighbours
+        coalesced), each decoded into an array of its own, held (the sharding codec's axis
+        order; a hit is transposed back as a view) and copied out."""
         ticket = cache.ticket()
         order = None if self._inverse == tuple(range(len(self._inverse))) else self._inverse
-        itemsize = self.spec.dtype.dtype.itemsize
-        wholes = cache.get_wholes([u.key for u in units], [len(u.chunks) for u in units])
-        looked = [i for i, w in enumerate(wholes) if w is None]
-        found = cache.get_many([(units[i].key, p.position) for i in looked for p in units[i].chunks])
-        hits: list[_Hit] = []
+        found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
+        hits: list[Copy] = []
         pending: list[UnitRead] = []
         pending_targets: list[np.ndarray] = []
-        to_hold: list[int] = []  # (shards read whole, to be held whole)
-        fresh: list[int] = []  # (of those, shards none of whose chunks are held: read as uncached)
         at = 0
-        for i in looked:
-            unit, target = units[i], targets[i]
+        for unit, target in zip(units, targets):
             chunks = found[at: at + len(unit.chunks)]
             at += len(unit.chunks)
-            if unit.block and cache.holds_whole(math.prod(unit.shape) * itemsize):
-                to_hold.append(i)
-                if all(c is None for c in chunks):
-                    fresh.append(i)
-                    continue
             missed = []
             for placement, chunk in zip(unit.chunks, chunks):
                 if chunk is None:
                     missed.append(placement)
                 else:
-                    hits.append(_Hit(target, placement, chunk if order is None else chunk.transpose(order)))
+                    hits.append(Copy(target, placement, chunk if order is None else chunk.transpose(order)))
             if missed:
                 pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
                 pending_targets.append(target)
-        for unit, target, whole in zip(units, targets, wholes):
-            if whole is not None:
-                hits.extend(self._whole_hits(unit, target, whole))
-        place_hits(hits, self.options.threads, sum(math.prod(u.shape) for u in units) * itemsize)
-        if fresh:
-            self._read_whole([units[i] for i in fresh], [targets[i] for i in fresh])
-        if pending:
-            gets = [i for i, u in enumerate(pending) if u.whole]
-            ranged = [i for i, u in enumerate(pending) if not u.whole]
-            jobs = self._whole_jobs([pending[i] for i in gets], [pending_targets[i] for i in gets])
-            if ranged:
-                jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
+        place_copies(hits, self.options.threads, sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize)
+        if not pending:
+            return
+        gets = [i for i, u in enumerate(pending) if u.whole]
+        ranged = [i for i, u in enumerate(pending) if not u.whole]
+        jobs = self._whole_jobs([pending[i] for i in gets], [pending_targets[i] for i in gets])
+        if ranged:
+            jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
 
-            def held(job: _InnerJob, data: bytes | memoryview) -> np.ndarray:
-                chunk = self._decode_fresh(data)
-                cache.put(job.key, job.placement.position, chunk, ticket)
-                return chunk if order is None else chunk.transpose(order)
+        def held(job: _InnerJob, data: bytes | memoryview) -> np.ndarray:
+            chunk = self._decode_fresh(data)
+            cache.put(job.key, job.placement.position, chunk, ticket)
+            return chunk if order is None else chunk.transpose(order)
 
-            run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
-        run_all(lambda i: cache.put_whole(units[i].key, self._held_copy(targets[i]), ticket, instead=True), to_hold,
-                self.options.threads, min_parallel=2)
-
-    def _held_copy(self, target: np.ndarray) -> np.ndarray:
-        """A copy of a shard read whole, to be held."""
-        held = held_array(target.shape, self.spec.dtype.dtype)
-        held[...] = target
-        return held
-
-    def _whole_hits(self, unit: UnitRead, target: np.ndarray, whole: np.ndarray) -> list[_Hit]:
-        """The copies that read ``unit`` out of its held shard: the part it wants in slabs
-        along the first axis (so several threads share them) when that part is a box of
-        the shard, else chunk by chunk."""
-        box = _box(unit, self.inner_shape)
-        if box is None:
-            return [_Hit(target, p, whole[tuple(slice(c * n, (c + 1) * n) for c, n in zip(p.coords, self.inner_shape))])
-                    for p in unit.chunks]
-        part = whole[box]
-        step = max(1, _HIT_SLAB_BYTES * len(part) // max(part.nbytes, 1))
-        return [_Hit(target[a: a + step], _ALL, part[a: a + step]) for a in range(0, len(part), step)]
+        run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
 
     def _whole_jobs(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
         """The inner chunks of ``units`` with their bytes, from whole shards (one GET each)."""
