@@ -431,3 +431,30 @@ def test_a_read_that_fails_leaves_nothing_half_held(tmp_path):
     lenient = zarrdask.open_array(path, cache_bytes="1 MiB")
     np.testing.assert_array_equal(lenient[0:4, 0:6], model[0:4, 0:6])
     np.testing.assert_array_equal(strict[2:4, 0:6], model[2:4, 0:6])  # (chunks that exist: fine)
+
+
+def test_a_shard_is_held_as_one_array_once_a_read_wants_a_quarter_of_it(tmp_path):
+    """A time series at a point (one inner chunk of each shard) is held chunk by chunk: a
+    whole shard mapped and counted for it would crowd the pool. A read of a quarter of a
+    shard's chunks holds the shard as one array, and reads of it go there from then on."""
+    from zarrdask.core.cache import _POOL
+    from zarrdask.core.held_shard import HeldShard
+
+    path = str(tmp_path / "a")
+    model = np.arange(32 * 24, dtype="f8").reshape(32, 24)
+    zarrdask.create_array(path, data=model, chunks=(8, 3), shards=(8, 24))  # (8 inner chunks a shard)
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    zarrdask.cache_clear()
+
+    def kinds() -> list[str]:
+        return sorted("shard" if isinstance(v, HeldShard) else "chunk" for v in list(_POOL._entries.values()))
+
+    np.testing.assert_array_equal(a[:, 4], model[:, 4])  # one chunk in each of 4 shards
+    assert kinds() == ["chunk"] * 4
+    np.testing.assert_array_equal(a[0:8, 0:6], model[0:8, 0:6])  # 2 of the 8 chunks of shard 0
+    assert kinds() == ["chunk"] * 4 + ["shard"]
+    np.testing.assert_array_equal(a[0:8, 4], model[0:8, 4])  # shard 0 held: read there
+    np.testing.assert_array_equal(a[:, 4], model[:, 4])
+    assert kinds() == ["chunk"] * 4 + ["shard"]
+    info = a.cache_info()
+    assert (info.hits, info.misses) == (1 + 4, 4 + 2)

@@ -163,25 +163,34 @@ class ShardedChunkSource(ChunkSource):
         run_all(self._decode_job, jobs, self.options.threads)
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache: shards small beside the budget held as one
-        array each (``_read_held``), larger ones chunk by chunk (``_read_chunks_cached``)."""
-        itemsize = self.spec.dtype.dtype.itemsize
-        held = [cache.holds_shard(math.prod(u.extent) * itemsize) for u in units]
-        if all(held):
-            self._read_held(units, targets, cache)
-            return
-        self._read_chunks_cached([u for u, h in zip(units, held) if not h],
-                                 [t for t, h in zip(targets, held) if not h], cache)
-        if any(held):
-            self._read_held([u for u, h in zip(units, held) if h], [t for t, h in zip(targets, held) if h], cache)
-
-    def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through shards held whole (``core/held_shard.py``): the inner chunks missing
-        from them are read as without a cache, straight into the held arrays (a shard missing
-        whole through the batched slab path), then each unit's part is copied out of its
-        held shard, one copy cut in slabs along the first axis for the threads."""
+        """Read through the decoded-chunk cache. A shard small beside the budget is held as one
+        array (``_read_held``) once a read wants a quarter of its chunks or more, or once it
+        is held: holding a whole shard for the few chunks of a time series at a point would
+        map (and count) all of it. Other shards are held chunk by chunk
+        (``_read_chunks_cached``); a shard held both ways decodes a chunk twice at most."""
         ticket = cache.ticket()
-        found = cache.get_shards([u.key for u in units])
+        itemsize = self.spec.dtype.dtype.itemsize
+        small = [i for i, u in enumerate(units) if cache.holds_shard(math.prod(u.extent) * itemsize)]
+        held: dict[int, HeldShard | None] = {}
+        for i, shard in zip(small, cache.get_shards([units[i].key for i in small])):
+            unit = units[i]
+            if shard is not None or unit.block or 4 * len(unit.chunks) >= len(self._placements_at(unit.coords,
+                                                                                                  unit.extent)):
+                held[i] = shard
+        if len(held) < len(units):
+            rest = [i for i in range(len(units)) if i not in held]
+            self._read_chunks_cached([units[i] for i in rest], [targets[i] for i in rest], cache)
+        if held:
+            self._read_held([units[i] for i in held], [targets[i] for i in held], list(held.values()), cache, ticket)
+
+    def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], found: list[HeldShard | None],
+                   cache: ArrayCache, ticket: int) -> None:
+        """Read through shards held whole (``core/held_shard.py``; ``found``: those held, None
+        for the rest, made here): the inner chunks missing from them are read as without a
+        cache, straight into the held arrays (a shard missing whole through the batched slab
+        path), then each unit's part is copied out of its held shard, one copy cut in slabs
+        along the first axis for the threads. ``ticket``: the pool's clock before ``found``
+        was looked up."""
         new = [i for i, shard in enumerate(found) if shard is None]
         if new:  # (their memory is mapped in one call each, on both threads: faults would contend)
             for i, shard in zip(new, run_all(self._new_held, [units[i] for i in new], self.options.threads,
