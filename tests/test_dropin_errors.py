@@ -294,3 +294,23 @@ def test_v2_dtype_of_zero_bytes_is_refused(dtype):
     doc["dtype"], doc["fill_value"] = dtype, None
     assert str(_error(".zarray", doc)) == (f"a/.zarray: dtype: expected a data type of at least 1 byte per item "
                                            f"(such as '|S5'), got {dtype!r} (0 bytes)")
+
+
+@pytest.mark.parametrize("keyword", ["cache_size", "chunk_cache", "cache", "max_size"])
+@pytest.mark.parametrize("call", ["open_array", "from_zarr"])
+def test_a_chunk_cache_asked_by_another_name_points_to_cache_bytes(tmp_path, keyword, call):
+    """``cache_size`` is spelled nearest ``index_cache_size`` (a count of shard indexes):
+    the error points to the decoded-chunk cache's ``cache_bytes``, which then works."""
+    import numpy as np
+
+    import zarrdask
+    from zarrdask.errors import UnexpectedKeywordError
+
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.arange(4.0))
+    with pytest.raises(UnexpectedKeywordError) as err:
+        getattr(zarrdask, call)(path, **{keyword: 1 << 20})
+    assert f"unexpected keyword argument {keyword!r} (did you mean 'cache_bytes'" in str(err.value)
+    assert "index_cache_size" not in str(err.value)
+    opened = getattr(zarrdask, call)(path, cache_bytes=1 << 20)
+    np.testing.assert_array_equal(np.asarray(opened), np.arange(4.0))

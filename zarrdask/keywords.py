@@ -12,9 +12,25 @@ from .errors import UnexpectedKeywordError
 __all__ = ["did_you_mean", "check_keywords", "refuse"]
 
 
+#: names other libraries (or habit) give what zarrdask calls otherwise, where spelling alone
+#: would point elsewhere (``cache_size`` is nearest ``index_cache_size``, a count of shard
+#: indexes, not the decoded-chunk cache)
+_MEANT = {
+    "cache_size": "cache_bytes", "chunk_cache": "cache_bytes", "chunk_cache_size": "cache_bytes",
+    "cache": "cache_bytes", "cache_pool": "cache_bytes", "max_size": "cache_bytes", "lru_cache": "cache_bytes",
+    "cache_max_bytes": "cache_bytes",
+}
+_MEANING = {"cache_bytes": "the decoded-chunk cache's budget in bytes, e.g. '512 MiB'"}
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest candidate, or ``""`` when none is close."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    """`` (did you mean 'x'?)`` for the name meant (see ``_MEANT``) or the closest candidate,
+    or ``""`` when none is close."""
+    names = sorted(set(candidates))
+    meant = _MEANT.get(name)
+    if meant in names:
+        return f" (did you mean {meant!r}: {_MEANING[meant]}?)"
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
