@@ -102,6 +102,12 @@ def _bare(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return notebook
 
 
+#: what distributed logs on stderr when the machine is too busy to keep its event loop or
+#: garbage collector on time (a saturated CI machine), not the notebook's doing
+_LOAD_WARNING = re.compile(r"Event loop was unresponsive|full garbage collections took|"
+                           r"distributed\.utils_perf - WARNING|distributed\.core - INFO - Event loop")
+
+
 def _run(notebook: nbformat.NotebookNode, where: Path) -> list[dict]:
     NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(where)}}).execute()
     return [o for cell in notebook.cells for o in cell.get("outputs", [])]
@@ -128,7 +134,9 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     assert all(not cell.outputs and cell.execution_count is None for cell in code), "commit notebooks without outputs"
     outputs = _run(_bare(notebook), tmp_path)
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert not [o for o in outputs if o.get("name") == "stderr"], "stderr text (progress must be a widget)"
+    stderr = [line for o in outputs if o.get("name") == "stderr" for line in o.get("text", "").splitlines()]
+    assert not [line for line in stderr if line.strip() and not _LOAD_WARNING.search(line)], \
+        f"stderr text (progress must be a widget): {stderr}"
     assert any(WIDGET in o.get("data", {}) for o in outputs), "no progress widget was shown"
     if path.stem in PLOTS:
         assert any("image/png" in o.get("data", {}) for o in outputs), "no plot was rendered"
