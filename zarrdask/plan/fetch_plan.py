@@ -119,6 +119,7 @@ class StorageLayout(NamedTuple):
 def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     """The plan of reading ``selection`` (see the module docstring)."""
     units = []
+    seen: dict[tuple[object, ...], Sequence[ChunkPlacement]] = {}
     for p in selection.project(layout.unit_grid):
         if not layout.sharded:
             placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index)
@@ -127,18 +128,30 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
         whole = p.full or not layout.ranged_reads
         block = p.full and is_view(p.out_index)
         units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=whole,
-                              chunks=_placements(p, layout, block), block=block, extent=p.extent,
+                              chunks=_placements(p, layout, block, seen), block=block, extent=p.extent,
                               index=p.chunk_index))
     return ReadPlan(tuple(units))
 
 
-def _placements(p: Projection, layout: StorageLayout, block: bool) -> Sequence[ChunkPlacement]:
-    """The inner chunks a shard's projection needs (precomputed when it is read whole)."""
+def _placements(p: Projection, layout: StorageLayout, block: bool,
+                seen: dict[tuple[object, ...], Sequence[ChunkPlacement]]) -> Sequence[ChunkPlacement]:
+    """The inner chunks a shard's projection needs (precomputed when it is read whole).
+    Shards of one extent and index strides selected by the same slices need the same
+    chunks in the same places (a slab across many shards): ``seen`` keeps them by those."""
     strides = layout.index_strides(p.coords)
     if block:
         return shard_placements(p.extent, layout.chunk_shape, strides)
-    return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
-            for q in p.chunk_selection.project(layout.chunk_shape)]
+    key = None
+    if not p.points and all(isinstance(d, slice) for d in p.local):
+        key = (p.extent, strides, *((d.start, d.stop, d.step) for d in p.local))
+        found = seen.get(key)
+        if found is not None:
+            return found
+    placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
+                  for q in p.chunk_selection.project(layout.chunk_shape)]
+    if key is not None:
+        seen[key] = placements
+    return placements
 
 
 def _position(coords: Sequence[int], strides: Sequence[int]) -> int:
