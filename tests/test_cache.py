@@ -322,6 +322,12 @@ def test_shards_held_whole(layout, data):
             np.testing.assert_array_equal(a[region], model[region])
             step = tuple(slice(None, None, data.draw(st.integers(1, 3))) for _ in shape)
             np.testing.assert_array_equal(a[step], model[step])
+            rows, cols = (np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=5))))
+                          for n in shape)
+            np.testing.assert_array_equal(a.oindex[rows, cols], model[np.ix_(rows, cols)])
+            points = tuple(np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=3, max_size=3)))
+                           for n in shape)
+            np.testing.assert_array_equal(a.vindex[points], model[points])
         np.testing.assert_array_equal(a[...], model)
         shards = (-(-shape[0] // 4)) * (-(-shape[1] // 6))
         assert a.cache_info().entries == shards  # one entry per shard
