@@ -26,6 +26,7 @@ from ..executor import run_all
 from ..output import output_array
 from ..progress import ProgressBar, counted
 from .checksums import carries_checksum
+from .copies import Copy, place_copies
 from .interface import StorageStatistics, UnitShape
 from .options import ArrayOptions
 
@@ -121,16 +122,18 @@ class ChunkSource(ABC):
             self._decode_unit(units[i], targets[i], blob, threads)
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache: each unit's decoded value from the pool, or
-        fetched, decoded into an array of its own, held and copied out."""
+        """Read through the decoded-chunk cache: each unit's decoded value from the pool (the
+        copies spread over the threads for large reads), or fetched, decoded into an array of
+        its own, held and copied out."""
         ticket = cache.ticket()
         missed = []
+        hits = []
         for i, (unit, found) in enumerate(zip(units, cache.get_many([(u.key, 0) for u in units]))):
             if found is None:
                 missed.append(i)
             else:
-                (placement,) = unit.chunks
-                targets[i][placement.out_index] = found[placement.chunk_index]
+                hits.append(Copy(targets[i], unit.chunks[0], found))
+        place_copies(hits, self.options.threads, sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize)
 
         def load(i: int, blob: bytes | None) -> None:
             unit = units[i]
