@@ -61,7 +61,9 @@ Entry = np.ndarray | HeldShard
 
 class CacheInfo(NamedTuple):
     """One array's cache statistics (counted over every open of it in this process) and
-    the process pool's. ``budget``: what this open asked for (0: it reads uncached)."""
+    the process pool's. Hits and misses count inner chunks (or chunks); ``entries`` counts
+    what the pool holds: chunks, and shards held as one array. ``budget``: what this open
+    asked for (0: it reads uncached)."""
 
     hits: int
     misses: int
@@ -85,7 +87,7 @@ class CacheInfo(NamedTuple):
             Fact("Hits", f"{self.hits}" + (f" ({self.hits / looked:.1%} of lookups)" if looked else "")),
             Fact("Misses", str(self.misses)),
             Fact("Evictions", str(self.evictions)),
-            Fact("Chunks held", str(self.entries)),
+            Fact("Entries held (chunks, shards)", str(self.entries)),
             Fact("Bytes held", format_bytes(self.bytes)),
             Fact("Budget of this open", format_bytes(self.budget) if self.budget else "off"),
             Fact("Process pool", f"{format_bytes(self.pool_bytes)} of {format_bytes(self.pool_limit)}"),
