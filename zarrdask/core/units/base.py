@@ -133,7 +133,7 @@ class ChunkSource(ABC):
                 missed.append(i)
             else:
                 hits.append(Copy(targets[i], unit.chunks[0], found))
-        place_copies(hits, self.options.threads, sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize)
+        place_copies(hits, self.options.threads, self._placed_bytes(units))
 
         def load(i: int, blob: bytes | None) -> None:
             unit = units[i]
@@ -153,6 +153,10 @@ class ChunkSource(ABC):
         else:
             blobs = self.store.get_many([units[i].key for i in missed])
             run_all(lambda j: load(missed[j], blobs[j]), range(len(missed)), self.options.threads, min_parallel=2)
+
+    def _placed_bytes(self, units: Sequence[UnitRead]) -> int:
+        """The bytes ``units`` place into a read's output."""
+        return sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize
 
     def _decode_whole(self, coords: tuple[int, ...], blob: bytes) -> np.ndarray:
         """A whole stored value decoded into an array of its own (C order), to be held."""

@@ -227,7 +227,7 @@ class ShardedChunkSource(ChunkSource):
             waiting = [i for i, others in busy if shards[i].wait(others)]
         cache.tally(sum(len(u.chunks) for u in units) - misses, misses)
         copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data)]
-        place_copies(copies, self.options.threads, sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize)
+        place_copies(copies, self.options.threads, self._placed_bytes(units))
 
     def _new_held(self, unit: UnitRead) -> HeldShard:
         """An empty held shard for ``unit``'s shard."""
@@ -281,7 +281,7 @@ class ShardedChunkSource(ChunkSource):
             if missed:
                 pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
                 pending_targets.append(target)
-        place_copies(hits, self.options.threads, sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize)
+        place_copies(hits, self.options.threads, self._placed_bytes(units))
         if not pending:
             return
         gets = [i for i, u in enumerate(pending) if u.whole]
