@@ -30,11 +30,12 @@ with the shards as previous chunks: 5760 x 5760 at 65,536 shards, one write task
 (untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
 the graph bytes the client sends (distributed's "Sending large graph" size). ``--dir``:
 where the arrays go (default the temp dir; ``/dev/shm`` takes the disk out). Each array is
-deleted after its run unless ``--keep`` (all deleted at the end): on an ext4 without a
-journal, a file created within a minute or so of many deletes in the same block group
-scans the freed inodes first (the kernel's "recently deleted" check), so a run right
-after a 65,536-file delete pays for it. ``--source`` also times computing the source
-alone (its sum) before each write.
+deleted after its run unless ``--keep``: then nothing is deleted (the directory is
+printed; delete it yourself, later). On an ext4 without a journal, creating a file within
+minutes of many deletes in the same block groups first walks the freed inodes (the
+kernel's check for recently deleted ones, up to 6 minutes while their inode table block
+is dirty), so a run right after a 65,536-file delete, its own or another program's, pays
+for it. ``--source`` also times computing the source alone (its sum) before each write.
 
 ``workers``: the same ungrouped write and read on ``--many`` single-thread worker
 processes against 2.
@@ -347,7 +348,7 @@ def run_cluster(args: argparse.Namespace) -> None:
     try:
         with cluster(2) as c, distributed.Client(c) as client:
             print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat}, arrays in {where} "
-                  f"({file_system(where)}), {'kept to the end' if args.keep else 'each deleted after its run'}",
+                  f"({file_system(where)}), {'kept (delete it later)' if args.keep else 'each deleted after its run'}",
                   flush=True)
             for shards in args.flat:
                 sizes = GraphSize()
@@ -365,7 +366,8 @@ def run_cluster(args: argparse.Namespace) -> None:
                 print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
                       f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
     finally:
-        shutil.rmtree(where, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(where, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
@@ -383,7 +385,8 @@ def run_workers(args: argparse.Namespace) -> None:
                 rows.append(measure(client, where, f"{n_workers} workers, {args.shards} shards ungrouped",
                                     args.shards, "ungrouped", args.repeat, GraphSize(), args.keep))
     finally:
-        shutil.rmtree(where, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(where, ignore_errors=True)
     for what in ("write", "read"):
         ratio = rows[1][what]["median"] / rows[0][what]["median"]
         print(f"{what}: {args.many} workers / 2 workers = {ratio:.2f}")
@@ -407,7 +410,7 @@ def main() -> None:
         s.add_argument("--repeat", type=int, default=3)
         s.add_argument("--dir", default=None, help="where the arrays are written (default: the temp dir)")
         s.add_argument("--keep", action="store_true",
-                       help="delete the arrays at the end, not each after its run")
+                       help="delete no array (not after each run, not at the end): delete the printed directory later")
     sub.choices["cluster"].add_argument("--flat", type=int, nargs="*", default=[1024, 4096, 16384])
     sub.choices["cluster"].add_argument("--grouped", type=int, nargs="*", default=[65536])
     sub.choices["cluster"].add_argument("--task-size", type=int, nargs="*", default=[16384],
