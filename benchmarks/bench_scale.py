@@ -28,7 +28,8 @@ with the shards as previous chunks: 5760 x 5760 at 65,536 shards, one write task
 ``from_zarr(path, chunks="auto").sum()``; also a shard-sized source written with
 ``task_size="auto"`` (``--task-size`` shards: its source is still one task per shard). Every written array is compared bit for bit on the cluster
 (untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
-the graph bytes the client sends (distributed's "Sending large graph" size). ``--dir``:
+the graph bytes the client sends (distributed's "Sending large graph" size), and the
+workers' CPU seconds (user + system) per write and read. ``--dir``:
 where the arrays go (default the temp dir; ``/dev/shm`` takes the disk out). Each array is
 deleted after its run unless ``--keep``: then nothing is deleted (the directory is
 printed; delete it yourself, later). On an ext4 without a journal, creating a file within
@@ -260,6 +261,18 @@ class GraphSize:
         return result
 
 
+def worker_cpu() -> float:
+    """This process's user + system CPU seconds (run on each worker)."""
+    usage = os.times()
+    return usage.user + usage.system
+
+
+def cluster_cpu(client: Any) -> float:
+    """The workers' CPU seconds so far, summed: less sensitive than wall time to what else
+    runs on the machine."""
+    return sum(client.run(worker_cpu).values())
+
+
 def timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -285,22 +298,25 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
     own = {"writer Array": len(pickle.dumps(plan_writes.target)), "plan": len(pickle.dumps(plan_writes.plan)),
            "reader": len(pickle.dumps(BlockReader(zarrdask.open_array(path))))}
     t_source = timed(lambda: client.compute(x.sum(dtype="f8")).result()) if source else float("nan")
+    cpu0 = cluster_cpu(client)
     t_write = timed(lambda: sizes.compute(client, writes))
+    cpu1 = cluster_cpu(client)
     read = zarrdask.from_zarr(path, chunks="auto" if mode != "ungrouped" else None)
     t_read = timed(lambda: sizes.compute(client, read.sum(dtype="f8")))
+    cpu2 = cluster_cpu(client)
     # bit-exact check on the cluster, untimed: the read against the same values computed there
     same = client.compute((read == values((n, n), read.chunks)).all()).result()
     if not same:
         raise AssertionError(f"{mode} {shards}: the array read back differs from the source")
     if not keep:
         shutil.rmtree(path, ignore_errors=True)
-    return {"source": t_source, "write": t_write, "read": t_read, "read_blocks": read.npartitions, "write_layers": layer_tasks,
+    return {"source": t_source, "write": t_write, "read": t_read, "write_cpu": cpu1 - cpu0, "read_cpu": cpu2 - cpu1, "read_blocks": read.npartitions, "write_layers": layer_tasks,
             "own_pickled_bytes": own}
 
 
 def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, Any]:
     row: dict[str, Any] = {"label": label, "shards": shards}
-    for what in ("source", "write", "read"):
+    for what in ("source", "write", "read", "write_cpu", "read_cpu"):
         times = [r[what] for r in runs]
         row[what] = {"median": statistics.median(times), "min": min(times), "max": max(times)}
         row[what]["per_shard_ms"] = 1000 * row[what]["median"] / shards
@@ -310,7 +326,9 @@ def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, 
     print(f"{label:44s} write {row['write']['median']:7.2f} s [{row['write']['min']:.2f}-{row['write']['max']:.2f}] "
           f"({row['write']['per_shard_ms']:.2f} ms/shard)   read {row['read']['median']:7.2f} s "
           f"[{row['read']['min']:.2f}-{row['read']['max']:.2f}] ({row['read']['per_shard_ms']:.2f} ms/shard)   "
-          f"tasks: write {row['write_layers']}, read {row['read_blocks']}"
+          f"tasks: write {row['write_layers']}, read {row['read_blocks']}   workers' CPU: write "
+          f"{row['write_cpu']['median']:.2f} s [{row['write_cpu']['min']:.2f}-{row['write_cpu']['max']:.2f}], read "
+          f"{row['read_cpu']['median']:.2f} s"
           + (f"   source alone {row['source']['median']:.2f} s [{row['source']['min']:.2f}-{row['source']['max']:.2f}]"
              if row["source"]["median"] == row["source"]["median"] else ""), flush=True)
     return row
