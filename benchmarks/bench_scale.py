@@ -297,6 +297,7 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
                        and "done" not in k)
     own = {"writer Array": len(pickle.dumps(plan_writes.target)), "plan": len(pickle.dumps(plan_writes.plan)),
            "reader": len(pickle.dumps(BlockReader(zarrdask.open_array(path))))}
+    cpu_source = cluster_cpu(client)
     t_source = timed(lambda: client.compute(x.sum(dtype="f8")).result()) if source else float("nan")
     cpu0 = cluster_cpu(client)
     t_write = timed(lambda: sizes.compute(client, writes))
@@ -310,13 +311,13 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
         raise AssertionError(f"{mode} {shards}: the array read back differs from the source")
     if not keep:
         shutil.rmtree(path, ignore_errors=True)
-    return {"source": t_source, "write": t_write, "read": t_read, "write_cpu": cpu1 - cpu0, "read_cpu": cpu2 - cpu1, "read_blocks": read.npartitions, "write_layers": layer_tasks,
+    return {"source": t_source, "write": t_write, "read": t_read, "source_cpu": cpu0 - cpu_source if source else float("nan"), "write_cpu": cpu1 - cpu0, "read_cpu": cpu2 - cpu1, "read_blocks": read.npartitions, "write_layers": layer_tasks,
             "own_pickled_bytes": own}
 
 
 def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, Any]:
     row: dict[str, Any] = {"label": label, "shards": shards}
-    for what in ("source", "write", "read", "write_cpu", "read_cpu"):
+    for what in ("source", "write", "read", "source_cpu", "write_cpu", "read_cpu"):
         times = [r[what] for r in runs]
         row[what] = {"median": statistics.median(times), "min": min(times), "max": max(times)}
         row[what]["per_shard_ms"] = 1000 * row[what]["median"] / shards
@@ -330,6 +331,7 @@ def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, 
           f"{row['write_cpu']['median']:.2f} s [{row['write_cpu']['min']:.2f}-{row['write_cpu']['max']:.2f}], read "
           f"{row['read_cpu']['median']:.2f} s"
           + (f"   source alone {row['source']['median']:.2f} s [{row['source']['min']:.2f}-{row['source']['max']:.2f}]"
+             f", workers' CPU {row['source_cpu']['median']:.2f} s"
              if row["source"]["median"] == row["source"]["median"] else ""), flush=True)
     return row
 
