@@ -44,8 +44,8 @@ MIN_PARALLEL_ITEM_BYTES = 256 << 10
 #: last of it) hold more GIL-free work per byte (compressing costs several times what
 #: decompressing does): 16 KiB shards of 4 KiB inner chunks written in one call, 1 vs 2
 #: threads, 96-98 vs 100-170 us per shard into memory, 125-139 vs 135-276 into files; on
-#: a cluster of 2 single-thread workers on 2 cores, 65,536 such shards took 15.6 s of the
-#: workers' CPU serially against 16.9 s; 8 KiB items 1.00-1.27x, 16 KiB 0.60-1.19x
+#: a cluster of 2 single-thread workers on 2 cores, 65,536 such shards took 14.9-16.1 s of
+#: the workers' CPU serially against 16.3-17.6 s; 8 KiB items 1.00-1.27x, 16 KiB 0.60-1.19x
 #: (benchmarks/README.md, issue 28)
 MIN_PARALLEL_WRITE_ITEM_BYTES = 16 << 10
 _BATCHES_PER_THREAD = 16  # (why 16: benchmarks/README.md, issue 25)
