@@ -4,7 +4,7 @@
     python benchmarks/bench_scale.py plan     [--shards 1e6 1e7 1e8]
     python benchmarks/bench_scale.py pieces
     python benchmarks/bench_scale.py cluster  [--repeat 3] [--flat 1024 4096 16384] [--grouped 65536]
-                                              [--task-size 16384]
+                                              [--task-size 16384] [--dir DIR] [--keep] [--source]
     python benchmarks/bench_scale.py workers  [--repeat 3] [--shards 4096] [--many 16]
 
 ``plan``: builds, without running, ``zarrdask.to_zarr(x, path, compute=False)`` of a lazy
@@ -28,7 +28,15 @@ with the shards as previous chunks: 5760 x 5760 at 65,536 shards, one write task
 ``from_zarr(path, chunks="auto").sum()``; also a shard-sized source written with
 ``task_size="auto"`` (``--task-size`` shards: its source is still one task per shard). Every written array is compared bit for bit on the cluster
 (untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
-the graph bytes the client sends (distributed's "Sending large graph" size).
+the graph bytes the client sends (distributed's "Sending large graph" size), and the
+workers' CPU seconds (user + system) per write and read. ``--dir``:
+where the arrays go (default the temp dir; ``/dev/shm`` takes the disk out). Each array is
+deleted after its run unless ``--keep``: then nothing is deleted (the directory is
+printed; delete it yourself, later). On an ext4 without a journal, creating a file within
+minutes of many deletes in the same block groups first walks the freed inodes (the
+kernel's check for recently deleted ones, up to 6 minutes while their inode table block
+is dirty), so a run right after a 65,536-file delete, its own or another program's, pays
+for it. ``--source`` also times computing the source alone (its sum) before each write.
 
 ``workers``: the same ungrouped write and read on ``--many`` single-thread worker
 processes against 2.
@@ -253,15 +261,30 @@ class GraphSize:
         return result
 
 
+def worker_cpu() -> float:
+    """This process's user + system CPU seconds (run on each worker)."""
+    usage = os.times()
+    return usage.user + usage.system
+
+
+def cluster_cpu(client: Any) -> float:
+    """The workers' CPU seconds so far, summed: less sensitive than wall time to what else
+    runs on the machine."""
+    return sum(client.run(worker_cpu).values())
+
+
 def timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
 
 
-def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize) -> dict[str, Any]:
+def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize, keep: bool = False,
+               source: bool = False) -> dict[str, Any]:
     """One write and one read of ``shards`` shards; ``mode``: "ungrouped", "grouped"
-    (big source blocks, auto read) or "task_size" (shard-sized source, grouped writes)."""
+    (big source blocks, auto read) or "task_size" (shard-sized source, grouped writes).
+    ``keep``: leave the array for the caller to delete; ``source``: also time the source
+    alone."""
     n = side(shards)
     path = os.path.join(where, f"{mode}-{shards}-{time.monotonic_ns()}.zarr")
     source_chunks = "auto" if mode == "grouped" else SHARD
@@ -274,21 +297,27 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
                        and "done" not in k)
     own = {"writer Array": len(pickle.dumps(plan_writes.target)), "plan": len(pickle.dumps(plan_writes.plan)),
            "reader": len(pickle.dumps(BlockReader(zarrdask.open_array(path))))}
+    cpu_source = cluster_cpu(client)
+    t_source = timed(lambda: client.compute(x.sum(dtype="f8")).result()) if source else float("nan")
+    cpu0 = cluster_cpu(client)
     t_write = timed(lambda: sizes.compute(client, writes))
+    cpu1 = cluster_cpu(client)
     read = zarrdask.from_zarr(path, chunks="auto" if mode != "ungrouped" else None)
     t_read = timed(lambda: sizes.compute(client, read.sum(dtype="f8")))
+    cpu2 = cluster_cpu(client)
     # bit-exact check on the cluster, untimed: the read against the same values computed there
     same = client.compute((read == values((n, n), read.chunks)).all()).result()
     if not same:
         raise AssertionError(f"{mode} {shards}: the array read back differs from the source")
-    shutil.rmtree(path, ignore_errors=True)
-    return {"write": t_write, "read": t_read, "read_blocks": read.npartitions, "write_layers": layer_tasks,
+    if not keep:
+        shutil.rmtree(path, ignore_errors=True)
+    return {"source": t_source, "write": t_write, "read": t_read, "source_cpu": cpu0 - cpu_source if source else float("nan"), "write_cpu": cpu1 - cpu0, "read_cpu": cpu2 - cpu1, "read_blocks": read.npartitions, "write_layers": layer_tasks,
             "own_pickled_bytes": own}
 
 
 def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, Any]:
     row: dict[str, Any] = {"label": label, "shards": shards}
-    for what in ("write", "read"):
+    for what in ("source", "write", "read", "source_cpu", "write_cpu", "read_cpu"):
         times = [r[what] for r in runs]
         row[what] = {"median": statistics.median(times), "min": min(times), "max": max(times)}
         row[what]["per_shard_ms"] = 1000 * row[what]["median"] / shards
@@ -298,7 +327,12 @@ def summarize(label: str, runs: list[dict[str, Any]], shards: int) -> dict[str, 
     print(f"{label:44s} write {row['write']['median']:7.2f} s [{row['write']['min']:.2f}-{row['write']['max']:.2f}] "
           f"({row['write']['per_shard_ms']:.2f} ms/shard)   read {row['read']['median']:7.2f} s "
           f"[{row['read']['min']:.2f}-{row['read']['max']:.2f}] ({row['read']['per_shard_ms']:.2f} ms/shard)   "
-          f"tasks: write {row['write_layers']}, read {row['read_blocks']}", flush=True)
+          f"tasks: write {row['write_layers']}, read {row['read_blocks']}   workers' CPU: write "
+          f"{row['write_cpu']['median']:.2f} s [{row['write_cpu']['min']:.2f}-{row['write_cpu']['max']:.2f}], read "
+          f"{row['read_cpu']['median']:.2f} s"
+          + (f"   source alone {row['source']['median']:.2f} s [{row['source']['min']:.2f}-{row['source']['max']:.2f}]"
+             f", workers' CPU {row['source_cpu']['median']:.2f} s"
+             if row["source"]["median"] == row["source"]["median"] else ""), flush=True)
     return row
 
 
@@ -310,10 +344,20 @@ def cluster(n_workers: int) -> Any:
 
 
 def measure(client: Any, where: str, label: str, shards: int, mode: str, repeat: int,
-            sizes: GraphSize) -> dict[str, Any]:
-    write_read(client, where, min(shards, 1024), mode, GraphSize())  # warm-up (imports, pools), untimed
-    runs = [write_read(client, where, shards, mode, sizes) for _ in range(repeat)]
+            sizes: GraphSize, keep: bool = False, source: bool = False) -> dict[str, Any]:
+    write_read(client, where, min(shards, 1024), mode, GraphSize(), keep)  # warm-up (imports, pools), untimed
+    runs = [write_read(client, where, shards, mode, sizes, keep, source) for _ in range(repeat)]
     return summarize(label, runs, shards)
+
+
+def file_system(path: str) -> str:
+    """The type of the file system holding ``path`` (the longest mount point above it)."""
+    path, best_mount = os.path.realpath(path), ("", "?")
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, mount, kind = line.split()[:3]
+        if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) > len(best_mount[0]):
+            best_mount = (mount, kind)
+    return f"{best_mount[1]} at {best_mount[0]}"
 
 
 def run_cluster(args: argparse.Namespace) -> None:
@@ -323,11 +367,13 @@ def run_cluster(args: argparse.Namespace) -> None:
     rows = []
     try:
         with cluster(2) as c, distributed.Client(c) as client:
-            print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat}", flush=True)
+            print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat}, arrays in {where} "
+                  f"({file_system(where)}), {'kept (delete it later)' if args.keep else 'each deleted after its run'}",
+                  flush=True)
             for shards in args.flat:
                 sizes = GraphSize()
                 rows.append(measure(client, where, f"ungrouped {shards} shards", shards, "ungrouped", args.repeat,
-                                    sizes))
+                                    sizes, args.keep, args.source))
                 rows[-1]["graph_sizes"] = sizes.sizes[:2]
                 print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
                       f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
@@ -335,12 +381,13 @@ def run_cluster(args: argparse.Namespace) -> None:
             grouped += [(n, "task_size", f"task_size='auto' {n} shards (shard blocks)") for n in args.task_size]
             for shards, mode, label in grouped:
                 sizes = GraphSize()
-                rows.append(measure(client, where, label, shards, mode, args.repeat, sizes))
+                rows.append(measure(client, where, label, shards, mode, args.repeat, sizes, args.keep, args.source))
                 rows[-1]["graph_sizes"] = sizes.sizes[:2]
                 print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
                       f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
     finally:
-        shutil.rmtree(where, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(where, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
@@ -356,9 +403,10 @@ def run_workers(args: argparse.Namespace) -> None:
                 client.wait_for_workers(n_workers)
                 print(f"loadavg {loadavg()}  {n_workers} workers x 1 thread", flush=True)
                 rows.append(measure(client, where, f"{n_workers} workers, {args.shards} shards ungrouped",
-                                    args.shards, "ungrouped", args.repeat, GraphSize()))
+                                    args.shards, "ungrouped", args.repeat, GraphSize(), args.keep))
     finally:
-        shutil.rmtree(where, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(where, ignore_errors=True)
     for what in ("write", "read"):
         ratio = rows[1][what]["median"] / rows[0][what]["median"]
         print(f"{what}: {args.many} workers / 2 workers = {ratio:.2f}")
@@ -381,10 +429,14 @@ def main() -> None:
         s = sub.add_parser(name)
         s.add_argument("--repeat", type=int, default=3)
         s.add_argument("--dir", default=None, help="where the arrays are written (default: the temp dir)")
+        s.add_argument("--keep", action="store_true",
+                       help="delete no array (not after each run, not at the end): delete the printed directory later")
     sub.choices["cluster"].add_argument("--flat", type=int, nargs="*", default=[1024, 4096, 16384])
     sub.choices["cluster"].add_argument("--grouped", type=int, nargs="*", default=[65536])
     sub.choices["cluster"].add_argument("--task-size", type=int, nargs="*", default=[16384],
                                         help="shards written from shard-sized blocks with task_size='auto'")
+    sub.choices["cluster"].add_argument("--source", action="store_true",
+                                        help="also time the source alone (its sum on the cluster)")
     sub.choices["workers"].add_argument("--shards", type=int, default=4096)
     sub.choices["workers"].add_argument("--many", type=int, default=16)
     for s in sub.choices.values():

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["MIN_PARALLEL_ITEM_BYTES", "WAITING_THREADS", "run_all", "run_waiting", "thread_count"]
+__all__ = ["MIN_PARALLEL_ITEM_BYTES", "MIN_PARALLEL_WRITE_ITEM_BYTES", "WAITING_THREADS", "run_all", "run_waiting",
+           "thread_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,6 +40,14 @@ _MIN_PARALLEL = 8  # fewer items than this run serially: handing work over costs
 #: 1 vs 2 threads: 16 KiB 100 vs 185 us each, 128 KiB 240 vs 275, 256 KiB 505 vs 390
 #: (benchmarks/README.md)
 MIN_PARALLEL_ITEM_BYTES = 256 << 10
+#: the same for writes, whose items (encoding a chunk, and putting a shard when it is the
+#: last of it) hold more GIL-free work per byte (compressing costs several times what
+#: decompressing does): 16 KiB shards of 4 KiB inner chunks written in one call, 1 vs 2
+#: threads, 96-98 vs 100-170 us per shard into memory, 125-139 vs 135-276 into files; on
+#: a cluster of 2 single-thread workers on 2 cores, 65,536 such shards took 14.9-16.1 s of
+#: the workers' CPU serially against 16.3-17.6 s; 8 KiB items 1.00-1.27x, 16 KiB 0.60-1.19x
+#: (benchmarks/README.md, issue 28)
+MIN_PARALLEL_WRITE_ITEM_BYTES = 16 << 10
 _BATCHES_PER_THREAD = 16  # (why 16: benchmarks/README.md, issue 25)
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -133,17 +142,19 @@ class _Call(Generic[T, R]):
 
 
 def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
-            min_parallel: int = _MIN_PARALLEL, item_bytes: int | None = None) -> list[R]:
+            min_parallel: int = _MIN_PARALLEL, item_bytes: int | None = None,
+            min_item_bytes: int = MIN_PARALLEL_ITEM_BYTES) -> list[R]:
     """Apply ``fn`` to every item, in order, on the calling thread and up to
     ``thread_count(threads) - 1`` helpers (idle cores only, unless ``threads`` is given).
     Items go in batches, 16 per thread: fine enough that the threads finish together
     (a batch of 4 MiB chunks takes a few ms), coarse enough that taking one costs nothing
     next to its items; fewer than ``min_parallel`` items, or items of fewer than
-    :data:`MIN_PARALLEL_ITEM_BYTES` each (``item_bytes``, when the caller knows it), run
+    ``min_item_bytes`` each (``item_bytes``, when the caller knows it; reads
+    :data:`MIN_PARALLEL_ITEM_BYTES`, writes :data:`MIN_PARALLEL_WRITE_ITEM_BYTES`), run
     serially."""
     n_threads = thread_count(threads)
     if (n_threads == 1 or len(items) < min_parallel
-            or (item_bytes is not None and item_bytes < MIN_PARALLEL_ITEM_BYTES)):
+            or (item_bytes is not None and item_bytes < min_item_bytes)):
         return [fn(item) for item in items]
     limit = _CPUS if threads is None else n_threads
     before = _claim(1)

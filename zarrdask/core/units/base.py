@@ -22,7 +22,7 @@ from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_
 from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read
 from ...storage.base import ByteRange, Store, join_path
 from ..cache import ArrayCache, ArrayKey, forget
-from ..executor import run_all
+from ..executor import MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
 from ..output import output_array
 from ..progress import ProgressBar, counted
 from .checksums import carries_checksum
@@ -81,6 +81,15 @@ class ChunkSource(ABC):
         """A whole unit's decoded bytes (the first unit's, on a rectilinear grid): what the
         executor weighs against spreading units over threads."""
         return math.prod(self.spec.shape) * self.spec.dtype.dtype.itemsize
+
+    @property
+    def _write_item_bytes(self) -> int:
+        """The decoded bytes of what a write encodes as one item: an inner chunk when
+        sharded, else a unit (the first one's, on a rectilinear grid)."""
+        sizes = [n for n in self.read_shape if isinstance(n, int)]
+        if len(sizes) != len(self.read_shape):  # a rectilinear grid's extents per dimension
+            sizes = list(self.spec.shape)
+        return math.prod(sizes) * self.spec.dtype.dtype.itemsize
 
     def _pipeline_at(self, coords: tuple[int, ...]) -> ChunkPipeline:
         return self.pipelines(stored_shape(self.grid, coords))
@@ -210,11 +219,12 @@ class ChunkSource(ABC):
     def _encode_all(self, encode: Callable[[T], None], items: Sequence[T]) -> None:
         """``encode`` (and put) every chunk of a write (the one executor), counted on a bar
         when asked."""
+        size = {"item_bytes": self._write_item_bytes, "min_item_bytes": MIN_PARALLEL_WRITE_ITEM_BYTES}
         if not self.options.progress:
-            run_all(encode, items, self.options.threads)
+            run_all(encode, items, self.options.threads, **size)
             return
         with ProgressBar(len(items), f"write {self.path or '/'}") as bar:
-            run_all(counted(encode, bar), items, self.options.threads)
+            run_all(counted(encode, bar), items, self.options.threads, **size)
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         keys = [self.key(c) for c in coords]
