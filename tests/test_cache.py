@@ -370,7 +370,7 @@ def test_a_held_shard_is_decoded_into_by_one_read_at_a_time():
     from zarrdask.plan.fetch_plan import ChunkPlacement
 
     chunks = [ChunkPlacement((i,), i, None, None) for i in range(4)]
-    shard = HeldShard((4,), np.dtype("f8"), 4, 4)
+    shard = HeldShard((4,), (1,), np.dtype("f8"), 4, 4)
     assert shard.claim(chunks[:2]) == ([0, 1], [])
     assert shard.claim(chunks) == ([2, 3], [0, 1])
     shard.settle([2, 3], True)

@@ -1,19 +1,21 @@
-"""A shard held in the decoded-chunk cache: one array, the shard in the array's axis order
-clipped at the array's edge, that its inner chunks are decoded into as reads need them.
+"""A shard held in the decoded-chunk cache: its inner chunks side by side in one array,
+each decoded straight into its slot as reads need it.
 
-Held this way, any part of a shard whose chunks are all in is one copy out of one array
-(a box copy, rows as long as the shard's), where chunks held one by one cost a copy per
-chunk with rows as short as a chunk's. Each inner chunk has a state: absent, being decoded
-(claimed by one read, which alone writes its region), or in. A read claims the absent
-chunks it needs, decodes them into their regions, and settles them: in, unless a write
-through zarrdask came after the read's fetch began (then absent again; the write has
-dropped the shard from the pool anyway). A read that needs a chunk another read is
-decoding waits for it after settling its own claims, so two reads never wait on each
-other.
+The array is ``(*grid, *chunk)``: the shard's inner chunks inside the array along each
+array axis, then one decoded inner chunk (the sharding codec's axis order), so a chunk is
+decoded into its slot with no copy, and any box of the shard is copied out through views
+that pair each grid axis with its chunk axis: one copy per run of whole chunks and per cut
+chunk along each axis, not one per chunk. Each inner chunk has a state: absent, being
+decoded (claimed by one read, which alone writes its slot), or in. A read claims the
+absent chunks it needs, decodes them, and settles them: in, unless a write through zarrdask
+came after the read's fetch began (then absent again; the write has dropped the shard from
+the pool anyway). A read that needs a chunk another read is decoding waits for it after
+settling its own claims, so two reads never wait on each other.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Sequence
 
@@ -28,14 +30,20 @@ _ABSENT, _DECODING, _IN = 0, 1, 2
 
 
 class HeldShard:
-    """The array a shard's inner chunks are decoded into (``data``, writable only by the read
-    that claimed a region) and each chunk's state, by its position in the shard index."""
+    """The array a shard's inner chunks are decoded into (``data``; ``slots`` the same as a
+    stack of chunks; a slot written only by the read that claimed it) and each chunk's
+    state, by its position in the shard index."""
 
-    __slots__ = ("data", "nbytes", "_state", "_in", "_inside", "_cond")
+    __slots__ = ("data", "slots", "strides", "nbytes", "_state", "_in", "_inside", "_cond")
 
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, positions: int, inside: int) -> None:
-        """``positions``: the shard index's entries; ``inside``: the chunks inside the array."""
-        self.data = held_array(shape, dtype)
+    def __init__(self, grid: tuple[int, ...], chunk: tuple[int, ...], dtype: np.dtype, positions: int,
+                 inside: int) -> None:
+        """``grid``: the inner chunks inside the array along each of its axes; ``chunk``: an
+        inner chunk's decoded shape; ``positions``: the shard index's entries; ``inside``:
+        the chunks inside the array (``prod(grid)``)."""
+        self.data = held_array((*grid, *chunk), dtype)
+        self.slots = self.data.reshape(-1, *chunk)  # (a view: one slot per chunk, C order over the grid)
+        self.strides = tuple(math.prod(grid[d + 1:]) for d in range(len(grid)))  # (a chunk's slot: coords . strides)
         self.nbytes = self.data.nbytes + positions
         self._state = bytearray(positions)
         self._in = 0

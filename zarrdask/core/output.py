@@ -134,15 +134,14 @@ HUGEPAGE_HINT_BYTES = 4 << 20
 def held_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised array to be held for long (a decoded-chunk cache entry): from
     :data:`HUGEPAGE_HINT_BYTES` on, a mapping of its own without numpy's huge-page advice
-    (its page faults may wait for compaction), its pages mapped in one call; smaller ones
-    (and object arrays) are ``np.empty``, so that a large cache of small entries does not
-    make a mapping each."""
+    (its page faults may wait for compaction), its pages mapped as they are first written
+    (a held shard filled chunk by chunk maps only what it holds); smaller ones (and object
+    arrays) are ``np.empty``, so that a large cache of small entries does not make a
+    mapping each."""
     nbytes = math.prod(shape) * dtype.itemsize
     if not _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES):
         return np.empty(shape, dtype=dtype)
-    array = _mapping(nbytes)
-    prefault(array)
-    return array.view(dtype).reshape(shape)
+    return _mapping(nbytes).view(dtype).reshape(shape)
 
 
 def _mapped(nbytes: int, dtype: np.dtype, threshold: int) -> bool:

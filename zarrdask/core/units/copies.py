@@ -3,6 +3,7 @@ one per held chunk, or a held shard's part in slabs, spread over the threads whe
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -43,19 +44,70 @@ def place_copies(hits: Sequence[Copy], threads: int | None, nbytes: int) -> None
     run_all(place, hits, threads, min_parallel=2)
 
 
-def held_copies(unit: UnitRead, target: np.ndarray, shard: np.ndarray) -> list[Copy]:
-    """The copies of ``unit``'s part out of its held shard: slabs along the first axis
-    (for several threads) when the part is a box of slices, else one copy."""
+class _Segment(NamedTuple):
+    """Along one axis, a part of a box in a held shard: chunks ``g0:g1``, rows ``c0:c1`` of
+    each, landing at ``at`` in the unit's part."""
+
+    g0: int
+    g1: int
+    c0: int
+    c1: int
+    at: int
+
+
+def _segments(start: int, stop: int, size: int) -> list[_Segment]:
+    """``start:stop`` of one axis cut into cut chunks and runs of whole chunks of ``size``."""
+    segments = []
+    at = 0
+    while start < stop:
+        g, r = divmod(start, size)
+        if r == 0 and stop - start >= size:
+            k = (stop - start) // size
+            segments.append(_Segment(g, g + k, 0, size, at))
+            step = k * size
+        else:
+            end = min(stop, (g + 1) * size)
+            segments.append(_Segment(g, g + 1, r, end - g * size, at))
+            step = end - start
+        start += step
+        at += step
+    return segments
+
+
+#: a copy between two arrays shaped alike: ``target[...] = source[...]``
+_ALL = ChunkPlacement((), -1, Ellipsis, Ellipsis)
+
+
+def held_copies(unit: UnitRead, target: np.ndarray, data: np.ndarray, inverse: Sequence[int]) -> list[Copy]:
+    """The copies of ``unit``'s part out of its held shard ``data`` (``(*grid, *chunk)``:
+    the grid in the array's axis order, each chunk in the sharding codec's; ``inverse[d]``
+    is the chunk axis that is the array's axis ``d``). A box of unit-step slices is one
+    copy per combination of segments (``_segments``), through views that pair each grid
+    axis with its chunk axis, large ones in slabs for the threads; any other selection
+    goes chunk by chunk."""
+    n = len(inverse)
     index = unit.index
-    first = index[0] if isinstance(index, tuple) and index else None
-    if (not isinstance(first, slice) or target.nbytes < 2 * _HIT_SLAB_BYTES or target.ndim == 0
-            or not all(isinstance(d, slice) for d in index)):
-        return [Copy(target, ChunkPlacement((), -1, Ellipsis, index), shard)]
-    rows = range(*first.indices(shard.shape[0]))
-    step = max(1, _HIT_SLAB_BYTES * len(rows) // target.nbytes)
-    copies = []
-    for a in range(0, len(rows), step):
-        part = rows[a: a + step]
-        copies.append(Copy(target[a: a + step], ChunkPlacement((), -1, Ellipsis, (
-            slice(part.start, part.stop, part.step), *index[1:])), shard))
+    if not (isinstance(index, tuple) and len(index) == n
+            and all(isinstance(d, slice) and d.step == 1 for d in index)):
+        return [Copy(target, p, data[p.coords].transpose(inverse)) for p in unit.chunks]
+    paired = data.transpose([a for d in range(n) for a in (d, n + inverse[d])])  # (g0, c0, g1, c1, ...)
+    copies: list[Copy] = []
+    for combo in itertools.product(*(_segments(d.start, d.stop, paired.shape[2 * k + 1])
+                                     for k, d in enumerate(index))):
+        source = paired[tuple(s for seg in combo for s in (slice(seg.g0, seg.g1), slice(seg.c0, seg.c1)))]
+        out = target[tuple(slice(seg.at, seg.at + (seg.g1 - seg.g0) * (seg.c1 - seg.c0)) for seg in combo)].view()
+        out.shape = source.shape  # (splitting each axis in two: always a view)
+        copies.extend(_slabs(out, source))
     return copies
+
+
+def _slabs(out: np.ndarray, source: np.ndarray) -> list[Copy]:
+    """One copy, or slabs of it along its first axis longer than 1 when it is large."""
+    if out.nbytes < 2 * _HIT_SLAB_BYTES:
+        return [Copy(out, _ALL, source)]
+    axis = next((a for a, n in enumerate(out.shape) if n > 1), 0)
+    length = out.shape[axis]
+    pieces = min(length, -(-out.nbytes // _HIT_SLAB_BYTES))
+    lead = (slice(None),) * axis
+    bounds = [length * i // pieces for i in range(pieces + 1)]
+    return [Copy(out[(*lead, slice(a, b))], _ALL, source[(*lead, slice(a, b))]) for a, b in zip(bounds, bounds[1:])]

@@ -42,6 +42,10 @@ from .shard_indexes import IndexCache
 __all__ = ["ShardedChunkSource"]
 
 
+#: inner chunks decoded into a held shard per call (a batch is one task for the threads)
+_FILL_BATCH = 8
+
+
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
     """The sharding codec a chain of this kind declares (typed there as its base class)."""
     codec = pipeline.sharding
@@ -213,22 +217,20 @@ class ShardedChunkSource(ChunkSource):
         waiting = list(range(len(units)))
         misses = 0
         while waiting:  # (chunks another read was decoding and gave up are claimed again)
-            fills: list[UnitRead] = []
-            into: list[np.ndarray] = []
+            fills: list[tuple[UnitRead, HeldShard, list[int]]] = []
             claimed: list[tuple[HeldShard, list[int]]] = []
             busy: list[tuple[int, list[int]]] = []
             for i in waiting:
                 mine, others = shards[i].claim(units[i].chunks)
                 if mine:
-                    fills.append(self._fill(units[i], mine))
-                    into.append(shards[i].data)
+                    fills.append((units[i], shards[i], mine))
                     claimed.append((shards[i], mine))
                     misses += len(mine)
                 if others:
                     busy.append((i, others))
             try:
                 if fills:
-                    self._read_units(fills, into)
+                    self._fill_held(fills)
             except BaseException:
                 for shard, mine in claimed:
                     shard.settle(mine, False)
@@ -238,24 +240,55 @@ class ShardedChunkSource(ChunkSource):
                 shard.settle(mine, kept)
             waiting = [i for i, others in busy if shards[i].wait(others)]
         cache.tally(sum(len(u.chunks) for u in units) - misses, misses)
-        copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data)]
+        copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data,
+                                                                                       self._inverse)]
         place_copies(copies, self.options.threads, self._placed_bytes(units))
 
     def _new_held(self, unit: UnitRead) -> HeldShard:
         """An empty held shard for ``unit``'s shard."""
-        return HeldShard(unit.extent, self.spec.dtype.dtype, math.prod(self._codec_at(unit.coords).grid_shape),
-                         len(self._placements_at(unit.coords, unit.extent)))
+        grid = tuple(-(-e // c) for e, c in zip(unit.extent, self.inner_shape))
+        return HeldShard(grid, self.inner.spec.shape, self.spec.dtype.dtype,
+                         math.prod(self._codec_at(unit.coords).grid_shape), math.prod(grid))
 
-    def _fill(self, unit: UnitRead, positions: list[int]) -> UnitRead:
-        """The read that decodes the inner chunks at ``positions`` of ``unit``'s shard into
-        its held array: all of them as a block (one GET, the slab path), else those chunks
-        fetched as the unit's plan says."""
-        placements = self._placements_at(unit.coords, unit.extent)
-        if len(positions) == len(placements):
-            return UnitRead(unit.key, unit.coords, None, unit.extent, whole=True, chunks=tuple(placements.values()),
-                            block=True, extent=unit.extent)
-        return UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole,
-                        chunks=[placements[p] for p in positions], extent=unit.extent)
+    def _fill_held(self, fills: list[tuple[UnitRead, HeldShard, list[int]]]) -> None:
+        """Decode the inner chunks at the claimed positions of each shard straight into its
+        held shard's slots: fetched as the unit's plan says (a shard wanted whole, or read
+        whole by the plan, with one GET), then decoded in batches on the threads."""
+        reads = []
+        for unit, _, positions in fills:
+            placements = self._placements_at(unit.coords, unit.extent)
+            every = len(positions) == len(placements)
+            reads.append(UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole or every,
+                                  chunks=[placements[p] for p in positions], extent=unit.extent))
+        gets = [i for i, r in enumerate(reads) if r.whole]
+        ranged = [i for i, r in enumerate(reads) if not r.whole]
+        jobs = self._whole_jobs([reads[i] for i in gets], [fills[i][1].slots for i in gets])
+        if ranged:
+            jobs += self._fetch_ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
+        batches: list[tuple[HeldShard, list[_InnerJob]]] = []
+        at = 0
+        for i in gets + ranged:  # (jobs come unit by unit, in this order)
+            count = len(reads[i].chunks)
+            batches.extend((fills[i][1], jobs[k: min(k + _FILL_BATCH, at + count)])
+                           for k in range(at, at + count, _FILL_BATCH))
+            at += count
+        run_all(self._decode_slots, batches, self.options.threads, min_parallel=2)
+
+    def _decode_slots(self, batch: tuple[HeldShard, list[_InnerJob]]) -> None:
+        """Decode fetched inner chunks of one shard into their slots of its held shard (fill
+        values, or an error, for those absent from the shard)."""
+        shard, jobs = batch
+        slots = [sum(c * n for c, n in zip(job.placement.coords, shard.strides)) for job in jobs]
+        present = [k for k, job in enumerate(jobs) if job.data is not None]
+        for k, job in enumerate(jobs):
+            if job.data is None:
+                self._missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
+        try:
+            self.inner.decode_into([cast(Buffer, jobs[k].data) for k in present], shard.slots,
+                                   [slots[k] for k in present])
+        except CodecError as exc:
+            failed = None if exc.item is None else jobs[present[exc.item]].placement.coords
+            raise with_key(exc, jobs[0].key, failed) from exc
 
     def _placements_at(self, coords: tuple[int, ...], extent: tuple[int, ...]) -> dict[int, ChunkPlacement]:
         """Every inner chunk inside the array of the shard at ``coords`` (its extent
