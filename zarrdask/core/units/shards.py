@@ -147,18 +147,6 @@ class ShardedChunkSource(ChunkSource):
         """An inner chunk as the array sees it (a view when transposed back)."""
         return self.inner.decode(data).transpose(self._inverse)
 
-    def _place_inner(self, data: bytes | memoryview, target: np.ndarray, placement: ChunkPlacement) -> None:
-        """Decode an inner chunk and copy its part into ``target``: through a reused scratch
-        buffer where the codecs decode into one (a fresh array per chunk costs the
-        allocator's page faults again and again on the pool's threads), else decoded anew."""
-        inner = self.inner
-        if not inner.decodes_into:
-            target[placement.out_index] = self._decode_inner(data)[placement.chunk_index]
-            return
-        with scratch((1, *inner.spec.shape), self.spec.dtype.dtype) as buffer:
-            inner.decode_into([data], buffer)
-            target[placement.out_index] = buffer[0].transpose(self._inverse)[placement.chunk_index]
-
     def _encode_inner(self, chunk: np.ndarray) -> bytes:
         return self.inner.encode(chunk.transpose(self._perm))
 
@@ -390,6 +378,7 @@ class ShardedChunkSource(ChunkSource):
         if unit.block:
             self._decode_block(unit, codec, index, view, target, threads)
             return
+        decode = self._decode_inner
         locate = index.locate
 
         def place(item: ChunkPlacement) -> None:
@@ -398,9 +387,10 @@ class ShardedChunkSource(ChunkSource):
                 self._missing(f"shard {key}, inner chunk {item.coords}", target, item.out_index)
                 return
             try:
-                self._place_inner(view[where[0]: where[1]], target, item)
+                chunk = decode(view[where[0]: where[1]])
             except CodecError as exc:
                 raise with_key(exc, key, item.coords) from exc
+            target[item.out_index] = chunk[item.chunk_index]
 
         run_all(place, unit.chunks, threads)
 
@@ -508,10 +498,7 @@ class ShardedChunkSource(ChunkSource):
             self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
             return
         try:
-            if decode is None:
-                self._place_inner(job.data, job.target, placement)
-                return
-            chunk = decode(job, job.data)
+            chunk = self._decode_inner(job.data) if decode is None else decode(job, job.data)
         except CodecError as exc:
             raise with_key(exc, job.key, placement.coords) from exc
         job.target[placement.out_index] = chunk[placement.chunk_index]
