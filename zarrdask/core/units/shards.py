@@ -189,12 +189,11 @@ class ShardedChunkSource(ChunkSource):
 
     def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], found: list[HeldShard | None],
                    cache: ArrayCache, ticket: int) -> None:
-        """Read through shards held whole (``core/held_shard.py``; ``found``: those held, None
-        for the rest, made here): the inner chunks missing from them are read as without a
-        cache, straight into the held arrays (a shard missing whole through the batched slab
-        path), then each unit's part is copied out of its held shard, one copy cut in slabs
-        along the first axis for the threads. ``ticket``: the pool's clock before ``found``
-        was looked up."""
+        """Read through held shards (``core/held_shard.py``; ``found``: those held, None for
+        the rest, made here): the inner chunks missing from them are claimed, decoded into
+        their slots (``_fill_held``) and settled, then each unit's part is copied out of its
+        held shard (``copies.held_copies``). ``ticket``: the pool's clock before ``found`` was
+        looked up."""
         new = [i for i, shard in enumerate(found) if shard is None]
         if new:  # (their memory is mapped in one call each, on both threads: faults would contend)
             for i, shard in zip(new, run_all(self._new_held, [units[i] for i in new], self.options.threads,
