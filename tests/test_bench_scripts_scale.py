@@ -116,3 +116,31 @@ def test_the_tiny_shard_benchmark_times_every_reader(tmp_path) -> None:
     times = bench_tiny.run(4, 1, str(tmp_path))  # (each read is compared with the data inside)
     assert {"write, 1 thread", "read, 1 thread", "write, 2 threads", "read, 2 threads"} <= set(times)
     assert all(len(v) == 1 and v[0] > 0 for v in times.values())
+
+
+def test_the_copy_floor_benchmark_copies_what_a_cached_read_returns(tmp_path) -> None:
+    """bench_copy_floor.py's numpy pass assembles the same slabs a read returns (the last
+    slab compared) and the script runs end to end on a small array."""
+    import bench_copy_floor
+
+    times = bench_copy_floor.main(["--size-mib", "4", "--repeat", "1", "--step", "3", "--data-dir", str(tmp_path)])
+    assert all(len(ts) == 1 for ts in times.values())
+    from bench_cache import climate_array, geometry
+    from harness import make_data
+
+    shape, layout = geometry(4)
+    data = make_data(shape)
+    path = climate_array(data, layout, str(tmp_path))
+    shard_shape = tuple(layout.shards)
+    grid = [-(-n // s) for n, s in zip(shape, shard_shape)]
+    shards = {}
+    for c in np.ndindex(*grid):
+        shard = np.zeros(shard_shape, np.float32)
+        part = data[tuple(slice(i * s, (i + 1) * s) for i, s in zip(c, shard_shape))]
+        shard[tuple(slice(0, n) for n in part.shape)] = part
+        shards[c] = shard
+    results = [np.zeros((3, *shape[1:]), np.float32) for _ in range(2)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    bench_copy_floor.copy_pass(shards, results, 3, shard_shape, 3, ThreadPoolExecutor(2))
+    np.testing.assert_array_equal(results[0], zarrdask.open_array(path)[0:3])
