@@ -52,8 +52,8 @@ CONFIG_KEY = "zarrdask.cache-bytes"
 ArrayKey = tuple[object, str]
 #: one entry: (store identity, chunk path, stored key, metadata token, position in the stored value)
 EntryKey = tuple[object, str, str, str, int]
-#: the position of a held shard's entry (a HeldShard: the array's axis order, clipped at
-#: the array's edge; inner chunks' entries keep the sharding codec's order)
+#: the position of a held shard's entry (a HeldShard: its inner chunks side by side;
+#: inner chunks' own entries keep the sharding codec's axis order)
 WHOLE = -1
 #: what an entry holds: a decoded chunk, or a shard its chunks are decoded into
 Entry = np.ndarray | HeldShard

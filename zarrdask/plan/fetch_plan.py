@@ -55,8 +55,8 @@ class UnitRead(NamedTuple):
     ``shape`` that part's shape. ``block``: the selection covers the whole shard, so its
     chunks (every one inside the array) may be decoded side by side and placed as one block.
     For shards, ``extent`` is the shard's extent inside the array and ``index`` the unit's
-    part as a numpy index of the shard (what a decoded-chunk cache holding whole shards
-    copies out)."""
+    part as slices of the shard when it is a box of slices (None otherwise): what a
+    decoded-chunk cache holding whole shards copies out."""
 
     key: str
     coords: tuple[int, ...]
@@ -129,7 +129,7 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
         block = p.full and is_view(p.out_index)
         units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=whole,
                               chunks=_placements(p, layout, block, seen), block=block, extent=p.extent,
-                              index=p.chunk_index))
+                              index=p.local if not p.points and is_view(p.local) else None))
     return ReadPlan(tuple(units))
 
 

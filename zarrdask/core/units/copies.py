@@ -84,11 +84,10 @@ def held_copies(unit: UnitRead, target: np.ndarray, data: np.ndarray, inverse: S
     is the chunk axis that is the array's axis ``d``). A box of unit-step slices is one
     copy per combination of segments (``_segments``), through views that pair each grid
     axis with its chunk axis, large ones in slabs for the threads; any other selection
-    goes chunk by chunk."""
+    (``unit.index`` None, or strided) goes chunk by chunk."""
     n = len(inverse)
     index = unit.index
-    if not (isinstance(index, tuple) and len(index) == n
-            and all(isinstance(d, slice) and d.step == 1 for d in index)):
+    if index is None or any(d.step != 1 for d in index):
         return [Copy(target, p, data[p.coords].transpose(inverse)) for p in unit.chunks]
     paired = data.transpose([a for d in range(n) for a in (d, n + inverse[d])])  # (g0, c0, g1, c1, ...)
     copies: list[Copy] = []

@@ -42,6 +42,8 @@ from .shard_indexes import IndexCache
 __all__ = ["ShardedChunkSource"]
 
 
+#: a shard is held as one array once a read wants 1 / _HELD_FROM of its inner chunks
+_HELD_FROM = 4
 #: inner chunks decoded into a held shard per call (a batch is one task for the threads)
 _FILL_BATCH = 8
 
@@ -178,8 +180,8 @@ class ShardedChunkSource(ChunkSource):
         held: dict[int, HeldShard | None] = {}
         for i, shard in zip(small, cache.get_shards([units[i].key for i in small])):
             unit = units[i]
-            if shard is not None or unit.block or 4 * len(unit.chunks) >= len(self._placements_at(unit.coords,
-                                                                                                  unit.extent)):
+            inside = len(self._placements_at(unit.coords, unit.extent))
+            if shard is not None or unit.block or _HELD_FROM * len(unit.chunks) >= inside:
                 held[i] = shard
         if len(held) < len(units):
             rest = [i for i in range(len(units)) if i not in held]
