@@ -37,6 +37,14 @@ _ERRORS = (
 )
 
 
+class _Server(ThreadingHTTPServer):
+    """A listen backlog as deep as a real server's: with the standard library's 5, a client
+    opening a few dozen connections at once has SYNs dropped, and each waits out TCP's
+    one-second retransmission timeout (a read stalled for ~1 s)."""
+
+    request_queue_size = 1024
+
+
 class LoopbackServer:
     """See the module docstring. ``url`` is ``http://127.0.0.1:<port>``."""
 
@@ -56,6 +64,9 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # a response's headers and body go out in separate writes: with Nagle's algorithm
+            # the body waits for the client's delayed ACK of the headers (~40 ms on Linux)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -65,7 +76,7 @@ class LoopbackServer:
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _any
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
