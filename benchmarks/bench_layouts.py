@@ -2,7 +2,7 @@
 """Scenario 'layouts' (issue 25): the read path at the limit, on three layouts, every peer in one run.
 
     python benchmarks/bench_layouts.py [--size-mib 512] [--repeat 5] [--layouts unsharded,big-inner,small-inner]
-                                       [--workloads dask-sum,dask-mean,read,write,dask-write,cluster]
+                                       [--workloads dask-sum,dask-mean,read,write,dask-write,windows,group-open,cluster]
                                        [--cluster-shards 1024] [--json F] [--idle-wait 10] [--data-dir DIR]
     python benchmarks/run.py layouts [--repeat 5] ...
 
@@ -24,6 +24,13 @@ unit" = the shard, or the chunk when unsharded:
   write       create + write the whole numpy array into an emptied directory (libs adapters)
   dask-write  zarrdask.to_zarr / dask.array.to_zarr (zarr-python, and with the zarrs pipeline) /
               da.store into TensorStore, from da.from_array(data, chunks=grid unit)
+  windows     200 random 1 x 64 x 64 windows at unaligned offsets (bench_sharding's), median
+              latency per read; cold: the array opened anew (untimed) before each read, so
+              every read fetches its shard's index; warm: one open, the windows read once
+              untimed first
+group-open (once): open a consolidated group of 50 small arrays and each array's shape
+(zarrdask.open_group, zarr.open_group(use_consolidated=True); TensorStore has no group:
+it opens each array).
 Dask runs the threaded scheduler with its default worker count. Sums and means are checked
 against numpy's, reads bit for bit, and every write repetition is read back and compared
 (all untimed).
@@ -59,7 +66,7 @@ import harness  # noqa: E402
 import reference  # noqa: E402
 from harness import (  # noqa: E402
     TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Cell, Geometry, Row, Scenario, Task, compare, environment,
-    fmt_time, make_data, measure_many, render_scenario, rmtree,
+    fmt_time, make_data, measure_many, random_windows, render_scenario, rmtree,
 )
 from harness import _short  # noqa: E402 - the table's short library names (zd, zp, zs, ts)
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec  # noqa: E402
@@ -70,7 +77,9 @@ LAYOUTS = {
     "big-inner": Layout((16, 256, 256), (32, 512, 512)),
     "small-inner": Layout((4, 64, 64), (16, 512, 512)),
 }
-WORKLOADS = ("dask-sum", "dask-mean", "read", "write", "dask-write", "cluster")
+WORKLOADS = ("dask-sum", "dask-mean", "read", "write", "dask-write", "windows", "group-open", "cluster")
+N_WINDOWS = 200
+GROUP_ARRAYS = 50
 IN_MEMORY = "in-memory"  # the cluster row's third cell: blocks persisted on the workers
 CLUSTER_SHARD = (64, 64)  # float32: 16 KiB
 CLUSTER_INNER = (16, 64)
@@ -156,6 +165,54 @@ def dask_read_row(case: str, path: str, grid, reduce, check, nbytes: int, repeat
     tasks = {lib: Task(lambda make=make: reduce(make()).compute(), check=check)
              for lib, make in dask_readers(path, grid).items()}
     return Row(case, measure_many(case, tasks, repeat), nbytes=nbytes)
+
+
+def window_row(case: str, path: str, geom: Geometry, data: np.ndarray, cold: bool, repeat: int) -> Row:
+    """bench_sharding's window reads on ``path`` by every library, interleaved."""
+    from bench_sharding import window_task
+
+    windows = random_windows(geom, N_WINDOWS)
+    tasks = {lib: window_task(LIB_OBJECTS[lib], path, windows, cold, data) for lib in LIB_OBJECTS}
+    return Row(case, measure_many(case, tasks, repeat))
+
+
+def group_open_row(data_dir: str, repeat: int) -> Row:
+    """Open a consolidated group of ``GROUP_ARRAYS`` small arrays and every array's shape."""
+    import tensorstore as ts
+    import zarr
+
+    import zarrdask
+
+    path = os.path.join(data_dir, "layouts_group.zarr")
+    rmtree(path)
+    g = zarrdask.create_group(path)
+    for i in range(GROUP_ARRAYS):
+        g.create_array(f"v{i}", shape=(10, 20), dtype="f4", chunks=(10, 20), attributes={"units": "K", "i": i})
+    zarrdask.consolidate_metadata(path)
+    names = [f"v{i}" for i in range(GROUP_ARRAYS)]
+    expected = [(10, 20)] * GROUP_ARRAYS
+
+    def zarrdask_open():
+        g = zarrdask.open_group(path)
+        return [g[n].shape for n in names]
+
+    def zarr_python_open():
+        g = zarr.open_group(path, mode="r", use_consolidated=True)
+        return [g[n].shape for n in names]
+
+    def tensorstore_open():
+        return [tuple(ts.open(ts_spec(os.path.join(path, n)), read=True).result().shape) for n in names]
+
+    def check(shapes):
+        return None if [tuple(s) for s in shapes] == expected else f"shapes {shapes[:3]}..., not {expected[0]}"
+
+    case = f"group open ({GROUP_ARRAYS} arrays, consolidated)"
+    tasks = {ZARRDASK: Task(zarrdask_open, check=check), ZARR_PYTHON: Task(zarr_python_open, check=check),
+             TENSORSTORE: Task(tensorstore_open, check=check)}
+    try:
+        return Row(case, measure_many(case, tasks, max(repeat, 7)))
+    finally:
+        rmtree(path)
 
 
 # --------------------------------------------------------------------------- writes
@@ -316,7 +373,7 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
     data = make_data(geom.shape)
     total = float(data.sum(dtype=np.float64))
     mean0 = data.mean(axis=0, dtype=np.float64) if "dask-mean" in workloads else None
-    dask_rows, direct_rows, write_rows = [], [], []
+    dask_rows, direct_rows, write_rows, ts_rows = [], [], [], []
     with dask.config.set(scheduler="threads"):
         for name in layouts:
             layout = scaled(LAYOUTS[name], geom.shape)
@@ -345,7 +402,16 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
             if "dask-write" in workloads:
                 write_rows.append(dask_write_row(f"{label} dask write", data, layout, out, repeat))
                 sc.rows.append(write_rows[-1])
+            if "windows" in workloads:
+                for cold in (True, False):
+                    mode = "cold index" if cold else "warm index"
+                    ts_rows.append(window_row(f"{label} {N_WINDOWS} windows 1x64x64, {mode}", path, geom, data,
+                                              cold, repeat))
+                    sc.rows.append(ts_rows[-1])
             rmtree(out_dir)
+    if "group-open" in workloads:
+        ts_rows.append(group_open_row(data_dir, repeat))
+        sc.rows.append(ts_rows[-1])
     if "cluster" in workloads:
         n = cluster_shards or (1024 if geom.shape[1] >= 1024 else 64)
         row = cluster_row(n, data_dir, repeat)
@@ -362,10 +428,13 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
         sc.notes.append(best_peer_note(row, (ZARRS, TENSORSTORE)))
     for row in write_rows:
         sc.notes.append(best_peer_note(row, (ZARR_PYTHON, ZARRS, TENSORSTORE)))
+    for row in ts_rows:
+        sc.notes.append(best_peer_note(row, (TENSORSTORE,)))
     sc.notes.append(
         "targets (issue 25): dask rows >= 1.2x TensorStore and zarr-python+zarrs; read >= 1.1x the best of zarrs "
         "and TensorStore; writes >= 1.1x the best peer; zarrdask's dask spread <= 1.5x TensorStore's "
-        "(tensorstore's spread/zd's >= 0.67); cluster >= 1.2x zarr-python and within 1.5x of in-memory")
+        "(tensorstore's spread/zd's >= 0.67); unaligned windows >= 1.2x TensorStore; group open <= TensorStore's "
+        "time; cluster >= 1.2x zarr-python and within 1.5x of in-memory")
     sc.notes.append("grid unit = the shard (the chunk when unsharded); reads time open + read; writes time "
                     "create + write into an emptied directory; every write read back and compared, untimed")
     return sc

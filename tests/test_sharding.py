@@ -166,6 +166,23 @@ def test_truncated_shard_partial_read_names_inner_chunk():
         _read_fresh(store, slice(12, 16))
 
 
+def test_corrupt_inner_chunk_in_a_batch_names_its_shard_and_chunk():
+    """A partial read decodes the inner chunks of several shards in one batch: the error
+    names the shard and inner chunk that failed, not the batch's first."""
+    store = MemoryStore()
+    codecs = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [4], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"]}}]
+    a = zarrdask.create_array(store, shape=(32,), dtype="uint8", chunks=(16,), codecs=codecs)
+    a[...] = np.arange(1, 33, dtype="uint8")
+    raw = bytearray(store.get("c/1"))
+    raw[2 * 8 + 1] ^= 0xFF  # inner chunk (2,) of shard c/1: 4 values + 4 checksum bytes each
+    store.set("c/1", bytes(raw))
+    b = zarrdask.open_array(store)
+    np.testing.assert_array_equal(b[1:15], np.arange(2, 16, dtype="uint8"))  # shard c/0 only: intact
+    with pytest.raises(CorruptChunkError, match=r"c/1.*\(2,\)"):
+        b[1:31]
+
+
 def _stored_index(store) -> np.ndarray:
     """Shard c/0's index (4 entries at the end, no checksum), as a writable array."""
     return np.frombuffer(store.get("c/0")[-64:], dtype="<u8").copy().reshape(4, 2)

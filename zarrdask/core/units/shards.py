@@ -166,7 +166,32 @@ class ShardedChunkSource(ChunkSource):
             self._read_whole([units[i] for i in whole], [targets[i] for i in whole])
         ranged = [i for i, u in enumerate(units) if not u.whole]
         jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
-        run_all(self._decode_job, jobs, self.options.threads)
+        run_all(self._decode_placed, [jobs[k: k + _FILL_BATCH] for k in range(0, len(jobs), _FILL_BATCH)],
+                self.options.threads, min_parallel=2)
+
+    def _decode_placed(self, jobs: list[_InnerJob]) -> None:
+        """Decode a batch of fetched inner chunks with one call into a reused stack, then
+        copy each one's part into its place (fill values, or an error, for chunks absent
+        from their shard): the Python steps per chunk are one copy."""
+        present = []
+        for job in jobs:
+            if job.data is None:
+                self._missing(f"shard {job.key}, inner chunk {job.placement.coords}", job.target,
+                              job.placement.out_index)
+            else:
+                present.append(job)
+        if not present:
+            return
+        with scratch((len(present), *self.inner.spec.shape), self.spec.dtype.dtype) as stack:
+            try:
+                self.inner.decode_into([cast(Buffer, job.data) for job in present], stack)
+            except CodecError as exc:
+                failed = present[0] if exc.item is None else present[exc.item]
+                raise with_key(exc, failed.key, None if exc.item is None else failed.placement.coords) from exc
+            order = self._inverse
+            for job, chunk in zip(present, stack):
+                placement = job.placement
+                job.target[placement.out_index] = chunk.transpose(order)[placement.chunk_index]
 
     def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
         """Read through the decoded-chunk cache. A shard small beside the budget is held as one
@@ -490,16 +515,15 @@ class ShardedChunkSource(ChunkSource):
                 job.data = piece
         return jobs
 
-    def _decode_job(self, job: _InnerJob,
-                    decode: Callable[[_InnerJob, bytes | memoryview], np.ndarray] | None = None) -> None:
-        """Decode one fetched inner chunk into its place (``decode``: how, in the array's axis
-        order; default ``_decode_inner``; the cache's holds what it decodes)."""
+    def _decode_job(self, job: _InnerJob, decode: Callable[[_InnerJob, bytes | memoryview], np.ndarray]) -> None:
+        """Decode one fetched inner chunk with ``decode`` (into an array of its own, in the
+        array's axis order: the cache holds it) and copy its part into place."""
         placement = job.placement
         if job.data is None:
             self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
             return
         try:
-            chunk = self._decode_inner(job.data) if decode is None else decode(job, job.data)
+            chunk = decode(job, job.data)
         except CodecError as exc:
             raise with_key(exc, job.key, placement.coords) from exc
         job.target[placement.out_index] = chunk[placement.chunk_index]
