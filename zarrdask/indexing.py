@@ -83,6 +83,21 @@ def _slice_len(s: slice) -> int:
     return max(0, (s.stop - s.start + s.step - 1) // s.step)
 
 
+def c_order_stop(index: Any, shape: tuple[int, ...]) -> int | None:
+    """How many leading elements (in C order) of an array of ``shape`` hold every element
+    ``index`` selects, for an index of normalized slices (one per axis); None for any other
+    index (whole chunks, points, integer arrays)."""
+    if not isinstance(index, tuple) or len(index) != len(shape) or not all(isinstance(d, slice) for d in index):
+        return None
+    last = 0
+    for d, n in zip(index, shape):
+        count = _slice_len(d)
+        if count == 0:
+            return 0
+        last = last * n + d.start + (count - 1) * d.step
+    return last + 1
+
+
 @dataclass(frozen=True)
 class OrthogonalSelection:
     """Per-dimension selection: positive-step slices or int arrays (indices in order)."""

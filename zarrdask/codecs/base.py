@@ -146,6 +146,15 @@ class BytesBytesCodec(Codec):
             batch_item(i, check_decoded_size, self.name, decoded.nbytes, out.nbytes)
             out[:] = decoded
 
+    #: whether :meth:`decode_prefix_into` can ever decode less than a whole item
+    decodes_prefix: ClassVar[bool] = False
+
+    def decode_prefix_into(self, data: Buffer, out: memoryview, size: int) -> bool:
+        """Decode only the first ``len(out)`` bytes of an item that decodes to ``size``
+        bytes, into ``out``, each exactly as a whole decode gives it; False (``out``
+        untouched) where the format or this item does not allow stopping early."""
+        return False
+
     def encoded_size(self, size: int) -> int | None:
         """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""
         return None

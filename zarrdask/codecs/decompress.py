@@ -31,7 +31,8 @@ from ..errors import CorruptChunkError
 from .base import Frames, Slots
 from .zstd_frames import exact_frames
 
-__all__ = ["blosc", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into"]
+__all__ = ["blosc", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into",
+           "zstd_prefix_into"]
 
 Data = bytes | bytearray | memoryview
 #: decodes ``data[i]`` into ``outs[i]`` for every i (``zstd_into``, ``blosc_into``)
@@ -157,6 +158,29 @@ def _zstd_frame_into(data: Data, out: memoryview) -> None:
     if total != size or (claimed < 0 and stream.read(1)):
         raise CorruptChunkError(f"zstd: the data decodes to {'fewer' if total < size else 'more'} "
                                 f"than the chunk's {size} bytes")
+
+
+def zstd_prefix_into(data: Data, out: memoryview, size: int) -> bool:
+    """The first ``len(out)`` bytes of a frame that decodes to ``size`` bytes, into ``out``:
+    libzstd decodes block by block and stops after the block holding the last byte asked
+    for. False (nothing decoded) for a frame with a content checksum, which only a whole
+    decode can verify. The frame's size claim is checked as a whole decode checks it; what
+    lies past the bytes decoded (the frame's last blocks) is not looked at."""
+    try:
+        frame = zstandard.get_frame_parameters(data)
+        if frame.has_checksum:
+            return False
+        if frame.content_size != zstandard.CONTENTSIZE_UNKNOWN:
+            _claim("zstd", frame.content_size, size)
+        stream = _zstd_decompressor().stream_reader(data, read_across_frames=False)
+        total = stream.readinto(out)
+        while total < len(out) and (n := stream.readinto(out[total:])):
+            total += n
+    except zstandard.ZstdError as exc:
+        raise CorruptChunkError(f"zstd: cannot decompress ({exc})") from exc
+    if total != len(out):
+        raise CorruptChunkError(f"zstd: the data decodes to fewer than the chunk's {size} bytes")
+    return True
 
 
 def _zstd_stream(data: Data, expected: int | None) -> bytes:

@@ -21,7 +21,12 @@ from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec,
                    check_decoded_size, decode_each, slot_views)
 from .registry import get_codec_class, unknown_codec
 
-__all__ = ["CodecPipeline", "build_codecs"]
+__all__ = ["PREFIX_SKIP_BYTES", "CodecPipeline", "build_codecs"]
+
+#: a chunk is decoded only up to the values a read wants when that skips at least this
+#: much: zstd stops after the block holding the last byte asked for, and its blocks hold
+#: up to 128 KiB, so a shorter tail is often decoded anyway
+PREFIX_SKIP_BYTES = 128 << 10
 
 #: the sharding codec's name (``sharding.py`` builds pipelines: it is not imported here)
 _SHARDING = "sharding_indexed"
@@ -94,6 +99,9 @@ class CodecPipeline:
         #: decode_into writes straight into the chunk's memory (no copy): the codecs before the
         #: first bytes->bytes codec only view its bytes as the array
         self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
+        #: decode_into can stop early: the chunk's values in C order are the bytes of the one
+        #: bytes->bytes codec, which decodes a prefix alone (zstd, block by block)
+        self.decodes_prefix = self.decodes_into and len(bytes_bytes) == 1 and bytes_bytes[0].decodes_prefix
         self._sharding = array_bytes if array_bytes.name == _SHARDING else None
 
     @property
@@ -143,21 +151,46 @@ class CodecPipeline:
         return array
 
     def decode_into(self, data: Sequence[Buffer], out: np.ndarray[Any, Any],
-                    slots: Sequence[int] | None = None) -> None:
+                    slots: Sequence[int] | None = None, stops: Sequence[int | None] | None = None) -> None:
         """Decode stored chunks into the stack ``out`` (C-contiguous, ``(n, *spec.shape)`` of
         the spec's data type): ``data[i]`` into ``out[slots[i]]`` (default: in order).
         Straight into its memory when the chain allows (no array->array codec, an
         array->bytes codec that only views the bytes, a first bytes->bytes codec that can
         write into a buffer, as zstd does), else decoded and copied. One call per batch, so
         a shard's many small chunks cost few Python steps each; a failure names its chunk
-        as the error's ``item`` (a position in ``data``)."""
+        as the error's ``item`` (a position in ``data``). ``stops[i]``, when given and not
+        None: only the first ``stops[i]`` values (C order) of chunk ``i`` are wanted, and
+        where the chain can stop early (:attr:`decodes_prefix`) and that skips at least
+        :data:`PREFIX_SKIP_BYTES`, the rest of its slot is left as it was."""
         slots = range(len(data)) if slots is None else slots
+        if stops is not None and self.decodes_prefix:
+            whole = self._decode_prefixes(data, out, slots, stops)
+            if len(whole) < len(data):
+                try:
+                    self.decode_into([data[i] for i in whole], out, [slots[i] for i in whole])
+                except CodecError as exc:
+                    raise exc if exc.item is None else exc.at(whole[exc.item])
+                return
         if not self.decodes_into:
             decode_each(self.decode, data, out, slots)
             return
         if len(self.bytes_bytes) > 1:
             data = [batch_item(i, self.decode_bytes_stage, item, 1) for i, item in enumerate(data)]
         self.bytes_bytes[0].decode_into(data, slot_views(out, slots))
+
+    def _decode_prefixes(self, data: Sequence[Buffer], out: np.ndarray[Any, Any], slots: Sequence[int],
+                         stops: Sequence[int | None]) -> list[int]:
+        """Decode the chunks worth stopping early (see ``decode_into``); the positions of
+        the others, to be decoded whole."""
+        codec, memory = self.bytes_bytes[0], slot_views(out, slots)
+        itemsize = out.dtype.itemsize
+        whole = []
+        for i, stop in enumerate(stops):
+            if (stop is None or memory.size - stop * itemsize < PREFIX_SKIP_BYTES
+                    or not batch_item(i, codec.decode_prefix_into, data[i], memory[i][: stop * itemsize],
+                                      memory.size)):
+                whole.append(i)
+        return whole
 
     def decode_bytes_stage(self, data: Buffer, stop: int = 0) -> Buffer:
         """Undo the bytes->bytes codecs (the last ``stop`` left undone), each held to the

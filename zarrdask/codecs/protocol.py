@@ -47,9 +47,11 @@ class ChunkPipeline(Protocol):
         """Decode one stored value to an array of the spec's shape (may be read-only)."""
 
     def decode_into(self, data: Sequence[Buffer], out: np.ndarray[Any, Any],
-                    slots: Sequence[int] | None = None) -> None:
+                    slots: Sequence[int] | None = None, stops: Sequence[int | None] | None = None) -> None:
         """Decode a batch into the C-contiguous stack ``out``: ``data[i]`` into
-        ``out[slots[i]]`` (default: in order); a failure names its item."""
+        ``out[slots[i]]`` (default: in order); a failure names its item. ``stops[i]`` (not
+        None): only the first values of item ``i`` in C order up to it are wanted, and the
+        rest of its slot may be left undecoded."""
 
     def decode_bytes_stage(self, data: Buffer, stop: int = 0) -> Buffer:
         """Undo the bytes->bytes stages (the first ``stop`` of them left undone)."""

@@ -66,3 +66,8 @@ class ZstdCodec(BytesBytesCodec):
 
     def decode_into(self, data: Sequence[Buffer], outs: Sequence[memoryview]) -> None:
         decompress.zstd_into(data, outs)
+
+    decodes_prefix = True
+
+    def decode_prefix_into(self, data: Buffer, out: memoryview, size: int) -> bool:
+        return decompress.zstd_prefix_into(data, out, size)

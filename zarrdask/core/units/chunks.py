@@ -10,7 +10,7 @@ import numpy as np
 
 from ...codecs.protocol import ChunkPipeline
 from ...errors import CodecError
-from ...indexing import Selection
+from ...indexing import Selection, c_order_stop
 from ...metadata.grid import stored_shape
 from ...plan.fetch_plan import UnitRead
 from ..output import scratch
@@ -29,8 +29,9 @@ class PlainChunkSource(ChunkSource):
             self._missing(f"chunk {unit.key}", target, placement.out_index)
             return
         try:
-            with _decoded(self._pipeline_at(unit.coords), blob, stored_shape(self.grid, unit.coords),
-                          self.spec.dtype.dtype) as chunk:
+            shape = stored_shape(self.grid, unit.coords)
+            with _decoded(self._pipeline_at(unit.coords), blob, shape, self.spec.dtype.dtype,
+                          c_order_stop(placement.chunk_index, shape)) as chunk:
                 target[placement.out_index] = chunk[placement.chunk_index]
         except CodecError as exc:
             raise with_key(exc, unit.key) from exc
@@ -58,14 +59,16 @@ class PlainChunkSource(ChunkSource):
 
 
 @contextmanager
-def _decoded(pipeline: ChunkPipeline, blob: bytes, shape: tuple[int, ...], dtype: np.dtype) -> Iterator[np.ndarray]:
+def _decoded(pipeline: ChunkPipeline, blob: bytes, shape: tuple[int, ...], dtype: np.dtype,
+             stop: int | None) -> Iterator[np.ndarray]:
     """A stored chunk decoded, for the duration of the block: into a reused scratch buffer
     (its pages already mapped, where a fresh result of megabytes is paid for in page
     faults) when the chain can decode straight into memory, else as ``decode`` gives it
-    (then a buffer would only add a copy)."""
+    (then a buffer would only add a copy). ``stop``: only the first values (C order) up to
+    it are wanted (``decode_into`` may leave the rest undecoded)."""
     if not pipeline.decodes_into:
         yield pipeline.decode(blob)
         return
     with scratch((1, *shape), dtype) as chunk:
-        pipeline.decode_into([blob], chunk)
+        pipeline.decode_into([blob], chunk, stops=[stop])
         yield chunk[0, ...]  # (a 0-d view, not an element, for 0-d chunks)

@@ -23,7 +23,7 @@ from ...codecs.pipeline import CodecPipeline
 from ...codecs.protocol import ChunkPipeline
 from ...codecs.sharding import ShardIndex, ShardingCodec
 from ...errors import CodecError, CorruptChunkError
-from ...indexing import Projection, Selection
+from ...indexing import Projection, Selection, c_order_stop
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
 from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides, shard_placements
 from ...storage.base import Buffer, ByteRange, Store, Value
@@ -182,9 +182,11 @@ class ShardedChunkSource(ChunkSource):
                 present.append(job)
         if not present:
             return
-        with scratch((len(present), *self.inner.spec.shape), self.spec.dtype.dtype) as stack:
+        shape = self.inner.spec.shape
+        stops = None if self._permuted else [c_order_stop(job.placement.chunk_index, shape) for job in present]
+        with scratch((len(present), *shape), self.spec.dtype.dtype) as stack:
             try:
-                self.inner.decode_into([cast(Buffer, job.data) for job in present], stack)
+                self.inner.decode_into([cast(Buffer, job.data) for job in present], stack, stops=stops)
             except CodecError as exc:
                 failed = present[0] if exc.item is None else present[exc.item]
                 raise with_key(exc, failed.key, None if exc.item is None else failed.placement.coords) from exc
