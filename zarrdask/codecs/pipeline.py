@@ -100,8 +100,10 @@ class CodecPipeline:
         #: first bytes->bytes codec only view its bytes as the array
         self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
         #: decode_into can stop early: the chunk's values in C order are the bytes of the one
-        #: bytes->bytes codec, which decodes a prefix alone (zstd, block by block)
-        self.decodes_prefix = self.decodes_into and len(bytes_bytes) == 1 and bytes_bytes[0].decodes_prefix
+        #: bytes->bytes codec, which decodes a prefix alone (zstd, block by block), and a
+        #: chunk is large enough for a prefix to skip something
+        self.decodes_prefix = (self.decodes_into and len(bytes_bytes) == 1 and bytes_bytes[0].decodes_prefix
+                               and current.nbytes > PREFIX_SKIP_BYTES)
         self._sharding = array_bytes if array_bytes.name == _SHARDING else None
 
     @property

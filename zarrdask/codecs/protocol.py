@@ -23,9 +23,12 @@ __all__ = ["ChunkPipeline"]
 @runtime_checkable
 class ChunkPipeline(Protocol):
     """Encode/decode the stored bytes of one unit. ``decodes_into``: :meth:`decode_into`
-    writes straight into the stack's memory (no copy)."""
+    writes straight into the stack's memory (no copy); ``decodes_prefix``: it can stop
+    before a chunk's end."""
 
     decodes_into: bool
+    #: :meth:`decode_into` can leave the end of a chunk undecoded when ``stops`` says so
+    decodes_prefix: bool
 
     @property
     def sharding(self) -> ArrayBytesCodec | None:

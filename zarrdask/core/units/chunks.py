@@ -30,8 +30,9 @@ class PlainChunkSource(ChunkSource):
             return
         try:
             shape = stored_shape(self.grid, unit.coords)
-            with _decoded(self._pipeline_at(unit.coords), blob, shape, self.spec.dtype.dtype,
-                          c_order_stop(placement.chunk_index, shape)) as chunk:
+            pipeline = self._pipeline_at(unit.coords)
+            stop = c_order_stop(placement.chunk_index, shape) if pipeline.decodes_prefix else None
+            with _decoded(pipeline, blob, shape, self.spec.dtype.dtype, stop) as chunk:
                 target[placement.out_index] = chunk[placement.chunk_index]
         except CodecError as exc:
             raise with_key(exc, unit.key) from exc
@@ -70,5 +71,5 @@ def _decoded(pipeline: ChunkPipeline, blob: bytes, shape: tuple[int, ...], dtype
         yield pipeline.decode(blob)
         return
     with scratch((1, *shape), dtype) as chunk:
-        pipeline.decode_into([blob], chunk, stops=[stop])
+        pipeline.decode_into([blob], chunk, stops=None if stop is None else [stop])
         yield chunk[0, ...]  # (a 0-d view, not an element, for 0-d chunks)

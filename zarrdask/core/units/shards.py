@@ -183,7 +183,8 @@ class ShardedChunkSource(ChunkSource):
         if not present:
             return
         shape = self.inner.spec.shape
-        stops = None if self._permuted else [c_order_stop(job.placement.chunk_index, shape) for job in present]
+        stops = ([c_order_stop(job.placement.chunk_index, shape) for job in present]
+                 if self.inner.decodes_prefix and not self._permuted else None)
         with scratch((len(present), *shape), self.spec.dtype.dtype) as stack:
             try:
                 self.inner.decode_into([cast(Buffer, job.data) for job in present], stack, stops=stops)
