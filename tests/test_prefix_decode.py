@@ -103,3 +103,21 @@ def test_a_frame_claiming_another_size_is_refused_before_decoding():
 ])
 def test_c_order_stop(index, shape, stop):
     assert c_order_stop(index, shape) == stop
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("checksum", [False, True])
+def test_v2_zstd_chunks_written_by_zarr_python(tmp_path, prefixes, order, checksum):
+    """v2's numcodecs ``Zstd`` compressor decodes a prefix as the v3 codec does (C order;
+    F order is a transpose: whole chunks), written by zarr-python."""
+    zarr = pytest.importorskip("zarr", reason="zarr-python writes the v2 array (the test extra installs it)")
+    numcodecs = pytest.importorskip("numcodecs")
+    values = _values((128, 2048), 3)
+    path = str(tmp_path / "v2.zarr")
+    z = zarr.create_array(path, shape=values.shape, chunks=CHUNK, dtype="f4", zarr_format=2, order=order,
+                          compressors=numcodecs.Zstd(level=1, checksum=checksum))
+    z[...] = values
+    a = zarrdask.open_array(path)
+    for sel in [(slice(0, 2), slice(5, 100)), (slice(70, 71), slice(0, 2048)), (slice(1, 64, 7), slice(3, 9))]:
+        np.testing.assert_array_equal(a[sel], values[sel])
+    assert any(prefixes) == (order == "C" and not checksum)

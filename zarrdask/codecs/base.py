@@ -147,7 +147,7 @@ class BytesBytesCodec(Codec):
             out[:] = decoded
 
     #: whether :meth:`decode_prefix_into` can ever decode less than a whole item
-    decodes_prefix: ClassVar[bool] = False
+    decodes_prefix: bool = False
 
     def decode_prefix_into(self, data: Buffer, out: memoryview, size: int) -> bool:
         """Decode only the first ``len(out)`` bytes of an item that decodes to ``size``

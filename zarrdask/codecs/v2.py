@@ -158,7 +158,7 @@ class V2Serializer(ArrayBytesCodec):
 class V2Compressor(BytesBytesCodec):
     """A v2 ``compressor``: any numcodecs codec, its decoding held to the size the chain
     fixes where the format allows (``decompress.py``), straight into the caller's memory
-    for zstd and blosc."""
+    for zstd and blosc, and only as far as a read needs for zstd."""
 
     name = "v2 compressor"
 
@@ -166,6 +166,7 @@ class V2Compressor(BytesBytesCodec):
         self.impl = impl
         self._bounded = decompress.for_numcodecs(impl)
         self._into = decompress.into_for_numcodecs(impl)
+        self.decodes_prefix = getattr(impl, "codec_id", None) == "zstd"
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> V2Compressor:
@@ -190,6 +191,14 @@ class V2Compressor(BytesBytesCodec):
                 return self._bounded(data, expected)
             decoded: Buffer = self.impl.decode(data)
             return decoded
+
+    def decode_prefix_into(self, data: Buffer, out: memoryview, size: int) -> bool:
+        if not self.decodes_prefix:
+            return False
+        try:
+            return decompress.zstd_prefix_into(data, out, size)
+        except CorruptChunkError as exc:
+            raise type(exc)(f"v2 chunk cannot be decoded: {exc}") from None
 
     def decode_into(self, data: Sequence[Buffer], outs: Sequence[memoryview]) -> None:
         if self._into is None:
