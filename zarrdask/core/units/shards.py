@@ -44,8 +44,9 @@ __all__ = ["ShardedChunkSource"]
 
 #: a shard is held as one array once a read wants 1 / _HELD_FROM of its inner chunks
 _HELD_FROM = 4
-#: inner chunks decoded into a held shard per call (a batch is one task for the threads)
-_FILL_BATCH = 8
+#: inner chunks decoded per call, into a held shard or a partial read's stack (a batch is one
+#: task for the threads)
+_DECODE_BATCH = 8
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -166,7 +167,7 @@ class ShardedChunkSource(ChunkSource):
             self._read_whole([units[i] for i in whole], [targets[i] for i in whole])
         ranged = [i for i, u in enumerate(units) if not u.whole]
         jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
-        run_all(self._decode_placed, [jobs[k: k + _FILL_BATCH] for k in range(0, len(jobs), _FILL_BATCH)],
+        run_all(self._decode_placed, [jobs[k: k + _DECODE_BATCH] for k in range(0, len(jobs), _DECODE_BATCH)],
                 self.options.threads, min_parallel=2)
 
     def _decode_placed(self, jobs: list[_InnerJob]) -> None:
@@ -286,8 +287,8 @@ class ShardedChunkSource(ChunkSource):
         at = 0
         for i in gets + ranged:  # (jobs come unit by unit, in this order)
             count = len(reads[i].chunks)
-            batches.extend((fills[i][1], jobs[k: min(k + _FILL_BATCH, at + count)])
-                           for k in range(at, at + count, _FILL_BATCH))
+            batches.extend((fills[i][1], jobs[k: min(k + _DECODE_BATCH, at + count)])
+                           for k in range(at, at + count, _DECODE_BATCH))
             at += count
         run_all(self._decode_slots, batches, self.options.threads, min_parallel=2)
 
