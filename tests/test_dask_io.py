@@ -81,8 +81,11 @@ def test_read_chunks_default_auto_and_explicit():
     with dask.config.set({"array.chunk-size": "1MiB"}):
         auto = from_zarr(array, chunks="auto")
     assert auto.chunks[0][0] % 32 == 0 and auto.chunks[0][0] * auto.chunks[1][0] * 8 <= 2**20
-    with pytest.warns(PerformanceWarning, match="cut through"):
+    with pytest.warns(PerformanceWarning, match=r"chunks=\(100, 64\) cut through the array's shards \(32, 32\)"):
         from_zarr(array, chunks=(100, 64))
+    with pytest.warns(PerformanceWarning, match=r"chunks=\(blocks of up to \(100, 64\)\) cut through") as seen:
+        from_zarr(array, chunks=((100,) * 40 + (96,), (64,) * 64))
+    assert len(str(seen[0].message)) < 250  # (not every block size)
     assert from_zarr(array, chunks=(64, -1)).chunks[1] == (4096,)
 
 

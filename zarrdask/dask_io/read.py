@@ -149,8 +149,11 @@ def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]
     cut = cut_axes(block_chunks, grid)
     if cut:
         kind = "shards" if array.shards is not None else "chunks"
+        shown = repr(chunks)
+        if len(shown) > 60:  # (the user's own value, unless it is a long list of block sizes)
+            shown = f"(blocks of up to {tuple(max(c) for c in block_chunks)})"
         warnings.warn(
-            f"chunks {block_chunks} cut through the array's {kind} {unit} along axes {cut}: "
+            f"chunks={shown} cut through the array's {kind} {unit} along axes {cut}: "
             f"several tasks will fetch the same {kind[:-1]}; use whole multiples of {unit}",
             PerformanceWarning,
             stacklevel=3,
