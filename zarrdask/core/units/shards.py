@@ -187,11 +187,7 @@ class ShardedChunkSource(ChunkSource):
         stops = ([c_order_stop(job.placement.chunk_index, shape) for job in present]
                  if self.inner.decodes_prefix and not self._permuted else None)
         with scratch((len(present), *shape), self.spec.dtype.dtype) as stack:
-            try:
-                self.inner.decode_into([cast(Buffer, job.data) for job in present], stack, stops=stops)
-            except CodecError as exc:
-                failed = present[0] if exc.item is None else present[exc.item]
-                raise with_key(exc, failed.key, None if exc.item is None else failed.placement.coords) from exc
+            self._decode_into(present, stack, range(len(present)), stops)
             order = self._inverse
             for job, chunk in zip(present, stack):
                 placement = job.placement
@@ -301,12 +297,17 @@ class ShardedChunkSource(ChunkSource):
         for k, job in enumerate(jobs):
             if job.data is None:
                 self._missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
+        self._decode_into([jobs[k] for k in present], shard.slots, [slots[k] for k in present])
+
+    def _decode_into(self, jobs: list[_InnerJob], out: np.ndarray, slots: Sequence[int],
+                     stops: Sequence[int | None] | None = None) -> None:
+        """Decode fetched inner chunks (all present) with one call into ``out`` at ``slots``
+        (see ``CodecPipeline.decode_into``); an error names the shard and chunk that failed."""
         try:
-            self.inner.decode_into([cast(Buffer, jobs[k].data) for k in present], shard.slots,
-                                   [slots[k] for k in present])
+            self.inner.decode_into([cast(Buffer, job.data) for job in jobs], out, slots, stops)
         except CodecError as exc:
-            failed = None if exc.item is None else jobs[present[exc.item]].placement.coords
-            raise with_key(exc, jobs[0].key, failed) from exc
+            failed = jobs[0] if exc.item is None else jobs[exc.item]
+            raise with_key(exc, failed.key, None if exc.item is None else failed.placement.coords) from exc
 
     def _placements_at(self, coords: tuple[int, ...], extent: tuple[int, ...]) -> dict[int, ChunkPlacement]:
         """Every inner chunk inside the array of the shard at ``coords`` (its extent
