@@ -83,6 +83,82 @@ ACCOUNTED: dict[str, tuple[str, Callable[[Any, dict[str, Any]], Any]]] = {
     "zarrdask.core.group:Group.require_array": (
         "create_array's keywords, checked against its signature",
         lambda t, kw: _group(t).require_array("x", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.group:Group.zeros": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).zeros("x", shape=(2,), **kw)),
+    "zarrdask.core.group:Group.ones": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).ones("x", shape=(2,), **kw)),
+    "zarrdask.core.group:Group.full": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).full("x", shape=(2,), fill_value=3, **kw)),
+    "zarrdask.core.group:Group.empty": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).empty("x", shape=(2,), **kw)),
+    "zarrdask.core.group:Group.zeros_like": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).zeros_like("x", np.ones(2), **kw)),
+    "zarrdask.core.group:Group.ones_like": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).ones_like("x", np.ones(2), **kw)),
+    "zarrdask.core.group:Group.full_like": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).full_like("x", np.ones(2), fill_value=2, **kw)),
+    "zarrdask.core.group:Group.empty_like": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).empty_like("x", np.ones(2), **kw)),
+    "zarrdask.core.group:Group.create_dataset": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: _group(t).create_dataset("x", shape=(2,), **kw)),
+    "zarrdask.core.group:Group.require_dataset": (
+        "Group.require_array",
+        lambda t, kw: _group(t).require_dataset("x", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.group:Group.array": (
+        "Group.create_array",
+        lambda t, kw: _group(t).array("x", shape=(2,), dtype="i1", **kw)),
+    "zarrdask.core.convenience:create": (
+        "zarr.create's keywords, checked by core/array_keywords.py",
+        lambda t, kw: zarrdask.create((2,), store=str(t / "a.zarr"), **kw)),
+    "zarrdask.core.convenience:zeros": (
+        "zarrdask.create", lambda t, kw: zarrdask.zeros((2,), store=str(t / "a.zarr"), **kw)),
+    "zarrdask.core.convenience:ones": (
+        "zarrdask.create", lambda t, kw: zarrdask.ones((2,), store=str(t / "a.zarr"), **kw)),
+    "zarrdask.core.convenience:full": (
+        "zarrdask.create", lambda t, kw: zarrdask.full((2,), 5, store=str(t / "a.zarr"), **kw)),
+    "zarrdask.core.convenience:empty": (
+        "zarrdask.create", lambda t, kw: zarrdask.empty((2,), store=str(t / "a.zarr"), **kw)),
+    "zarrdask.core.convenience:zeros_like": (
+        "zarrdask.zeros", lambda t, kw: zarrdask.zeros_like(np.ones(2), **kw)),
+    "zarrdask.core.convenience:ones_like": (
+        "zarrdask.ones", lambda t, kw: zarrdask.ones_like(np.ones(2), **kw)),
+    "zarrdask.core.convenience:full_like": (
+        "zarrdask.full", lambda t, kw: zarrdask.full_like(np.ones(2), fill_value=1, **kw)),
+    "zarrdask.core.convenience:empty_like": (
+        "zarrdask.empty", lambda t, kw: zarrdask.empty_like(np.ones(2), **kw)),
+    "zarrdask.core.convenience:open_like": (
+        "zarrdask.open_array", lambda t, kw: zarrdask.open_like(np.ones(2), str(t / "a.zarr"), **kw)),
+    "zarrdask.core.convenience:array": (
+        "zarrdask.create (or zarrdask.from_array for a Zarr array)", lambda t, kw: zarrdask.array(np.ones(2), **kw)),
+    "zarrdask.core.convenience:from_array": (
+        "create_array's keywords, checked against its signature",
+        lambda t, kw: zarrdask.from_array(str(t / "a.zarr"), data=np.ones(2), **kw)),
+    "zarrdask.core.convenience:open_consolidated": (
+        "zarrdask.open_group",
+        lambda t, kw: zarrdask.open_consolidated(str(t / "g.zarr"), **kw)),
+    "zarrdask.core.convenience:group": (
+        "zarrdask.open_group", lambda t, kw: zarrdask.group(str(t / "g.zarr"), **kw)),
+    "zarrdask.core.convenience:save_array": (
+        "zarr.create's keywords (and zarr-python's mode), checked by core/array_keywords.py",
+        lambda t, kw: zarrdask.save_array(str(t / "a.zarr"), np.ones(2), **kw)),
+    "zarrdask.core.convenience:save_group": (
+        "the arrays to save, by name (each one checked to be an array)",
+        lambda t, kw: zarrdask.save_group(str(t / "g.zarr"), np.ones(2), **kw)),
+    "zarrdask.core.convenience:save": (
+        "zarrdask.save_group's arrays by name",
+        lambda t, kw: zarrdask.save(str(t / "g.zarr"), np.ones(2), **kw)),
+    "zarrdask.core.convenience:load": (
+        "storage_options (and a refused zarr_version), checked by name",
+        lambda t, kw: zarrdask.load(str(t / "g.zarr"), **kw)),
     "zarrdask.core.array:Array.with_options": (
         "ArrayOptions fields, through dataclasses.replace",
         lambda t, kw: _array(t).with_options(**kw)),

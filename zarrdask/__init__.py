@@ -2,7 +2,11 @@
 
 Core API (no Dask needed): :func:`open`, :func:`open_array`, :func:`open_group`,
 :func:`create_array`, :func:`create_group`, :func:`consolidate_metadata`,
-:func:`plan_read` (what a read will fetch, as data). Tools: :func:`verify` (an fsck),
+:func:`plan_read` (what a read will fetch, as data), and zarr-python's convenience calls
+(:func:`zeros`, :func:`ones`, :func:`full`, :func:`empty` and their ``*_like``,
+:func:`create`, :func:`array`, :func:`from_array`, :func:`open_like`,
+:func:`open_consolidated`, :func:`group`, :func:`save`, :func:`save_array`,
+:func:`save_group`, :func:`load`). Tools: :func:`verify` (an fsck),
 :func:`migrate` (v2 metadata to v3 in place), :func:`copy` (keeps everything unless asked;
 rechunk, re-shard, recompress, convert),
 :func:`remove_temporary_files`.
@@ -38,6 +42,9 @@ from . import codecs as codecs
 from .core.api import open, open_array, open_group, plan_read
 from .core.array import Array, ArrayOptions
 from .core.cache import CacheInfo, cache_clear
+from .core.convenience import (array, create, empty, empty_like, from_array, full, full_like, group, load, ones,
+                               ones_like, open_consolidated, open_like, save, save_array, save_group, zeros,
+                               zeros_like)
 from .core.create import create_array
 from .core.group import Group, create_group
 from .core.locks import FileLock
@@ -53,6 +60,8 @@ __all__ = [
     "Array", "ArrayOptions", "CacheInfo", "FileLock", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",
     "open", "open_array", "open_group", "open_store", "plan_read", "from_zarr", "to_zarr", "plan_write",
     "verify", "migrate", "copy", "remove_temporary_files", "cache_clear",
+    "array", "create", "empty", "empty_like", "from_array", "full", "full_like", "group", "load", "ones", "ones_like",
+    "open_consolidated", "open_like", "save", "save_array", "save_group", "zeros", "zeros_like",
 ]
 __version__ = "0.1.0"
 
@@ -72,4 +81,27 @@ def __getattr__(name: str) -> Any:
         from .tools.copy import copy
 
         return copy
+    instead = _ZARR_NAMES.get(name)
+    if instead is not None:
+        raise AttributeError(f"zarrdask has no {name!r} (a zarr-python name): {instead}")
     raise AttributeError(f"module 'zarrdask' has no attribute {name!r}")
+
+
+#: zarr-python top-level names zarrdask has no namesake for, and what to use instead
+_ZARR_NAMES = {
+    "copy_all": "zarrdask.copy(source, target) copies a node and everything below it (zarr-python 3 has no "
+                "copy_all either)",
+    "copy_store": "zarrdask.copy(source, target) copies a node and everything below it (zarr-python 3 has no "
+                  "copy_store either)",
+    "tree": "call group.tree() on an opened group",
+    "create_hierarchy": "create each node: zarrdask.create_group(store, path=...) and group.create_array(name, ...)",
+    "AsyncArray": "zarrdask has no async API; zarrdask.Array's reads and writes run their I/O concurrently inside "
+                  "each call (zarrdask.from_zarr gives a lazy dask array)",
+    "AsyncGroup": "zarrdask has no async API; use zarrdask.Group",
+    "config": "zarrdask's settings are dask config keys (dask.config.set({'zarrdask.cache-bytes': '1 GiB'})) and "
+              "keywords of each call (zarrdask.ArrayOptions)",
+    "set_format": "pass zarr_format= to the call that creates the array or group (zarrdask writes Zarr v3 unless "
+                  "asked)",
+    "set_log_level": "zarrdask does not log; its errors are exceptions and its warnings Python warnings",
+    "print_debug_info": "print zarrdask.__version__ and the versions of numpy, numcodecs and dask",
+}

@@ -31,12 +31,12 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
 from ..storage.base import Store, new_node_path, node_path
 from .array import Array, ArrayOptions
-from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config
+from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config, split_array_keywords
 from .codec_input import as_list, codec_json_v2, codec_json_v3
 from .node_io import encode_node, read_nodes, write_node
 
-__all__ = ["ArrayPlan", "INDEX_CODECS", "NewGroup", "OVERWRITE_HINT", "commit_array", "create_array", "plan_array",
-           "write_group"]
+__all__ = ["ArrayPlan", "INDEX_CODECS", "NewGroup", "OVERWRITE_HINT", "commit_array", "create_array", "create_legacy",
+           "opened_read_only", "plan_array", "write_group"]
 
 _AUTO_CHUNK_BYTES = 4 << 20
 _AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial reads
@@ -74,11 +74,21 @@ def _auto_chunks(shape: tuple[int, ...], itemsize: int, limit: int = _AUTO_CHUNK
 
 
 def _chunks(value: Any, shape: tuple[int, ...], itemsize: int, name: str = "chunks") -> tuple[int, ...]:
-    if value is None or value == "auto":
+    """A chunk (or shard) shape as zarr-python reads one: None, ``True`` or "auto" chosen
+    for the array, ``False`` the whole array, one int for every dimension, and -1 (or None)
+    in a dimension the whole of it."""
+    if value is None or value is True or (isinstance(value, str) and value == "auto"):
         return _auto_chunks(shape, itemsize)
+    if value is False:
+        return tuple(max(1, s) for s in shape)
     chunks = (int(value),) * len(shape) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(chunks) != len(shape) or any(not isinstance(c, (int, np.integer)) or c < 1 for c in chunks):
-        raise ShapeMismatchError(f"{name} must be {len(shape)} positive integers, got {value!r}")
+    if len(chunks) == len(shape):
+        chunks = tuple(max(1, s) if c is None or (isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                                                  and c == -1) else c for c, s in zip(chunks, shape))
+    if len(chunks) != len(shape) or any(not isinstance(c, (int, np.integer)) or isinstance(c, bool) or c < 1
+                                         for c in chunks):
+        raise ShapeMismatchError(f"{name} must be {len(shape)} positive integers (-1: a whole dimension), "
+                                 f"got {value!r}")
     return tuple(int(c) for c in chunks)
 
 
@@ -254,6 +264,30 @@ def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtyp
     s = open_store(store, mode="a", storage_options=storage_options)
     plan = plan_array(s, path if path is not None else name, spec, zarr_format, options, function)
     return commit_array(plan, overwrite, OVERWRITE_HINT)
+
+
+def create_legacy(function: str, store: Any, path: str | None, keywords: Mapping[str, Any], *,
+                  overwrite: bool = False, zarr_format: Any = None, storage_options: dict[str, Any] | None = None,
+                  exists_hint: str = OVERWRITE_HINT) -> Array:
+    """An array made from ``zarr.create``'s keywords (``shape``, ``chunks`` as zarr-python
+    reads them, ``compressor``, ``chunk_shape``, ``dimension_separator``, ``config``, and
+    :func:`create_array`'s own), refused and checked as ``open`` checks them; a node at
+    ``path`` is replaced only with ``overwrite``. Validated in full before anything is
+    written. ``function`` names the user's call in errors, ``exists_hint`` how to replace a
+    node that is there. ``read_only=True`` (as in ``zarr.create``) returns the new array
+    opened read-only."""
+    keywords = dict(keywords)
+    read_only = bool(keywords.pop("read_only", False))
+    spec, options = split_array_keywords(function, keywords)
+    plan = plan_array(open_store(store, mode="a", storage_options=storage_options), path, ArraySpec(**spec),
+                      zarr_format, options, function)
+    array = commit_array(plan, overwrite, exists_hint)
+    return opened_read_only(array) if read_only else array
+
+
+def opened_read_only(array: Array) -> Array:
+    """``array`` again, through a read-only view of its store."""
+    return Array(open_store(array.store, mode="r"), array.path, array.metadata, array.options)
 
 
 def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, fill_value: Any, compressors: Any,

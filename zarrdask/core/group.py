@@ -31,7 +31,8 @@ from ..storage import open_store
 from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
 from .cache import forget_below
-from .create import OVERWRITE_HINT, create_array, write_group
+from .create import OVERWRITE_HINT, create_array, create_legacy, write_group
+from .like import like_keywords
 from .node import Node
 from .node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
 
@@ -241,8 +242,9 @@ class Group(Node[GroupMetadata]):
         return tuple(m for _, m in self.groups())
 
     # -- creation -----------------------------------------------------------------------
-    def _create_array(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
-        check_keywords(f"Group.{method}", kwargs, _array_keywords())
+    def _member_keywords(self, method: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """A member array's keywords with this group's options added (those not given) and
+        its Zarr format (this group's: another one is refused)."""
         zarr_format = kwargs.pop("zarr_format", None) or self.zarr_format
         if zarr_format != self.zarr_format:
             raise InvalidValueError(f"Group.{method}(zarr_format={zarr_format!r}): a v{self.zarr_format} group "
@@ -251,8 +253,21 @@ class Group(Node[GroupMetadata]):
         inherited = {} if self._options is None else {  # the group's options, unless given here
             f.name: getattr(self._options, f.name) for f in dataclasses.fields(ArrayOptions)
             if getattr(self._options, f.name) != f.default and f.name not in kwargs}
-        return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format,
-                            **kwargs, **inherited)
+        return {**kwargs, **inherited}, zarr_format
+
+    def _create_array(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
+        check_keywords(f"Group.{method}", kwargs, _array_keywords())
+        kwargs, zarr_format = self._member_keywords(method, kwargs)
+        return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format, **kwargs)
+
+    def _create_legacy(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
+        """A member array from ``zarr.create``'s keywords (float64 unless ``dtype`` is given)."""
+        kwargs, zarr_format = self._member_keywords(method, kwargs)
+        overwrite = kwargs.pop("overwrite", False)
+        if kwargs.get("dtype") is None:
+            kwargs["dtype"] = "float64"
+        return create_legacy(f"Group.{method}", self._store, join_path(self._path, name), kwargs,
+                             overwrite=overwrite, zarr_format=zarr_format)
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create an array below this group; the keywords are :func:`zarrdask.create_array`'s
@@ -297,6 +312,72 @@ class Group(Node[GroupMetadata]):
                              zarr_format=self.zarr_format, overwrite=overwrite)
         group._options = self._options  # (its arrays take this group's options too)
         return group
+
+    # zarr-python's (and h5py's) other ways to make a member array
+    def zeros(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
+        """A member array of zeros, as zarr-python's ``Group.zeros`` (``zarr.create``'s keywords)."""
+        return self._create_legacy("zeros", name, {"shape": shape, "fill_value": 0, **kwargs})
+
+    def ones(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
+        """A member array of ones, as ``Group.ones``."""
+        return self._create_legacy("ones", name, {"shape": shape, "fill_value": 1, **kwargs})
+
+    def full(self, name: str, *, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+        """A member array of ``fill_value``, as ``Group.full``."""
+        return self._create_legacy("full", name, {"shape": shape, "fill_value": fill_value, **kwargs})
+
+    def empty(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
+        """A member array with nothing written, as ``Group.empty``."""
+        return self._create_legacy("empty", name, {"shape": shape, **kwargs})
+
+    def _like(self, method: str, name: str, data: Any, fill: Any, kwargs: dict[str, Any]) -> Array:
+        like = like_keywords(data, {"zarr_format": self.zarr_format, **kwargs}, keep_fill=fill is None)
+        if fill is not None:
+            like.setdefault("fill_value", fill)
+        return self._create_legacy(method, name, like)
+
+    def zeros_like(self, name: str, data: Any, **kwargs: Any) -> Array:
+        """A member array of zeros like ``data``, as ``Group.zeros_like``."""
+        return self._like("zeros_like", name, data, 0, kwargs)
+
+    def ones_like(self, name: str, data: Any, **kwargs: Any) -> Array:
+        """A member array of ones like ``data``, as ``Group.ones_like``."""
+        return self._like("ones_like", name, data, 1, kwargs)
+
+    def full_like(self, name: str, data: Any, **kwargs: Any) -> Array:
+        """A member array like ``data`` of ``fill_value`` (a Zarr array's own by default), as ``Group.full_like``."""
+        return self._like("full_like", name, data, None, kwargs)
+
+    def empty_like(self, name: str, data: Any, **kwargs: Any) -> Array:
+        """A member array like ``data`` with nothing written, as ``Group.empty_like``."""
+        return self._like("empty_like", name, data, None, kwargs)
+
+    def create_dataset(self, name: str, *, shape: Any = None, data: Any = None, **kwargs: Any) -> Array:
+        """A member array, as zarr-python's (and h5py's) ``create_dataset``: ``shape`` and
+        ``dtype`` from ``data`` when not given, which is then written."""
+        if data is not None:
+            data = data if hasattr(data, "shape") and hasattr(data, "dtype") else np.asanyarray(data)
+            shape = data.shape if shape is None else shape
+            if kwargs.get("dtype") is None:
+                kwargs["dtype"] = data.dtype
+        array = self._create_legacy("create_dataset", name, {"shape": shape, **kwargs})
+        if data is not None and array.size:
+            array[...] = data
+        return array
+
+    def require_dataset(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
+        """:meth:`require_array` under zarr-python's (and h5py's) other name."""
+        return self.require_array(name, shape=shape, **kwargs)
+
+    def array(self, name: str, **kwargs: Any) -> Array:
+        """:meth:`create_array` under zarr-python 2's name (``data=`` gives the values)."""
+        return self._create_array("array", name, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        instead = _GROUP_INSTEAD.get(name)
+        if instead is not None:
+            raise AttributeError(f"zarrdask.Group has no {name!r} (a zarr-python name): {instead}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def require_group(self, name: str, overwrite: bool = False) -> Group:
         """The member group ``name``, created if absent (replaced by a new one with ``overwrite``)."""
@@ -345,6 +426,21 @@ class Group(Node[GroupMetadata]):
 def _below(key: str, rel: str) -> bool:
     """``key`` is ``rel`` or a path below it."""
     return key == rel or key.startswith(rel + "/")
+
+
+#: zarr-python Group members zarrdask has no namesake for, and what to use instead
+_GROUP_INSTEAD = {
+    "move": "zarrdask does not rename nodes in place; zarrdask.copy(store, target, path=...) copies one, "
+            "then del group[name] removes the old",
+    "create_hierarchy": "create each node: group.create_group(name) and group.create_array(name, ...)",
+    "from_store": "use zarrdask.open_group(store, mode='w') or zarrdask.create_group(store)",
+    "open": "use zarrdask.open_group(store, path=...)",
+    "store_path": "use group.store and group.path",
+    "synchronizer": "zarrdask has no synchronizers; pass lock=zarrdask.FileLock(path) to the arrays written "
+                    "from several processes",
+    "info_complete": "use group.info, and array.info_complete() for an array's stored bytes",
+    "update_attributes_async": "zarrdask has no async API; use group.update_attributes(...)",
+}
 
 
 def _array_keywords() -> frozenset[str]:

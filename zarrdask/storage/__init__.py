@@ -60,7 +60,8 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
       session's store, ...) -> ``ZarrPythonStore`` over it.
     * a local path or ``file://`` URL -> ``LocalStore`` (``FsspecStore`` if
       ``storage_options`` are given).
-    * ``memory://name`` -> ``MemoryStore(name)`` (``memory://`` alone: a new anonymous one).
+    * ``memory://name`` -> ``MemoryStore(name)`` (``memory://`` alone, or None as in
+      zarr-python: a new anonymous one).
     * ``*.zip`` (local or remote) or ``zip://[path-in-zip::]archive`` -> ``ZipStore``:
       ``"r"`` reads; ``"w"`` creates a new archive, ``"w-"`` too unless it exists,
       ``"a"`` only when it does not exist yet (a zip is never updated in place).
@@ -86,6 +87,11 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
         if storage_options:
             raise InvalidModeError("storage_options cannot be applied to a zarr-python store")
         return open_store(ZarrPythonStore(store_like), mode=mode)
+    if store_like is None:  # (zarr-python's default store: a new one in memory)
+        return open_store(MemoryStore(), mode=mode, storage_options=storage_options)
+    if isinstance(store_like, dict):
+        raise InvalidStoreError("a dict as a store: zarrdask keeps bytes in stores of its own; pass None or "
+                                "'memory://' for a new in-memory store ('memory://name' to reopen it by name)")
     if not isinstance(store_like, (str, os.PathLike)):
         raise InvalidStoreError(f"expected a Store, path or URL, got {type(store_like).__name__}")
     url = os.fspath(store_like)
