@@ -203,6 +203,18 @@ def test_group_methods_of_zarr_python_and_h5py(tmp_path: Path) -> None:
     assert pickle.loads(pickle.dumps(g)).name == g.name
 
 
+def test_array_members_of_zarr_python() -> None:
+    v2 = zarrdask.create_array(None, shape=(4,), dtype="f4", zarr_format=2)
+    assert v2.compressor == {"id": "zstd", "level": 0}
+    assert zarrdask.create_array(None, shape=(4,), dtype="f4", zarr_format=2, compressors=None).compressor is None
+    with pytest.raises(TypeError, match="use a.compressors"):
+        zarrdask.zeros(4).compressor  # noqa: B018
+    with pytest.raises(AttributeError, match="with_options"):
+        zarrdask.zeros(4).with_config  # noqa: B018
+    a = zarrdask.zeros(4)
+    assert pickle.loads(pickle.dumps(a)).shape == (4,) and np.asarray(a).shape == (4,)
+
+
 @pytest.mark.parametrize("name", ["copy_all", "copy_store", "tree", "config", "AsyncArray", "set_format"])
 def test_names_without_a_namesake_say_what_to_use(name: str) -> None:
     with pytest.raises(AttributeError, match="zarr-python name"):

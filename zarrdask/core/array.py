@@ -18,6 +18,7 @@ from ..codecs.protocol import ChunkPipeline
 from ..errors import (
     InvalidValueError,
     MetadataError,
+    NodeMismatchError,
     Problem,
     ReadOnlyError,
     ShapeMismatchError,
@@ -60,6 +61,19 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
 
 
 _DEFAULT_OPTIONS = ArrayOptions()  # immutable, so shared
+
+
+#: zarr-python Array members zarrdask has no namesake for, and what to use instead
+_ARRAY_INSTEAD = {
+    "async_array": "zarrdask has no async API; reads and writes run their I/O concurrently inside each call "
+                   "(zarrdask.from_zarr(a) gives a lazy dask array)",
+    "config": "a.options holds how the array reads and writes; a.with_options(...) changes them",
+    "with_config": "use a.with_options(...) (write_empty_chunks=, threads=, ...); order is fixed at creation",
+    "store_path": "use a.store and a.path",
+    "create": "use zarrdask.create_array(store, ...)",
+    "open": "use zarrdask.open_array(store, path=...)",
+    "from_dict": "use zarrdask.create_array(store, ...) with the metadata's fields as keywords",
+}
 
 
 class Array(SelectionMethods, Node[ArrayMetadata]):
@@ -220,6 +234,22 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         """The bytes->bytes codecs as v3 JSON (inside the shards when sharded), or the v2
         compressor's numcodecs config; can be passed back to ``create_array(compressors=)``."""
         return codec_parts(self._metadata, self._pipeline).compressors
+
+    @property
+    def compressor(self) -> dict[str, Any] | None:
+        """A Zarr v2 array's compressor (numcodecs config) or None, as zarr-python's
+        ``compressor``; v3 arrays have :attr:`compressors` (a chain) instead."""
+        if self._metadata.zarr_format != 2:
+            raise NodeMismatchError(f"array {self.name!r} is Zarr v3, whose bytes codecs are a chain: use "
+                                    f"a.compressors (here {self.compressors})")
+        compressors = self.compressors
+        return compressors[0] if compressors else None
+
+    def __getattr__(self, name: str) -> Any:
+        instead = _ARRAY_INSTEAD.get(name)
+        if instead is not None:
+            raise AttributeError(f"zarrdask.Array has no {name!r} (a zarr-python name): {instead}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def nchunks_initialized(self) -> int:
