@@ -357,3 +357,41 @@ def test_zarr_python_reads_record_arrays_migrate_wrote(peer, tmp_path):
     got = json.loads(out)
     assert [tuple(f) for f in got["descr"]] == want.dtype.descr
     assert got["hex"] == want.tobytes().hex()
+
+
+CONVENIENCE = """
+    import sys, json, warnings, numpy as np, zarr
+    warnings.simplefilter("ignore")
+    root, cases = sys.argv[1], json.loads(sys.argv[2])
+    out = []
+    for k, case in enumerate(cases):
+        fn = getattr(zarr, case["function"])
+        args = [case["shape"], case["fill"]] if case["function"] == "full" else [case["shape"]]
+        chunks = case["chunks"] if not isinstance(case["chunks"], list) else tuple(case["chunks"])
+        a = fn(*args, store=f"{root}/zp{k}.zarr", chunks=chunks, dtype=case["dtype"], zarr_format=case["fmt"])
+        out.append({"chunks": list(a.chunks), "fill": float(a.fill_value), "dtype": str(a.dtype),
+                    "format": a.metadata.zarr_format})
+    zarr.save(f"{root}/saved_by_zarr.zarr", np.arange(7, dtype="i2"))
+    out.append(zarr.load(f"{root}/saved_by_zd.zarr").tolist())
+    print(json.dumps(out))
+"""
+
+
+def test_convenience_calls_match_zarr_python_34(peer, tmp_path):
+    """zeros/ones/full/empty with zarr.create's chunk forms make zarr-python 3.4's arrays, and
+    save/load work both ways with it."""
+    cases = [{"function": f, "shape": [9, 7], "chunks": c, "dtype": d, "fill": 5, "fmt": fmt}
+             for f, c, d, fmt in [("zeros", 4, "f8", 3), ("ones", [3, -1], "i2", 2), ("full", False, "u1", 3),
+                                  ("empty", [-1, 2], "f4", 2), ("zeros", [9, 7], "i4", 3)]]
+    zarrdask.save(str(tmp_path / "saved_by_zd.zarr"), np.arange(5, dtype="f4"))
+    theirs = json.loads(_run(peer, CONVENIENCE, str(tmp_path), json.dumps(cases)))
+    for k, case in enumerate(cases):
+        args = [case["shape"], case["fill"]] if case["function"] == "full" else [case["shape"]]
+        chunks = tuple(case["chunks"]) if isinstance(case["chunks"], list) else case["chunks"]
+        a = getattr(zarrdask, case["function"])(*args, store=str(tmp_path / f"zd{k}.zarr"), chunks=chunks,
+                                                dtype=case["dtype"], zarr_format=case["fmt"])
+        ours = {"chunks": list(a.chunks), "fill": float(a.fill_value), "dtype": str(a.dtype),
+                "format": a.metadata.zarr_format}
+        assert ours == theirs[k], (case, ours, theirs[k])
+    assert theirs[-1] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_array_equal(zarrdask.load(str(tmp_path / "saved_by_zarr.zarr")), np.arange(7, dtype="i2"))
