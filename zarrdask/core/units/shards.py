@@ -45,8 +45,10 @@ __all__ = ["ShardedChunkSource"]
 #: a shard is held as one array once a read wants 1 / _HELD_FROM of its inner chunks
 _HELD_FROM = 4
 #: inner chunks decoded per call, into a held shard or a partial read's stack (a batch is one
-#: task for the threads)
+#: task for the threads): up to this many, of at most _DECODE_BATCH_BYTES together (one
+#: chunk when larger), so small chunks share a call and large ones spread over the threads
 _DECODE_BATCH = 8
+_DECODE_BATCH_BYTES = 512 << 10
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -157,6 +159,12 @@ class ShardedChunkSource(ChunkSource):
         """An inner chunk's coordinates in the sharding codec's (permuted) grid."""
         return tuple([coords[k] for k in self._perm]) if self._permuted else coords
 
+    @property
+    def _decode_batch(self) -> int:
+        """Inner chunks per decode call (see ``_DECODE_BATCH_BYTES``)."""
+        chunk_bytes = math.prod(self.inner.spec.shape) * self.spec.dtype.dtype.itemsize
+        return max(1, min(_DECODE_BATCH, _DECODE_BATCH_BYTES // max(chunk_bytes, 1)))
+
     def _read_units(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray]) -> None:
         """Whole shards fetched and decoded; partly read ones through their indexes."""
         whole = [i for i, u in enumerate(units) if u.whole]
@@ -167,8 +175,9 @@ class ShardedChunkSource(ChunkSource):
             self._read_whole([units[i] for i in whole], [targets[i] for i in whole])
         ranged = [i for i, u in enumerate(units) if not u.whole]
         jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
-        run_all(self._decode_placed, [jobs[k: k + _DECODE_BATCH] for k in range(0, len(jobs), _DECODE_BATCH)],
-                self.options.threads, min_parallel=2)
+        per = self._decode_batch
+        run_all(self._decode_placed, [jobs[k: k + per] for k in range(0, len(jobs), per)], self.options.threads,
+                min_parallel=2)
 
     def _decode_placed(self, jobs: list[_InnerJob]) -> None:
         """Decode a batch of fetched inner chunks with one call into a reused stack, then
@@ -280,11 +289,10 @@ class ShardedChunkSource(ChunkSource):
         if ranged:
             jobs += self._fetch_ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
         batches: list[tuple[HeldShard, list[_InnerJob]]] = []
-        at = 0
+        at, per = 0, self._decode_batch
         for i in gets + ranged:  # (jobs come unit by unit, in this order)
             count = len(reads[i].chunks)
-            batches.extend((fills[i][1], jobs[k: min(k + _DECODE_BATCH, at + count)])
-                           for k in range(at, at + count, _DECODE_BATCH))
+            batches.extend((fills[i][1], jobs[k: min(k + per, at + count)]) for k in range(at, at + count, per))
             at += count
         run_all(self._decode_slots, batches, self.options.threads, min_parallel=2)
 
