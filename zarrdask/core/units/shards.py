@@ -1,12 +1,13 @@
 """Sharded storage: one stored value per shard, inner chunks addressed through its index.
 
-The only place that does I/O on shards: a partial read fetches the shard index with one
-ranged request (cached per array), then only the inner chunks it needs, neighbouring
-ranges coalesced, all shards' requests batched into one store call; a whole shard is one
-GET. Each chunk is decoded once and copied straight into the caller's output. Writes
-encode inner chunks in parallel and put each shard once; a partly covered shard is read,
-modified and written inside the same call. The index format itself (parse, build, split,
-assemble) is the sharding codec's (``codecs/sharding.py``).
+A partial read takes the inner chunks it needs with their bytes from ``shard_fetch.py``
+(the shard index with one ranged request, cached per array; only the needed ranges,
+neighbours coalesced, all shards in one store call); a whole shard is one GET. Each chunk
+is decoded once and copied straight into the caller's output (or, through the
+decoded-chunk cache, into the shard it holds). Writes encode inner chunks in parallel
+and put each shard once; a partly covered shard is read, modified and written inside the
+same call. The index format itself (parse, build, split, assemble) is the sharding
+codec's (``codecs/sharding.py``).
 """
 
 from __future__ import annotations
@@ -22,22 +23,21 @@ from ...codecs.base import ChunkSpec, Frames
 from ...codecs.pipeline import CodecPipeline
 from ...codecs.protocol import ChunkPipeline
 from ...codecs.sharding import ShardIndex, ShardingCodec
-from ...errors import CodecError, CorruptChunkError
+from ...errors import CodecError
 from ...indexing import Projection, Selection, c_order_stop
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
 from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides, shard_placements
-from ...storage.base import Buffer, ByteRange, Store, Value
-from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
+from ...storage.base import Buffer, Store, Value
 from ..executor import run_all
 from ..output import scratch
-from ..cache import ArrayCache, ArrayKey, last_write
+from ..cache import ArrayCache, ArrayKey
 from ..held_shard import HeldShard
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
 from .copies import Copy, held_copies, place_copies
 from .options import ArrayOptions
 from .puts import UnitPuts
-from .shard_indexes import IndexCache
+from .shard_fetch import InnerJob, ShardFetch
 
 __all__ = ["ShardedChunkSource"]
 
@@ -56,26 +56,6 @@ def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
     codec = pipeline.sharding
     assert isinstance(codec, ShardingCodec)
     return codec
-
-
-class _InnerJob:
-    """One inner chunk of a ranged read: its placement, the unit's target, and its bytes
-    once fetched (None: absent from the shard)."""
-
-    __slots__ = ("key", "placement", "target", "data")
-
-    def __init__(self, key: str, placement: ChunkPlacement, target: np.ndarray) -> None:
-        self.key, self.placement, self.target = key, placement, target
-        self.data: memoryview | bytes | None = None
-
-
-class _ShardRanges(NamedTuple):
-    """One shard's part of a batched ranged read: its present inner chunks' byte ranges,
-    those ranges coalesced into requests, and the jobs that receive them (in range order)."""
-
-    ranges: list[tuple[int, int]]
-    merged: list[Merged]
-    pending: list[_InnerJob]
 
 
 class _InnerWrite(NamedTuple):
@@ -105,8 +85,6 @@ class ShardedChunkSource(ChunkSource):
         codec, perm = _sharding_of(self.pipeline), self.pipeline.axis_permutation
         assert codec.inner is not None and perm is not None
         self.inner: CodecPipeline = codec.inner
-        self.cache = IndexCache(options.index_cache_size)
-        self._index_stamp = last_write(pool_key)  # (see _indexes)
         self._perm = perm
         self._permuted = perm != tuple(range(len(perm)))  # (a transpose before the sharding codec)
         self._inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
@@ -115,6 +93,7 @@ class ShardedChunkSource(ChunkSource):
         self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
         self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._held_placements: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, ChunkPlacement]] = {}
+        self.fetch = ShardFetch(store, self._codec_at, self._shard_bytes, options, pool_key)
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
         self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
                                     sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
@@ -174,12 +153,12 @@ class ShardedChunkSource(ChunkSource):
         if whole:
             self._read_whole([units[i] for i in whole], [targets[i] for i in whole])
         ranged = [i for i, u in enumerate(units) if not u.whole]
-        jobs = self._fetch_ranges([units[i] for i in ranged], [targets[i] for i in ranged])
+        jobs = self.fetch.ranges([units[i] for i in ranged], [targets[i] for i in ranged])
         per = self._decode_batch
         run_all(self._decode_placed, [jobs[k: k + per] for k in range(0, len(jobs), per)], self.options.threads,
                 min_parallel=2)
 
-    def _decode_placed(self, jobs: list[_InnerJob]) -> None:
+    def _decode_placed(self, jobs: list[InnerJob]) -> None:
         """Decode a batch of fetched inner chunks with one call into a reused stack, then
         copy each one's part into its place (fill values, or an error, for chunks absent
         from their shard): the Python steps per chunk are one copy."""
@@ -285,10 +264,10 @@ class ShardedChunkSource(ChunkSource):
                                   chunks=[placements[p] for p in positions], extent=unit.extent))
         gets = [i for i, r in enumerate(reads) if r.whole]
         ranged = [i for i, r in enumerate(reads) if not r.whole]
-        jobs = self._whole_jobs([reads[i] for i in gets], [fills[i][1].slots for i in gets])
+        jobs = self.fetch.whole([reads[i] for i in gets], [fills[i][1].slots for i in gets])
         if ranged:
-            jobs += self._fetch_ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
-        batches: list[tuple[HeldShard, list[_InnerJob]]] = []
+            jobs += self.fetch.ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
+        batches: list[tuple[HeldShard, list[InnerJob]]] = []
         at, per = 0, self._decode_batch
         for i in gets + ranged:  # (jobs come unit by unit, in this order)
             count = len(reads[i].chunks)
@@ -296,7 +275,7 @@ class ShardedChunkSource(ChunkSource):
             at += count
         run_all(self._decode_slots, batches, self.options.threads, min_parallel=2)
 
-    def _decode_slots(self, batch: tuple[HeldShard, list[_InnerJob]]) -> None:
+    def _decode_slots(self, batch: tuple[HeldShard, list[InnerJob]]) -> None:
         """Decode fetched inner chunks of one shard into their slots of its held shard (fill
         values, or an error, for those absent from the shard)."""
         shard, jobs = batch
@@ -307,7 +286,7 @@ class ShardedChunkSource(ChunkSource):
                 self._missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
         self._decode_into([jobs[k] for k in present], shard.slots, [slots[k] for k in present])
 
-    def _decode_into(self, jobs: list[_InnerJob], out: np.ndarray, slots: Sequence[int],
+    def _decode_into(self, jobs: list[InnerJob], out: np.ndarray, slots: Sequence[int],
                      stops: Sequence[int | None] | None = None) -> None:
         """Decode fetched inner chunks (all present) with one call into ``out`` at ``slots``
         (see ``CodecPipeline.decode_into``); an error names the shard and chunk that failed."""
@@ -358,36 +337,16 @@ class ShardedChunkSource(ChunkSource):
             return
         gets = [i for i, u in enumerate(pending) if u.whole]
         ranged = [i for i, u in enumerate(pending) if not u.whole]
-        jobs = self._whole_jobs([pending[i] for i in gets], [pending_targets[i] for i in gets])
+        jobs = self.fetch.whole([pending[i] for i in gets], [pending_targets[i] for i in gets])
         if ranged:
-            jobs += self._fetch_ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
+            jobs += self.fetch.ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
 
-        def held(job: _InnerJob, data: bytes | memoryview) -> np.ndarray:
+        def held(job: InnerJob, data: bytes | memoryview) -> np.ndarray:
             chunk = self._decode_fresh(data)
             cache.put(job.key, job.placement.position, chunk, ticket)
             return chunk if order is None else chunk.transpose(order)
 
         run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
-
-    def _whole_jobs(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
-        """The inner chunks of ``units`` with their bytes, from whole shards (one GET each)."""
-        jobs = []
-        for unit, target, blob in zip(units, targets, self.store.get_many([u.key for u in units])):
-            inner = [_InnerJob(unit.key, placement, target) for placement in unit.chunks]
-            jobs.extend(inner)
-            if blob is None:
-                continue
-            try:
-                shard = self._shard_bytes(blob)
-                index = self._codec_at(unit.coords).index_of(shard, unit.key)
-            except CodecError as exc:
-                raise with_key(exc, unit.key) from exc
-            view = memoryview(shard)
-            for job in inner:
-                where = index.locate(job.placement.position)
-                if where is not None:
-                    job.data = view[where[0]: where[1]]
-        return jobs
 
     def _decode_fresh(self, data: bytes | memoryview) -> np.ndarray:
         """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
@@ -468,67 +427,7 @@ class ShardedChunkSource(ChunkSource):
         run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
                 min_parallel=2)
 
-    def _indexes(self, units: Sequence[UnitRead]) -> list[ShardIndex | None]:
-        """Shard indexes from the cache, the rest with one batched ranged request. Another
-        open of the array writing in this process makes the cached ones stale: the cache is
-        emptied then, and an index fetched across such a write is not kept."""
-        stamp = last_write(self.pool_key)
-        if stamp != self._index_stamp:
-            self.cache.clear()
-            self._index_stamp = stamp
-        indexes = [self.cache.get(u.key) for u in units]
-        todo = [i for i, idx in enumerate(indexes) if idx is None]
-        codecs = {i: self._codec_at(units[i].coords) for i in todo}
-        requests = [(units[i].key, codecs[i].index_request()) for i in todo]
-        for i, raw in zip(todo, self.store.get_ranges(requests)):
-            if raw is None:
-                continue
-            key = units[i].key
-            try:
-                index = codecs[i].read_index(raw, key)
-            except CodecError as exc:
-                raise with_key(exc, key) from exc
-            indexes[i] = index
-            if last_write(self.pool_key) == stamp:
-                self.cache.put(key, index)
-        return indexes
-
-    def _fetch_ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[_InnerJob]:
-        """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
-        one batched request), then every needed range, neighbours coalesced, in one batch."""
-        jobs: list[_InnerJob] = []
-        requests: list[tuple[str, ByteRange]] = []
-        shards: list[_ShardRanges] = []
-        for unit, target, index in zip(units, targets, self._indexes(units)):
-            key = unit.key
-            inner = [_InnerJob(key, placement, target) for placement in unit.chunks]
-            jobs.extend(inner)
-            if index is None:
-                continue
-            ranges, pending = [], []
-            for job in inner:
-                where = index.locate(job.placement.position)
-                if where is not None:
-                    ranges.append(where)
-                    pending.append(job)
-            merged = coalesce_ranges(ranges, self.options.coalesce_gap, self.options.coalesce_max)
-            requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
-            shards.append(_ShardRanges(ranges, merged, pending))
-        fetched = self.store.get_ranges(requests)
-        pos = 0
-        for shard in shards:
-            pieces = split_coalesced(shard.ranges, shard.merged, fetched[pos: pos + len(shard.merged)])
-            pos += len(shard.merged)
-            for (start, end), piece, job in zip(shard.ranges, pieces, shard.pending):
-                if piece is None or len(piece) != end - start:
-                    got = "nothing" if piece is None else f"{len(piece)} bytes"
-                    raise CorruptChunkError(
-                        f"shard {job.key}, inner chunk {job.placement.coords}: expected {end - start} bytes at offset "
-                        f"{start}, got {got} (truncated shard)")
-                job.data = piece
-        return jobs
-
-    def _decode_job(self, job: _InnerJob, decode: Callable[[_InnerJob, bytes | memoryview], np.ndarray]) -> None:
+    def _decode_job(self, job: InnerJob, decode: Callable[[InnerJob, bytes | memoryview], np.ndarray]) -> None:
         """Decode one fetched inner chunk with ``decode`` (into an array of its own, in the
         array's axis order: the cache holds it) and copy its part into place."""
         placement = job.placement
@@ -588,10 +487,10 @@ class ShardedChunkSource(ChunkSource):
                 parts = self._codec_at(shards[i].coords).assemble_parts(chunks[i])
                 puts.put(keys[i], None if parts is None else self._stored_bytes(parts))
 
-        self.cache.invalidate(keys)
+        self.fetch.cache.invalidate(keys)
         self._encode_all(encode, tasks)
         puts.finish()
-        self.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
+        self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
         self.forget(keys)
 
     def _inner_projections(self, shard: Projection, known: dict[tuple[object, ...], list[Projection]]
@@ -610,7 +509,7 @@ class ShardedChunkSource(ChunkSource):
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         keys = [self.key(c) for c in coords]
         self.store.delete_many(keys)
-        self.cache.invalidate(keys)
+        self.fetch.cache.invalidate(keys)
         self.forget(keys)
 
     # -- what is stored ----------------------------------------------------------------
@@ -626,7 +525,7 @@ class ShardedChunkSource(ChunkSource):
         """The shard indexes of ``units``: ranged requests, or whole shards when bytes->bytes
         codecs follow the sharding codec (the index cannot be fetched on its own then)."""
         if self.layout.ranged_reads:
-            return self._indexes(units)
+            return self.fetch.indexes(units)
         indexes: list[ShardIndex | None] = []
         for unit, blob in zip(units, self.store.get_many([u.key for u in units])):
             if blob is None:
