@@ -6,6 +6,7 @@ names zarrdask has no namesake for refused with what to use instead."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import warnings
 from pathlib import Path
@@ -22,6 +23,8 @@ from zarrdask.errors import ContainsNodeError, InvalidStoreError, NodeNotFoundEr
 zarr = pytest.importorskip("zarr")
 
 FUNCTIONS = ("zeros", "ones", "full", "empty")
+#: generated cases against zarr-python (``ZARRDASK_CONV_EXAMPLES=600`` for a longer run)
+EXAMPLES = int(os.environ.get("ZARRDASK_CONV_EXAMPLES", "40"))
 
 
 def _zarr_quietly(call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -44,7 +47,7 @@ def _cases(draw: Any) -> dict[str, Any]:
             "fill": draw(st.integers(0, 100))}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=_cases())
 def test_constructors_match_zarr_python(case: dict[str, Any], tmp_path_factory: Any) -> None:
     """zeros/ones/full/empty with zarr.create's chunk forms give zarr-python's array: shape,
