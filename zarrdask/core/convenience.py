@@ -5,10 +5,9 @@
 Each takes its zarr-python namesake's arguments and means the same by them: the array
 keywords are ``zarr.create``'s (``chunks=True``/``False``, ``compressor``,
 ``chunk_shape``, ``dimension_separator``, ``config``, besides :func:`create_array`'s;
-the data type float64 unless given),
-checked like every zarrdask call (an unknown name is an error, one zarrdask cannot
-honour is refused naming what to use instead), and ``store=None`` is a new in-memory
-store. Where zarr-python 3 itself stops, these go on as zarr-python 2 did: ``load`` of a
+float64 unless ``dtype`` is given), checked like every zarrdask call (an unknown name is
+an error, one zarrdask cannot honour is refused naming what to use instead), and
+``store=None`` is a new in-memory store. Where zarr-python 3 itself stops, these go on as zarr-python 2 did: ``load`` of a
 group is a mapping that reads each array when asked for it.
 """
 
@@ -31,9 +30,9 @@ from .create import OVERWRITE_HINT, create_array, create_legacy, opened_read_onl
 from .group import Group
 from .like import is_array_node, like_keywords, regular_chunks
 
-__all__ = ["LoadedGroup", "array", "create", "empty", "empty_like", "from_array", "full", "full_like", "group", "load", "ones",
-           "ones_like", "open_consolidated", "open_like", "save", "save_array", "save_group", "zeros",
-           "zeros_like", "like_keywords"]
+__all__ = ["LoadedGroup", "array", "create", "empty", "empty_like", "from_array", "full", "full_like", "group", "load",
+           "ones", "ones_like", "open_consolidated", "open_like", "save", "save_array", "save_group", "zeros",
+           "zeros_like"]
 
 #: how to replace what a save finds in its place
 _SAVE_HINT = "zarrdask.save_array(store, value, path=..., mode='w') replaces it"
@@ -62,6 +61,7 @@ def _created(function: str, keywords: dict[str, Any], exists_hint: str = OVERWRI
 
 
 def _filled(function: str, shape: Any, fill_value: Any, kwargs: dict[str, Any]) -> Array:
+    """A new array of ``shape`` whose fill value is ``fill_value`` (nothing stored)."""
     return _created(function, {"shape": shape, "fill_value": fill_value, **_float64(kwargs)})
 
 
