@@ -430,8 +430,8 @@ def _below(key: str, rel: str) -> bool:
 
 #: zarr-python Group members zarrdask has no namesake for, and what to use instead
 _GROUP_INSTEAD = {
-    "move": "zarrdask does not rename nodes in place; zarrdask.copy(store, target, path=...) copies one, "
-            "then del group[name] removes the old",
+    "move": "zarrdask does not rename nodes in place; zarrdask.copy('g.zarr', 'g.zarr/new', path='old') copies "
+            "one, then del group['old'] removes the old",
     "create_hierarchy": "create each node: group.create_group(name) and group.create_array(name, ...)",
     "from_store": "use zarrdask.open_group(store, mode='w') or zarrdask.create_group(store)",
     "open": "use zarrdask.open_group(store, path=...)",
