@@ -50,6 +50,7 @@ from .core.group import Group, create_group
 from .core.locks import FileLock
 from .core.group import consolidate_metadata as _consolidate
 from .errors import ZarrdaskError
+from .keywords import missing_name as _missing_name
 from .storage import open_store
 from .storage.temporary import remove_temporary_files
 from .tools.migrate import migrate
@@ -81,10 +82,7 @@ def __getattr__(name: str) -> Any:
         from .tools.copy import copy
 
         return copy
-    instead = _ZARR_NAMES.get(name)
-    if instead is not None:
-        raise AttributeError(f"zarrdask has no {name!r} (a zarr-python name): {instead}")
-    raise AttributeError(f"module 'zarrdask' has no attribute {name!r}")
+    raise _missing_name("zarrdask", name, _ZARR_NAMES, f"module 'zarrdask' has no attribute {name!r}")
 
 
 #: zarr-python top-level names zarrdask has no namesake for, and what to use instead

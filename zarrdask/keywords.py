@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import UnexpectedKeywordError
 
-__all__ = ["did_you_mean", "check_keywords", "refuse"]
+__all__ = ["did_you_mean", "check_keywords", "missing_name", "refuse"]
 
 
 #: names other libraries (or habit) give what zarrdask calls otherwise, where spelling alone
@@ -47,3 +47,12 @@ def refuse(function: str, keyword: str, instead: str) -> UnexpectedKeywordError:
     """The error for a keyword that a peer library (zarr-python, dask, xarray) accepts but
     zarrdask does not take, saying what to use instead."""
     return UnexpectedKeywordError(f"{function}() does not take {keyword!r}: {instead}")
+
+
+def missing_name(owner: str, name: str, instead: Mapping[str, str], plain: str) -> AttributeError:
+    """The error for an attribute ``owner`` lacks: one that says what to use when ``name``
+    is a peer library's (``instead``), else Python's own message ``plain``."""
+    hint = instead.get(name)
+    if hint is None:
+        return AttributeError(plain)
+    return AttributeError(f"{owner} has no {name!r} (a zarr-python name): {hint}")

@@ -25,6 +25,7 @@ from ..errors import (
     TooLargeError,
     UnknownExtensionError,
 )
+from ..keywords import missing_name
 from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.nczarr import nczarr_names
@@ -246,10 +247,8 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         return compressors[0] if compressors else None
 
     def __getattr__(self, name: str) -> Any:
-        instead = _ARRAY_INSTEAD.get(name)
-        if instead is not None:
-            raise AttributeError(f"zarrdask.Array has no {name!r} (a zarr-python name): {instead}")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise missing_name("zarrdask.Array", name, _ARRAY_INSTEAD,
+                           f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def nchunks_initialized(self) -> int:

@@ -26,9 +26,9 @@ from .api import open as open_node
 from .api import open_array, open_group
 from .array import Array
 from .array_keywords import DEFAULT_FILL
-from .create import OVERWRITE_HINT, create_array, create_legacy, opened_read_only
+from .create import OVERWRITE_HINT, create_array, create_legacy
 from .group import Group
-from .like import is_array_node, like_keywords, regular_chunks
+from .like import array_like, is_array_like, is_array_node, like_keywords, regular_chunks
 
 __all__ = ["LoadedGroup", "array", "create", "empty", "empty_like", "from_array", "full", "full_like", "group", "load",
            "ones", "ones_like", "open_consolidated", "open_like", "save", "save_array", "save_group", "zeros",
@@ -43,26 +43,21 @@ _COPY_STEP_BYTES = 256 << 20
 def create(shape: Any, **kwargs: Any) -> Array:
     """Create an array, as ``zarr.create`` does: its keywords, ``store`` (None: a new
     in-memory store), ``path``, ``overwrite=True`` to replace a node there."""
-    return _created("zarrdask.create", {"shape": shape, **_float64(kwargs)})
+    return _created("zarrdask.create", {"shape": shape, **kwargs})
 
 
-def _float64(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with zarr.create's default data type, float64, when none is given."""
-    return kwargs if kwargs.get("dtype") is not None else {**kwargs, "dtype": "float64"}
-
-
-def _created(function: str, keywords: dict[str, Any], exists_hint: str = OVERWRITE_HINT) -> Array:
+def _created(function: str, keywords: dict[str, Any], exists_hint: str = OVERWRITE_HINT, data: Any = None) -> Array:
     """``create_legacy`` with ``zarr.create``'s placement keywords (``store``, ``path``,
     ``overwrite``, ``zarr_format``, ``storage_options``) taken out of ``keywords``."""
     place = {name: keywords.pop(name, None) for name in ("store", "path", "zarr_format", "storage_options")}
     return create_legacy(function, place["store"], place["path"], keywords,
                          overwrite=bool(keywords.pop("overwrite", False)), zarr_format=place["zarr_format"],
-                         storage_options=place["storage_options"], exists_hint=exists_hint)
+                         storage_options=place["storage_options"], exists_hint=exists_hint, data=data)
 
 
 def _filled(function: str, shape: Any, fill_value: Any, kwargs: dict[str, Any]) -> Array:
     """A new array of ``shape`` whose fill value is ``fill_value`` (nothing stored)."""
-    return _created(function, {"shape": shape, "fill_value": fill_value, **_float64(kwargs)})
+    return _created(function, {"shape": shape, "fill_value": fill_value, **kwargs})
 
 
 def zeros(shape: Any, **kwargs: Any) -> Array:
@@ -127,17 +122,12 @@ def array(data: Any, **kwargs: Any) -> Array:
 
 def _holding(function: str, data: Any, kwargs: dict[str, Any], exists_hint: str) -> Array:
     """A new array of ``data`` (``zarr.create``'s keywords besides), its values written."""
-    if not (hasattr(data, "shape") and hasattr(data, "dtype")):
-        data = np.asanyarray(data)
+    data = array_like(data)
     if kwargs.get("dtype") is None:
         kwargs["dtype"] = data.dtype
     if kwargs.get("chunks") is None:
         kwargs["chunks"] = regular_chunks(data)
-    read_only = kwargs.pop("read_only", False)
-    result = _created(function, {"shape": data.shape, **kwargs}, exists_hint)
-    if result.size:
-        result[...] = data
-    return opened_read_only(result) if read_only else result
+    return _created(function, {"shape": data.shape, **kwargs}, exists_hint, data=data)
 
 
 def from_array(store: Any, *, data: Any, write_data: bool = True, name: str | None = None, chunks: Any = "keep",
@@ -152,8 +142,7 @@ def from_array(store: Any, *, data: Any, write_data: bool = True, name: str | No
     written a step of whole stored units at a time) unless ``write_data=False``. The other
     keywords are :func:`create_array`'s."""
     source = is_array_node(data)
-    if not source and not (hasattr(data, "shape") and hasattr(data, "dtype")):
-        data = np.asanyarray(data)
+    data = array_like(data)
     same = source and (zarr_format is None or zarr_format == data.metadata.zarr_format)
     if source and zarr_format is None:
         zarr_format = data.metadata.zarr_format
@@ -233,7 +222,7 @@ def save_array(store: Any, arr: Any, *, zarr_format: int | None = None, path: st
     already there is an error unless ``mode="w"`` (or ``overwrite=True``) replaces it;
     other keywords are ``zarr.create``'s."""
     overwrite = _save_mode("zarrdask.save_array", kwargs)
-    if not (hasattr(arr, "shape") and hasattr(arr, "dtype")):
+    if not is_array_like(arr):
         raise InvalidValueError(f"zarrdask.save_array(): expected an array, got {type(arr).__name__}; "
                                 "pass numpy.asarray(value)")
     return _holding("zarrdask.save_array", arr, {"store": store, "path": path, "zarr_format": zarr_format,
@@ -250,7 +239,7 @@ def save_group(store: Any, *args: Any, zarr_format: int | None = None, path: str
     if not arrays:
         raise InvalidValueError("zarrdask.save_group(): at least one array must be provided")
     for key, value in arrays.items():
-        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        if not is_array_like(value):
             if key in kwargs:
                 raise UnexpectedKeywordError(
                     f"zarrdask.save_group() got keyword {key!r}={type(value).__name__}: its keywords are the arrays "

@@ -268,20 +268,25 @@ def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtyp
 
 def create_legacy(function: str, store: Any, path: str | None, keywords: Mapping[str, Any], *,
                   overwrite: bool = False, zarr_format: Any = None, storage_options: dict[str, Any] | None = None,
-                  exists_hint: str = OVERWRITE_HINT) -> Array:
+                  exists_hint: str = OVERWRITE_HINT, data: Any = None) -> Array:
     """An array made from ``zarr.create``'s keywords (``shape``, ``chunks`` as zarr-python
     reads them, ``compressor``, ``chunk_shape``, ``dimension_separator``, ``config``, and
-    :func:`create_array`'s own), refused and checked as ``open`` checks them; a node at
-    ``path`` is replaced only with ``overwrite``. Validated in full before anything is
-    written. ``function`` names the user's call in errors, ``exists_hint`` how to replace a
-    node that is there. ``read_only=True`` (as in ``zarr.create``) returns the new array
-    opened read-only."""
+    :func:`create_array`'s own; float64 unless ``dtype`` is given, as ``zarr.create``),
+    refused and checked as ``open`` checks them; a node at ``path`` is replaced only with
+    ``overwrite``. Validated in full before anything is written. ``data`` (of the given
+    shape) is written through the new array. ``function`` names the user's call in
+    errors, ``exists_hint`` how to replace a node that is there. ``read_only=True`` (as in
+    ``zarr.create``) returns the new array opened read-only."""
     keywords = dict(keywords)
     read_only = bool(keywords.pop("read_only", False))
+    if keywords.get("dtype") is None:
+        keywords["dtype"] = "float64"
     spec, options = split_array_keywords(function, keywords)
     plan = plan_array(open_store(store, mode="a", storage_options=storage_options), path, ArraySpec(**spec),
                       zarr_format, options, function)
     array = commit_array(plan, overwrite, exists_hint)
+    if data is not None and array.size:
+        array[...] = data
     return opened_read_only(array) if read_only else array
 
 

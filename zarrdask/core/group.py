@@ -23,7 +23,7 @@ from ..errors import (
     ReadOnlyError,
     StaleConsolidatedMetadataWarning,
 )
-from ..keywords import check_keywords, refuse
+from ..keywords import check_keywords, missing_name, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
 from ..metadata.v3 import GroupMetadataV3
@@ -32,7 +32,7 @@ from ..storage.base import Store, join_path, normalize_key
 from .array import Array, ArrayOptions
 from .cache import forget_below
 from .create import OVERWRITE_HINT, create_array, create_legacy, write_group
-from .like import like_keywords
+from .like import array_like, like_keywords
 from .node import Node
 from .node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
 
@@ -260,14 +260,13 @@ class Group(Node[GroupMetadata]):
         kwargs, zarr_format = self._member_keywords(method, kwargs)
         return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format, **kwargs)
 
-    def _create_legacy(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
-        """A member array from ``zarr.create``'s keywords (float64 unless ``dtype`` is given)."""
+    def _create_legacy(self, method: str, name: str, kwargs: dict[str, Any], data: Any = None) -> Array:
+        """A member array from ``zarr.create``'s keywords (float64 unless ``dtype`` is given),
+        ``data`` written into it."""
         kwargs, zarr_format = self._member_keywords(method, kwargs)
         overwrite = kwargs.pop("overwrite", False)
-        if kwargs.get("dtype") is None:
-            kwargs["dtype"] = "float64"
         return create_legacy(f"Group.{method}", self._store, join_path(self._path, name), kwargs,
-                             overwrite=overwrite, zarr_format=zarr_format)
+                             overwrite=overwrite, zarr_format=zarr_format, data=data)
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create an array below this group; the keywords are :func:`zarrdask.create_array`'s
@@ -356,14 +355,11 @@ class Group(Node[GroupMetadata]):
         """A member array, as zarr-python's (and h5py's) ``create_dataset``: ``shape`` and
         ``dtype`` from ``data`` when not given, which is then written."""
         if data is not None:
-            data = data if hasattr(data, "shape") and hasattr(data, "dtype") else np.asanyarray(data)
+            data = array_like(data)
             shape = data.shape if shape is None else shape
             if kwargs.get("dtype") is None:
                 kwargs["dtype"] = data.dtype
-        array = self._create_legacy("create_dataset", name, {"shape": shape, **kwargs})
-        if data is not None and array.size:
-            array[...] = data
-        return array
+        return self._create_legacy("create_dataset", name, {"shape": shape, **kwargs}, data)
 
     def require_dataset(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
         """:meth:`require_array` under zarr-python's (and h5py's) other name."""
@@ -374,10 +370,8 @@ class Group(Node[GroupMetadata]):
         return self._create_array("array", name, kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        instead = _GROUP_INSTEAD.get(name)
-        if instead is not None:
-            raise AttributeError(f"zarrdask.Group has no {name!r} (a zarr-python name): {instead}")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise missing_name("zarrdask.Group", name, _GROUP_INSTEAD,
+                           f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def require_group(self, name: str, overwrite: bool = False) -> Group:
         """The member group ``name``, created if absent (replaced by a new one with ``overwrite``)."""

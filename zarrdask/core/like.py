@@ -6,9 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .array import Array
 
-__all__ = ["is_array_node", "like_keywords", "regular_chunks"]
+__all__ = ["array_like", "is_array_like", "is_array_node", "like_keywords", "regular_chunks"]
+
+
+def is_array_like(data: Any) -> bool:
+    """``data`` has a shape and a dtype (NumPy, dask, Zarr arrays)."""
+    return hasattr(data, "shape") and hasattr(data, "dtype")
+
+
+def array_like(data: Any) -> Any:
+    """``data`` itself when it is array-like, else as a NumPy array (lists, scalars)."""
+    return data if is_array_like(data) else np.asanyarray(data)
 
 
 def is_array_node(a: Any) -> bool:
