@@ -133,6 +133,17 @@ def test_like_keeps_a_zarr_arrays_layout(tmp_path: Path) -> None:
     assert opened.shards == (10, 10) and zarrdask.open_like(source, str(tmp_path / "o.zarr")).shape == (20, 20)
 
 
+def test_like_and_from_array_keep_a_rectilinear_grid() -> None:
+    import dask.array as da
+
+    x = da.from_array(np.arange(60, dtype="i4").reshape(10, 6), chunks=((3, 7), (1, 5)))
+    zarrdask.to_zarr(x, "memory://rectilinear-source", chunks="dask")
+    source = zarrdask.open_array("memory://rectilinear-source")
+    assert zarrdask.zeros_like(source).chunks == ((3, 7), (1, 5))
+    copied = zarrdask.from_array(None, data=source)
+    assert copied.chunks == ((3, 7), (1, 5)) and np.array_equal(copied[...], x.compute())
+
+
 def test_from_array_keeps_a_zarr_python_arrays_layout(tmp_path: Path) -> None:
     source = zarr.create_array(str(tmp_path / "zp.zarr"), shape=(20, 30), chunks=(5, 10), shards=(10, 30),
                                dtype="i2", fill_value=7, compressors=None, dimension_names=["y", "x"],

@@ -36,6 +36,10 @@ __all__ = ["LoadedGroup", "array", "create", "empty", "empty_like", "from_array"
 
 #: how to replace what a save finds in its place
 _SAVE_HINT = "zarrdask.save_array(store, value, path=..., mode='w') replaces it"
+#: what ``from_array``'s "keep" means where the source has nothing to keep (not a Zarr
+#: array, or one of another format)
+_FROM_ARRAY_DEFAULTS: dict[str, Any] = {"chunks": "auto", "shards": None, "filters": "auto", "compressors": "auto",
+                                        "serializer": "auto"}
 #: bytes of the source read per step when ``from_array`` copies values
 _COPY_STEP_BYTES = 256 << 20
 
@@ -143,20 +147,14 @@ def from_array(store: Any, *, data: Any, write_data: bool = True, name: str | No
     keywords are :func:`create_array`'s."""
     source = is_array_node(data)
     data = array_like(data)
-    same = source and (zarr_format is None or zarr_format == data.metadata.zarr_format)
     if source and zarr_format is None:
         zarr_format = data.metadata.zarr_format
-
-    def kept(value: Any, what: Any, default: Any) -> Any:
-        return (what() if same else default) if isinstance(value, str) and value == "keep" else value
-
-    settings = {
-        "chunks": kept(chunks, lambda: data.chunks, regular_chunks(data) or "auto"),
-        "shards": kept(shards, lambda: data.shards if zarr_format == 3 else None, None),
-        "filters": kept(filters, lambda: tuple(data.filters) or None, "auto"),
-        "compressors": kept(compressors, lambda: tuple(data.compressors) or None, "auto"),
-        "serializer": kept(serializer, lambda: data.serializer if zarr_format == 3 else "auto", "auto"),
-    }
+    like = like_keywords(data, {} if zarr_format is None else {"zarr_format": zarr_format}, keep_fill=False)
+    given = {"chunks": chunks, "shards": shards, "filters": filters, "compressors": compressors,
+             "serializer": serializer}
+    settings: dict[str, Any] = {name: like.get(name, _FROM_ARRAY_DEFAULTS[name])
+                                if isinstance(value, str) and value == "keep" else value
+                                for name, value in given.items()}
     if source:
         if fill_value is DEFAULT_FILL or fill_value is None:
             fill_value = data.fill_value

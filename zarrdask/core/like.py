@@ -47,7 +47,7 @@ def like_keywords(a: Any, kwargs: dict[str, Any], keep_fill: bool) -> dict[str, 
     like: dict[str, Any] = {}
     if isinstance(getattr(a, "shape", None), tuple):
         like["shape"] = a.shape
-    chunks = regular_chunks(a)
+    chunks = a.chunks if is_array_node(a) else regular_chunks(a)  # (a Zarr array's own, rectilinear too)
     if chunks is not None:
         like["chunks"] = chunks
     if hasattr(a, "dtype"):
