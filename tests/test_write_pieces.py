@@ -7,7 +7,7 @@ values), piece tasks exist exactly for the pieces of misaligned blocks that are 
 the whole block (by an independent computation of the block and shard edges), the lazy
 layer's length, keys and membership agree, aligned writes keep their graph (no piece
 layer, no priority), ``to_zarr`` cuts only blocks of ``CUT_BYTES`` and more, the
-priority reaches a distributed scheduler, and the caller's own
+priorities (pieces above writes) reach a distributed scheduler, and the caller's own
 ``dask.annotate(priority=...)`` wins, and an Icechunk session written from worker
 processes through pieces commits every byte.
 """
@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.dask_io.write_graph import CUT_BYTES, PRIORITY, write_graph
+from zarrdask.dask_io.write_graph import CUT_BYTES, PIECE_PRIORITY, PRIORITY, write_graph
 from zarrdask.plan import make_write_plan
 
 
@@ -115,7 +115,7 @@ def test_piece_tasks_are_made_for_cut_misaligned_blocks_only(problem):
     assert {(k[1:ndim + 1], k[ndim + 1:]) for k in keys} == expected
     assert all(k in pieces for k in keys)
     assert (name, *(0,) * ndim, *(10**6,) * ndim) not in pieces
-    assert pieces.annotations == {"priority": PRIORITY}
+    assert pieces.annotations == {"priority": PIECE_PRIORITY}
     writes_layer = next(layer for n, layer in layers.items() if n.startswith("zarrdask-write-") and "done" not in n)
     assert writes_layer.annotations == {"priority": PRIORITY}
     for key in writes_layer:  # every write task reads each input once: a piece, or an uncut block
@@ -200,5 +200,5 @@ def test_a_distributed_scheduler_gets_the_priority_and_the_bytes(tmp_path):
                           cut_bytes=0)
         client.compute(job).result()
     assert np.array_equal(zarrdask.open_array(str(tmp_path / "a.zarr"))[...], data)
-    kinds = {str(k[0]).rsplit("-", 1)[0] for k in seen.priorities}
-    assert kinds == {"zarrdask-piece", "zarrdask-write"} and set(seen.priorities.values()) == {PRIORITY}
+    kinds = {str(k[0]).rsplit("-", 1)[0]: p for k, p in seen.priorities.items()}
+    assert kinds == {"zarrdask-piece": PIECE_PRIORITY, "zarrdask-write": PRIORITY}

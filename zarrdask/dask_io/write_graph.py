@@ -13,13 +13,22 @@ block is cut between several write tasks. When blocks are big (the largest at le
 ``zarrdask-piece`` task per (cut block, write task) that copies that piece out, and the
 write task reads the piece instead of the whole block: the block is freed as soon as its
 pieces are cut (not when its last writer runs), and a writer on another worker receives
-the piece, not the block. Those two layers carry a scheduler priority (:data:`PRIORITY`,
-or the caller's ``dask.annotate(priority=...)``) above the source's default, so on a
-distributed cluster a ready piece or write runs before another source block is made.
+the piece, not the block. Those two layers carry scheduler priorities above the source's
+default (pieces :data:`PIECE_PRIORITY`, writes :data:`PRIORITY`, or the caller's
+``dask.annotate(priority=...)`` for both), so on a distributed cluster a ready piece runs
+before a write, and either before another source block is made.
 Aligned writes (every block edge on a unit edge) get no piece tasks and no priority, and
 neither do writes of smaller blocks: a piece task costs about as much to schedule on a
 cluster (~2 ms) as encoding half a MiB, while a small block held a little longer costs
 little memory (measured in benchmarks/README.md).
+
+Even so, a shard row that straddles two block rows waits for both, so pieces of one
+block row wait in memory for the next: about one shard row of the array's cross-section,
+whatever the blocks. With ``staging`` (a :class:`Staging`) each piece task writes its piece
+into the target's store instead, below a key prefix of its own, and returns only a small
+:class:`StagedPiece`; the write task reads its pieces back, writes, marks itself done
+and deletes them, and the last task removes the prefix. Worker memory then holds the
+blocks and shards in flight, not the front, for one more write and read of the pieces.
 
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
@@ -47,18 +56,51 @@ from ..core.array import Array
 from ..metadata.grid import AxisGrid
 from ..plan import WritePlan
 from ..plan.write_plan import AxisGroup
-from ..storage.transactional import changes, merge_changes
+from ..errors import InvalidModeError, StoreError
+from ..storage.base import Store
+from ..storage.temporary import STAGING_DIR
+from ..storage.transactional import changes, in_session, merge_changes
 from .transactions import Writes, check_forkable
 
-__all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PRIORITY", "PlanPieces", "PlanWrites", "axis_cuts",
-           "cut_piece", "gathered", "write_graph", "write_region"]
+__all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces", "PlanWrites", "STAGING_DIR",
+           "StagedPiece", "Staging", "axis_cuts", "cut_piece", "finish_staging", "front_bytes",
+           "gathered", "stage_piece",
+           "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
-PRIORITY = 1  # pieces and writes of a misaligned write: above the default (0) of the source's tasks
+PRIORITY = 1  # writes of a misaligned write: above the default (0) of the source's tasks
+PIECE_PRIORITY = 2  # its pieces: above the writes, so a cut block is freed before another shard is written
 CUT_BYTES = 16 * 2**20  # misaligned blocks are cut into piece tasks when the largest block is this big
+STAGED_BATCH = 8 * 2**20  # staged pieces a write task reads back per batch of requests
+ROW_BYTES = 4096  # a piece's rows this long or longer are written as views of its block, not copied
 
 
-def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None) -> Writes:
+class Staging(NamedTuple):
+    """Where the cut pieces of one write wait for their write tasks: keys below ``prefix``
+    (``<array path>/.zarrdask-staging/<write id>``) of the target's ``store``."""
+
+    store: Store
+    prefix: str
+
+    def piece_key(self, key: tuple) -> str:
+        """The key of the piece task ``key``'s piece."""
+        return "/".join([self.prefix, "p", *map(str, key[1:])])
+
+    def done_key(self, index: tuple[int, ...]) -> str:
+        """The key marking the write task at ``index`` as done (its pieces deleted)."""
+        return "/".join([self.prefix, "done", *map(str, index)]) if index else f"{self.prefix}/done/0"
+
+
+class StagedPiece(NamedTuple):
+    """A piece written to the store by :func:`stage_piece`: its key, shape and dtype."""
+
+    key: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None,
+                staging: bool | None = None) -> Writes:
     """A ``Delayed`` writing ``plan`` into ``target`` from the blocks of ``source``::
 
         ("zarrdask-write-<id>", i, j)       -> write_region(target, region, layout, [(x, k, l), ...])
@@ -69,30 +111,58 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     at least ``cut_bytes`` (default :data:`CUT_BYTES`), the write tasks read
     ``("zarrdask-piece-<id>", i, j, k, l) -> cut_piece((x, k, l), slices)`` for those
     blocks instead (changes: None unless the target's store travelled to workers as a
-    session's fork).
+    session's fork). ``staging``: whether those pieces go through the target's store (see
+    the module's docstring); True also cuts blocks of any size; None (the default) stages
+    when the pieces waiting for the next block row (:func:`front_bytes`) would hold more
+    than 2 x (largest block + largest write region), the memory of one thread's work.
     """
     check_forkable(target)
     token = uuid.uuid4().hex
     largest = source.dtype.itemsize * math.prod(max(c, default=0) for c in plan.source_chunks)
-    cut = largest >= (CUT_BYTES if cut_bytes is None else cut_bytes)
+    if staging and source.dtype.hasobject:
+        raise InvalidModeError(f"to_zarr(): staging=True writes the cut pieces as raw bytes, which a {source.dtype} "
+                               "array does not have; pass staging=False")
+    if staging and in_session(target.store):
+        raise InvalidModeError("to_zarr(): staging=True would write the cut pieces into the transactional "
+                               f"session of {target.store.url}; pass staging=False (or leave it out)")
+    cut = largest >= (CUT_BYTES if cut_bytes is None else cut_bytes) or bool(staging)
+    if staging is None:
+        region_bytes = source.dtype.itemsize * math.prod(max((g.stop - g.start for g in axis), default=0)
+                                                         for axis in plan.axes)
+        staging = (cut and not source.dtype.hasobject and not in_session(target.store)
+                   and front_bytes(plan, source.dtype.itemsize) > 2 * (largest + region_bytes))
     cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=cut)
                  for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
-    pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts)
+    stage = None
+    if staging:
+        stage = Staging(target.store, "/".join(p for p in (target.path, STAGING_DIR, token) if p))
+    pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts, stage)
     writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces)
-    done = DoneTree(f"zarrdask-write-done-{token}", writes)
+    done = DoneTree(f"zarrdask-write-done-{token}", writes, stage if len(pieces) else None)
     write_layer = lazy_layer(writes)
     if not len(pieces):  # aligned: the write tasks read whole blocks
         graph = HighLevelGraph.from_collections(writes.name, write_layer, dependencies=[source])
         return _with_done(graph, writes, done, target)
-    annotations = {"priority": PRIORITY, **dask.get_annotations()}  # the caller's own priority wins
+    caller = dask.get_annotations()  # the caller's own priority wins
     piece_layer = lazy_layer(pieces)
-    piece_layer.annotations = write_layer.annotations = annotations
+    piece_layer.annotations = {"priority": PIECE_PRIORITY, **caller}
+    write_layer.annotations = {"priority": PRIORITY, **caller}
     graph = HighLevelGraph.from_collections(pieces.name, piece_layer, dependencies=[source])
     graph = HighLevelGraph(
         {**graph.layers, writes.name: write_layer},
         {**graph.dependencies, writes.name: {pieces.name, *graph.dependencies[pieces.name]}},
     )
     return _with_done(graph, writes, done, target)
+
+
+def front_bytes(plan: WritePlan, itemsize: int) -> int:
+    """The pieces a misaligned write keeps waiting in memory (without staging): a write task
+    whose region straddles two block rows (along the first axis) waits for both, so about
+    one row of write regions across the rest of the region, the largest such row."""
+    if not plan.axes or not plan.axes[0]:
+        return 0
+    first = max(g.stop - g.start for g in plan.axes[0])
+    return itemsize * first * math.prod(s.stop - s.start for s in plan.region[1:])
 
 
 def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array) -> Writes:
@@ -139,13 +209,16 @@ def axis_cuts(groups: tuple[AxisGroup, ...], grid: AxisGrid, chunks: tuple[int, 
 class PlanPieces:
     """The piece tasks of ``plan``: one per (write task, block) where the block is
     misaligned (along some axis) and the task takes only part of it (along some axis),
-    keyed ``(name, *task_index, *block_index)``, generated on demand."""
+    keyed ``(name, *task_index, *block_index)``, generated on demand; with ``staging``
+    each writes its piece into the store (:func:`stage_piece`)."""
 
-    def __init__(self, name: str, source_name: str, plan: WritePlan, cuts: tuple[AxisCuts, ...]) -> None:
+    def __init__(self, name: str, source_name: str, plan: WritePlan, cuts: tuple[AxisCuts, ...],
+                 staging: Staging | None = None) -> None:
         self.name = name
         self.source_name = source_name
         self.plan = plan
         self.cuts = cuts
+        self.staging = staging
 
     def needed(self, flags: tuple[tuple[bool, bool], ...]) -> bool:
         """Whether a piece with per-axis (misaligned, partial) ``flags`` gets a task."""
@@ -197,6 +270,9 @@ class PlanPieces:
         index, blocks = key[1:ndim + 1], key[ndim + 1:]  # type: ignore[index]
         slices = tuple(next(p.block_slice for p in self.plan.axes[axis][g].pieces if p.block == b)
                        for axis, (g, b) in enumerate(zip(index, blocks)))
+        if self.staging is not None:
+            return Task(key, stage_piece, TaskRef((self.source_name, *blocks)), slices, self.staging,
+                        self.staging.piece_key(key))  # type: ignore[arg-type]
         return Task(key, cut_piece, TaskRef((self.source_name, *blocks)), slices)
 
 
@@ -245,16 +321,21 @@ class PlanWrites:
                 inputs.append(TaskRef((self.pieces.name, *index, *blocks)))
             else:
                 inputs.append(TaskRef((self.source_name, *blocks)))
+        if self.pieces.staging is not None and len(self.pieces):
+            return Task(key, write_region, self.target, task.region, layout, List(*inputs), self.pieces.staging,
+                        tuple(index))
         return Task(key, write_region, self.target, task.region, layout, List(*inputs))
 
 
 class DoneTree:
     """Tasks ``(name, level, k)`` each waiting on up to :data:`FAN_IN` tasks of the level
-    below (level 0: the writes), topped by the task ``name``."""
+    below (level 0: the writes), topped by the task ``name`` (which also removes
+    ``staging``'s prefix, when given)."""
 
-    def __init__(self, name: str, writes: PlanWrites) -> None:
+    def __init__(self, name: str, writes: PlanWrites, staging: Staging | None = None) -> None:
         self.name = name
         self.writes = writes
+        self.staging = staging
         sizes = [len(writes)]
         while sizes[-1] > FAN_IN:
             sizes.append(math.ceil(sizes[-1] / FAN_IN))
@@ -289,6 +370,8 @@ class DoneTree:
         if key == self.name:
             top = len(self.sizes)
             below = self._below(top, 0) if self.sizes[-1] else []
+            if self.staging is not None:
+                return Task(key, finish_staging, self.staging, List(*(TaskRef(k) for k in below)))
         else:
             _, level, k = key  # type: ignore[misc]
             below = self._below(level, k)
@@ -301,11 +384,80 @@ def cut_piece(block: np.ndarray, slices: tuple[slice, ...]) -> np.ndarray:
     return np.array(np.asarray(block)[slices])
 
 
+def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, key: str) -> StagedPiece:
+    """One piece task of a staged write: ``slices`` of ``block`` written to ``key`` of the
+    staging store (its bytes in C order), so the block can be freed and nothing waits in
+    memory. A store that writes a value from parts gets the piece's rows as views of the
+    block, without a copy of the piece."""
+    piece = np.asarray(block)[slices]
+    staging.store.set(key, _rows(piece) if staging.store.writes_parts else _bytes(piece))
+    return StagedPiece(key, piece.shape, piece.dtype.str)
+
+
+def _bytes(piece: np.ndarray) -> memoryview:
+    """The bytes of ``piece`` in C order (a copy unless it is contiguous)."""
+    return memoryview(np.ascontiguousarray(piece).reshape(-1)).cast("B")
+
+
+def _rows(piece: np.ndarray) -> list[memoryview] | memoryview:
+    """The bytes of ``piece`` in C order as a list of views of its rows, when its rows are
+    contiguous and long enough (:data:`ROW_BYTES`) to write one by one; else as
+    :func:`_bytes`."""
+    if piece.ndim < 2 or piece.flags.c_contiguous or piece.strides[-1] != piece.itemsize \
+            or piece.shape[-1] * piece.itemsize < ROW_BYTES:
+        return _bytes(piece)
+    return [memoryview(piece[index]).cast("B") for index in np.ndindex(*piece.shape[:-1])]
+
+
+class _Written(Exception):
+    """A staged write task finds its pieces gone and itself marked done: it ran before (its
+    result was lost with a worker and is being recomputed) and its shards are written."""
+
+
+def _inputs(staging: Staging | None, index: tuple[int, ...], blocks: list[Any]) -> Iterator[Any]:
+    """``blocks`` in order, each :class:`StagedPiece` read back from the store in batches
+    of about :data:`STAGED_BATCH` bytes (so the task holds its region and one batch)."""
+    ready: dict[int, np.ndarray] = {}
+    for n, block in enumerate(blocks):
+        if isinstance(block, StagedPiece) and n not in ready:
+            assert staging is not None
+            batch, size = [], 0
+            for m in range(n, len(blocks)):
+                piece = blocks[m]
+                if isinstance(piece, StagedPiece):
+                    nbytes = np.dtype(piece.dtype).itemsize * math.prod(piece.shape)
+                    if batch and size + nbytes > STAGED_BATCH:
+                        break
+                    batch.append(m)
+                    size += nbytes
+            values = staging.store.get_many([blocks[m].key for m in batch])
+            for m, value in zip(batch, values):
+                if value is None:
+                    if staging.store.exists(staging.done_key(index)):
+                        raise _Written
+                    raise StoreError(
+                        f"the staged piece {blocks[m].key!r} of this write is missing from {staging.store.url}: it "
+                        f"was deleted while the write ran (by another process, or a cleanup of {STAGING_DIR!r} "
+                        "directories). Run the write again")
+                ready[m] = np.frombuffer(value, dtype=blocks[m].dtype).reshape(blocks[m].shape)
+        yield ready.pop(n, block)
+
+
+def finish_staging(staging: Staging, results: list[Any]) -> Any:
+    """The top task of a staged write: its changes merged, and the staging prefix (the
+    done marks) removed."""
+    merged = merge_changes(results)
+    staging.store.delete_prefix(staging.prefix)
+    return merged
+
+
 def write_region(
     target: Array,
     region: tuple[slice, ...],
     layout: tuple[tuple[tuple[slice, slice], ...], ...],
-    blocks: list[np.ndarray],
+    blocks: list[Any],
+    staging: Staging | None = None,
+    index: tuple[int, ...] = (),
 ) -> Any:
     """One write task: assemble ``region`` from the pieces of ``blocks`` and store it;
     returns the changes to merge back when the target's store is a session's fork.
@@ -314,7 +466,9 @@ def write_region(
     each block touched along that axis; ``blocks`` are the Cartesian product of those, in
     C order (a grouped task of many blocks is described by its per-axis lists alone). An
     input already of its piece's shape is that piece (cut by :func:`cut_piece`, or a
-    block the task takes whole) and is used as it is.
+    block the task takes whole) and is used as it is. With ``staging``, the inputs staged
+    by :func:`stage_piece` are read from the store, and once the region is written the task
+    (at ``index``) is marked done and its pieces deleted.
     The target encodes whole shards, and read-modify-writes those the region only partly
     covers, inside this call; this task is their only writer.
     """
@@ -324,11 +478,21 @@ def write_region(
             return block
         return block[tuple(cut for cut, _ in pieces)]
 
-    if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
-        data = part(blocks[0], tuple(pieces[0] for pieces in layout))
-    else:
-        data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(blocks[0]).dtype)
-        for pieces, block in zip(itertools.product(*layout), blocks):
-            data[tuple(out for _, out in pieces)] = part(block, pieces)
+    staged = [b.key for b in blocks if isinstance(b, StagedPiece)]
+    inputs = _inputs(staging, index, blocks)
+    try:
+        if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
+            data = part(next(inputs), tuple(pieces[0] for pieces in layout))
+        else:
+            data = None
+            for pieces, block in zip(itertools.product(*layout), inputs):
+                if data is None:
+                    data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(block).dtype)
+                data[tuple(out for _, out in pieces)] = part(block, pieces)
+    except _Written:
+        return changes(target.store)
     target[region] = data
+    if staging is not None:
+        staging.store.set(staging.done_key(index), b"")
+        staging.store.delete_many(staged)
     return changes(target.store)

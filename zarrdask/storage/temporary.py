@@ -1,4 +1,5 @@
-"""Leftover temporary files of atomic writes: found and removed through the store layer.
+"""Leftover temporary files of atomic writes and of staged writes: found and removed
+through the store layer.
 
 ``LocalStore`` (and ``FsspecStore`` on a local filesystem) write each value to
 ``.<name>.<32 hex digits>.tmp`` next to its key and rename it onto the key. A process
@@ -8,6 +9,10 @@ leave nothing behind, except S3: a value of 100 MB or more is a multipart upload
 one interrupted stays stored (invisible) until aborted. Remove temporary files only while
 no writer is running (a live write's temporary file looks the same), or only those not
 written to for ``older_than`` seconds.
+
+A Dask write that stages the pieces of cut blocks (``to_zarr(..., staging=...)``) keeps
+them below ``<array>/.zarrdask-staging/`` and removes them as it goes; a job killed
+midway leaves them there, in any store. They are found by listing the store.
 """
 
 from __future__ import annotations
@@ -20,12 +25,25 @@ from .base import Store
 from .fsspec_store import FsspecStore, fs_protocols
 from .local import LocalStore, is_temporary_name
 
-__all__ = ["temporary_files", "remove_temporary_files"]
+__all__ = ["STAGING_DIR", "temporary_files", "remove_temporary_files"]
+
+STAGING_DIR = ".zarrdask-staging"  # below an array's path: the staged pieces of a Dask write in progress
 
 
 def temporary_files(store: Store, prefix: str = "") -> list[str]:
-    """The keys of leftover temporary files below ``prefix``, sorted."""
+    """The keys of leftover temporary files below ``prefix`` (atomic writes' and staged
+    pieces), sorted."""
     prefix = prefix.strip("/")
+    return sorted({*_atomic_files(store, prefix), *staged_keys(store, prefix)})
+
+
+def staged_keys(store: Store, prefix: str = "") -> list[str]:
+    """The keys below ``prefix`` inside a ``.zarrdask-staging`` directory."""
+    return [k for k in store.list_prefix(prefix) if STAGING_DIR in k.split("/")]
+
+
+def _atomic_files(store: Store, prefix: str) -> list[str]:
+    """The leftover temporary files of atomic writes below ``prefix`` (local stores only)."""
     if isinstance(store, LocalStore):
         top = os.path.join(store.root, *prefix.split("/")) if prefix else store.root
         found = []
@@ -62,13 +80,15 @@ def remove_temporary_files(store_or_path: Any, *, older_than: float = 0.0) -> li
 
 
 def _age(store: Store, key: str) -> float:
-    """Seconds since the temporary file ``key`` of a local store was last written."""
+    """Seconds since the temporary file ``key`` was last written (-1 when unknown: kept)."""
     try:
         if isinstance(store, LocalStore):
             return time.time() - os.stat(store.path_of(key)).st_mtime
-        return time.time() - store.fs.modified(store.key_prefix + key).timestamp()  # type: ignore[attr-defined]
-    except FileNotFoundError:  # renamed onto its key meanwhile: a write completing
-        return -1.0
+        if isinstance(store, FsspecStore):
+            return time.time() - store.fs.modified(store.key_prefix + key).timestamp()
+    except (FileNotFoundError, NotImplementedError):  # renamed onto its key meanwhile: a write completing
+        pass
+    return -1.0
 
 
 def _abort_s3_uploads(store: Store) -> list[str]:
