@@ -14,8 +14,8 @@ whatever the chunking, so the check regenerates them in the read's chunks.
 
 Cluster: ``distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=T)``
 for each ``T`` of ``--threads``, with ``memory_limit`` per worker; stores: a local
-directory, and S3 served by moto on 127.0.0.1 (moto spools objects over 5 MiB to
-temporary files, so its memory stays small). Per job:
+directory, and S3 served by moto on 127.0.0.1 in a process of its own (moto spools
+objects over 5 MiB to temporary files, so its memory stays small). Per job:
 
 * the cluster total, with ``distributed.diagnostics.MemorySampler`` (0.1 s);
 * per worker, a thread in the worker process sampling its RSS every 10 ms (peak), its
@@ -447,6 +447,30 @@ def describe(store: str, r: dict) -> str:
     return "\n".join(lines)
 
 
+def moto_process() -> tuple[Any, str]:
+    """moto's S3 server in a process of its own on 127.0.0.1 (not in the process of the
+    client and the scheduler, where its work would delay the scheduler's answers), and its
+    endpoint, once it answers."""
+    import socket
+    import subprocess
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(endpoint, timeout=1).close()
+            return server, endpoint
+        except OSError:
+            time.sleep(0.05)
+    server.terminate()
+    raise RuntimeError(f"moto_server did not answer on {endpoint}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gib", type=float, default=8)
@@ -488,12 +512,9 @@ def main() -> None:
             if store == "s3":
                 import s3fs
                 from _s3 import s3_storage_options
-                from moto.server import ThreadedMotoServer
 
-                server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-                server.start()
-                host, port = server.get_host_and_port()
-                options = s3_storage_options(f"http://{host}:{port}")
+                server, endpoint = moto_process()
+                options = s3_storage_options(endpoint)
                 s3fs.S3FileSystem(**options, skip_instance_cache=True).mkdir("bench")
             for threads in args.threads:
                 with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=threads,
@@ -513,11 +534,13 @@ def main() -> None:
                             shutil.rmtree(url, ignore_errors=True)
                             shutil.rmtree(f"{url}-warm", ignore_errors=True)
             if server is not None:
-                server.stop()
+                server.terminate()
+                server.wait()
                 server = None
     finally:
         if server is not None:
-            server.stop()
+            server.terminate()
+            server.wait()
         shutil.rmtree(scratch, ignore_errors=True)
     if args.repeat > 1:
         print("medians:")

@@ -2,8 +2,8 @@
 waiting in worker memory for the rest of their shard.
 
 Checked on random shapes, chunks, shards, regions, task sizes and dtypes (byte orders
-included), with pieces written from rows of their block and from a copy, into a store
-that writes values from parts and one that does not: a staged graph stores the same bytes
+included), with pieces written from rows of their block and from a copy, in bands of one
+row, a few rows or whole, into a store that writes values from parts and one that does not: a staged graph stores the same bytes
 as the graph that reads whole blocks, and leaves nothing below ``.zarrdask-staging``.
 Also: a write task run twice (its result lost with a worker) finds itself done and writes
 nothing, a piece deleted under a running write is an error naming its key, ``to_zarr``
@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.dask_io import write_graph as graph_module
-from zarrdask.dask_io.write_graph import (PIECE_PRIORITY, PRIORITY, StagedPiece, Staging, front_bytes, stage_piece,
-                                          write_graph, write_region)
+from zarrdask.dask_io import staging as staging_module
+from zarrdask.dask_io.staging import StagedPiece, Staging, front_bytes, stage_piece
+from zarrdask.dask_io.write_graph import PIECE_PRIORITY, PRIORITY, write_graph, write_region
 from zarrdask.errors import InvalidModeError, StoreError
 from zarrdask.plan import make_write_plan
 from zarrdask.storage import MemoryStore, open_store
@@ -46,13 +46,15 @@ def _graph_functions(job) -> dict[str, set[str]]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(writes(), st.sampled_from(["<u2", ">f8", "<i4", "|u1"]), st.booleans(), st.booleans())
-def test_staged_pieces_write_the_same_bytes_as_whole_blocks(problem, dtype, rows, local):
+@given(writes(), st.sampled_from(["<u2", ">f8", "<i4", "|u1"]), st.booleans(), st.booleans(),
+       st.sampled_from([1, 40, 2**30]))
+def test_staged_pieces_write_the_same_bytes_as_whole_blocks(problem, dtype, rows, local, band):
     shape, chunks, shard, inner, region, task_bytes = problem
     data = np.random.default_rng(sum(shape)).integers(0, 200, size=shape).astype(dtype)
     source = da.from_array(data[region], chunks=chunks)
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(graph_module, "ROW_BYTES", 1 if rows else 2**40)  # pieces from row views, or from a copy
+        mp.setattr(staging_module, "ROW_BYTES", 1 if rows else 2**40)  # pieces from row views, or from a copy
+        mp.setattr(staging_module, "STAGED_BATCH", band)  # bands of one row, of a few, of the whole piece
         store = open_store(f"{tmp}/staged", mode="a") if local else MemoryStore()
         staged = zarrdask.create_array(store, shape=shape, dtype=dtype, chunks=inner, shards=shard, fill_value=7)
         direct = zarrdask.create_array(f"{tmp}/direct", shape=shape, dtype=dtype, chunks=inner, shards=shard,
@@ -98,7 +100,7 @@ def test_a_write_task_run_again_after_its_pieces_are_gone_writes_nothing(tmp_pat
     assert staging.store.exists(staging.done_key(tuple(write[1:])))
     region = task.args[1]
     target.with_options(threads=1)[region] = np.zeros_like(data[region])  # overwritten since: must stay so
-    pieces = [StagedPiece(k, (1, 1), "<f4") for k in ("p/gone-1", "p/gone-2")]
+    pieces = [StagedPiece(k, (1, 1), "<f4", 1) for k in ("p/gone-1", "p/gone-2")]
     write_region(target, region, task.args[2], pieces, staging, tuple(write[1:]))  # recomputed: done, skipped
     assert np.array_equal(target[region], np.zeros_like(data[region]))
 
@@ -107,9 +109,9 @@ def test_a_staged_piece_deleted_under_a_running_write_is_an_error_naming_it(tmp_
     data, target, graph, write = _one_staged_task(tmp_path)
     task = graph[write]
     staging = next(a for a in task.args if isinstance(a, Staging))
-    missing = StagedPiece(f"{staging.prefix}/p/9/9/9/9", (3, 3), "<f4")
+    missing = StagedPiece(f"{staging.prefix}/p/9/9/9/9", (3, 3), "<f4", 3)
     layout = tuple(((slice(0, 3), slice(0, 3)),) for _ in range(2))
-    with pytest.raises(StoreError, match=r"staged piece '.*p/9/9/9/9'.*Run the write again"):
+    with pytest.raises(StoreError, match=r"staged piece '.*p/9/9/9/9/0'.*Run the write again"):
         write_region(target, (slice(0, 3), slice(0, 3)), layout, [missing], staging, (9, 9))
 
 
@@ -118,10 +120,13 @@ def test_pieces_are_written_from_rows_of_their_block_without_a_copy(tmp_path, mo
     written = {}
     monkeypatch.setattr(store, "set", lambda key, value: written.update({key: value}))
     block = np.arange(6 * 2000, dtype="f4").reshape(6, 2000)
+    monkeypatch.setattr(staging_module, "STAGED_BATCH", 3 * 1300 * 4)  # three rows per band
     record = stage_piece(block, (slice(1, 5), slice(500, 1800)), Staging(store, "x"), "x/p/0")
-    parts = written["x/p/0"]
-    assert isinstance(parts, list) and len(parts) == 4 and all(np.shares_memory(np.asarray(p), block) for p in parts)
-    assert b"".join(parts) == block[1:5, 500:1800].tobytes() and record == StagedPiece("x/p/0", (4, 1300), "<f4")
+    assert record == StagedPiece("x/p/0", (4, 1300), "<f4", 3) and sorted(written) == ["x/p/0/0", "x/p/0/1"]
+    parts = [p for key in sorted(written) for p in (written[key] if isinstance(written[key], list) else [written[key]])]
+    assert isinstance(written["x/p/0/0"], list) and len(parts) == 4  # rows 1-3 as three views, row 4 contiguous
+    assert all(np.shares_memory(np.asarray(p), block) for p in parts)
+    assert b"".join(parts) == block[1:5, 500:1800].tobytes()
 
 
 def test_to_zarr_stages_only_when_the_waiting_pieces_outweigh_a_threads_work(tmp_path):

@@ -24,11 +24,9 @@ little memory (measured in benchmarks/README.md).
 
 Even so, a shard row that straddles two block rows waits for both, so pieces of one
 block row wait in memory for the next: about one shard row of the array's cross-section,
-whatever the blocks. With ``staging`` (a :class:`Staging`) each piece task writes its piece
-into the target's store instead, below a key prefix of its own, and returns only a small
-:class:`StagedPiece`; the write task reads its pieces back, writes, marks itself done
-and deletes them, and the last task removes the prefix. Worker memory then holds the
-blocks and shards in flight, not the front, for one more write and read of the pieces.
+whatever the blocks. With staging (:mod:`.staging`) the pieces wait in the target's store
+instead: worker memory then holds the blocks and shards in flight, not that front, for
+one more write and read of the pieces.
 
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
@@ -56,47 +54,18 @@ from ..core.array import Array
 from ..metadata.grid import AxisGrid
 from ..plan import WritePlan
 from ..plan.write_plan import AxisGroup
-from ..errors import InvalidModeError, StoreError
-from ..storage.base import Store
-from ..storage.temporary import STAGING_DIR
+from ..errors import InvalidModeError
 from ..storage.transactional import changes, in_session, merge_changes
+from .staging import STAGING_DIR, StagedPiece, Staging, Written, finish_staging, front_bytes, read_into, stage_piece
 from .transactions import Writes, check_forkable
 
-__all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces", "PlanWrites", "STAGING_DIR",
-           "StagedPiece", "Staging", "axis_cuts", "cut_piece", "finish_staging", "front_bytes",
-           "gathered", "stage_piece",
-           "write_graph", "write_region"]
+__all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces", "PlanWrites",
+           "axis_cuts", "cut_piece", "gathered", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
 PRIORITY = 1  # writes of a misaligned write: above the default (0) of the source's tasks
 PIECE_PRIORITY = 2  # its pieces: above the writes, so a cut block is freed before another shard is written
 CUT_BYTES = 16 * 2**20  # misaligned blocks are cut into piece tasks when the largest block is this big
-STAGED_BATCH = 8 * 2**20  # staged pieces a write task reads back per batch of requests
-ROW_BYTES = 4096  # a piece's rows this long or longer are written as views of its block, not copied
-
-
-class Staging(NamedTuple):
-    """Where the cut pieces of one write wait for their write tasks: keys below ``prefix``
-    (``<array path>/.zarrdask-staging/<write id>``) of the target's ``store``."""
-
-    store: Store
-    prefix: str
-
-    def piece_key(self, key: tuple) -> str:
-        """The key of the piece task ``key``'s piece."""
-        return "/".join([self.prefix, "p", *map(str, key[1:])])
-
-    def done_key(self, index: tuple[int, ...]) -> str:
-        """The key marking the write task at ``index`` as done (its pieces deleted)."""
-        return "/".join([self.prefix, "done", *map(str, index)]) if index else f"{self.prefix}/done/0"
-
-
-class StagedPiece(NamedTuple):
-    """A piece written to the store by :func:`stage_piece`: its key, shape and dtype."""
-
-    key: str
-    shape: tuple[int, ...]
-    dtype: str
 
 
 def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None,
@@ -153,16 +122,6 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
         {**graph.dependencies, writes.name: {pieces.name, *graph.dependencies[pieces.name]}},
     )
     return _with_done(graph, writes, done, target)
-
-
-def front_bytes(plan: WritePlan, itemsize: int) -> int:
-    """The pieces a misaligned write keeps waiting in memory (without staging): a write task
-    whose region straddles two block rows (along the first axis) waits for both, so about
-    one row of write regions across the rest of the region, the largest such row."""
-    if not plan.axes or not plan.axes[0]:
-        return 0
-    first = max(g.stop - g.start for g in plan.axes[0])
-    return itemsize * first * math.prod(s.stop - s.start for s in plan.region[1:])
 
 
 def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array) -> Writes:
@@ -384,73 +343,6 @@ def cut_piece(block: np.ndarray, slices: tuple[slice, ...]) -> np.ndarray:
     return np.array(np.asarray(block)[slices])
 
 
-def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, key: str) -> StagedPiece:
-    """One piece task of a staged write: ``slices`` of ``block`` written to ``key`` of the
-    staging store (its bytes in C order), so the block can be freed and nothing waits in
-    memory. A store that writes a value from parts gets the piece's rows as views of the
-    block, without a copy of the piece."""
-    piece = np.asarray(block)[slices]
-    staging.store.set(key, _rows(piece) if staging.store.writes_parts else _bytes(piece))
-    return StagedPiece(key, piece.shape, piece.dtype.str)
-
-
-def _bytes(piece: np.ndarray) -> memoryview:
-    """The bytes of ``piece`` in C order (a copy unless it is contiguous)."""
-    return memoryview(np.ascontiguousarray(piece).reshape(-1)).cast("B")
-
-
-def _rows(piece: np.ndarray) -> list[memoryview] | memoryview:
-    """The bytes of ``piece`` in C order as a list of views of its rows, when its rows are
-    contiguous and long enough (:data:`ROW_BYTES`) to write one by one; else as
-    :func:`_bytes`."""
-    if piece.ndim < 2 or piece.flags.c_contiguous or piece.strides[-1] != piece.itemsize \
-            or piece.shape[-1] * piece.itemsize < ROW_BYTES:
-        return _bytes(piece)
-    return [memoryview(piece[index]).cast("B") for index in np.ndindex(*piece.shape[:-1])]
-
-
-class _Written(Exception):
-    """A staged write task finds its pieces gone and itself marked done: it ran before (its
-    result was lost with a worker and is being recomputed) and its shards are written."""
-
-
-def _inputs(staging: Staging | None, index: tuple[int, ...], blocks: list[Any]) -> Iterator[Any]:
-    """``blocks`` in order, each :class:`StagedPiece` read back from the store in batches
-    of about :data:`STAGED_BATCH` bytes (so the task holds its region and one batch)."""
-    ready: dict[int, np.ndarray] = {}
-    for n, block in enumerate(blocks):
-        if isinstance(block, StagedPiece) and n not in ready:
-            assert staging is not None
-            batch, size = [], 0
-            for m in range(n, len(blocks)):
-                piece = blocks[m]
-                if isinstance(piece, StagedPiece):
-                    nbytes = np.dtype(piece.dtype).itemsize * math.prod(piece.shape)
-                    if batch and size + nbytes > STAGED_BATCH:
-                        break
-                    batch.append(m)
-                    size += nbytes
-            values = staging.store.get_many([blocks[m].key for m in batch])
-            for m, value in zip(batch, values):
-                if value is None:
-                    if staging.store.exists(staging.done_key(index)):
-                        raise _Written
-                    raise StoreError(
-                        f"the staged piece {blocks[m].key!r} of this write is missing from {staging.store.url}: it "
-                        f"was deleted while the write ran (by another process, or a cleanup of {STAGING_DIR!r} "
-                        "directories). Run the write again")
-                ready[m] = np.frombuffer(value, dtype=blocks[m].dtype).reshape(blocks[m].shape)
-        yield ready.pop(n, block)
-
-
-def finish_staging(staging: Staging, results: list[Any]) -> Any:
-    """The top task of a staged write: its changes merged, and the staging prefix (the
-    done marks) removed."""
-    merged = merge_changes(results)
-    staging.store.delete_prefix(staging.prefix)
-    return merged
-
-
 def write_region(
     target: Array,
     region: tuple[slice, ...],
@@ -467,8 +359,8 @@ def write_region(
     C order (a grouped task of many blocks is described by its per-axis lists alone). An
     input already of its piece's shape is that piece (cut by :func:`cut_piece`, or a
     block the task takes whole) and is used as it is. With ``staging``, the inputs staged
-    by :func:`stage_piece` are read from the store, and once the region is written the task
-    (at ``index``) is marked done and its pieces deleted.
+    by :func:`stage_piece` are read from the store band by band into the region, and once it
+    is written the task (at ``index``) is marked done and its pieces deleted.
     The target encodes whole shards, and read-modify-writes those the region only partly
     covers, inside this call; this task is their only writer.
     """
@@ -478,19 +370,23 @@ def write_region(
             return block
         return block[tuple(cut for cut, _ in pieces)]
 
-    staged = [b.key for b in blocks if isinstance(b, StagedPiece)]
-    inputs = _inputs(staging, index, blocks)
-    try:
-        if len(blocks) == 1:  # the pieces tile the region, so one piece is all of it
-            data = part(next(inputs), tuple(pieces[0] for pieces in layout))
-        else:
-            data = None
-            for pieces, block in zip(itertools.product(*layout), inputs):
-                if data is None:
-                    data = np.empty([s.stop - s.start for s in region], dtype=np.asarray(block).dtype)
-                data[tuple(out for _, out in pieces)] = part(block, pieces)
-    except _Written:
-        return changes(target.store)
+    staged = [key for b in blocks if isinstance(b, StagedPiece) for key, _ in b.bands()]
+    if len(blocks) == 1 and not staged:  # the pieces tile the region, so one piece is all of it
+        data = part(blocks[0], tuple(pieces[0] for pieces in layout))
+    else:
+        first = blocks[0]
+        data = np.empty([s.stop - s.start for s in region],
+                        dtype=first.dtype if isinstance(first, StagedPiece) else np.asarray(first).dtype)
+        try:
+            for pieces, block in zip(itertools.product(*layout), blocks):
+                where = data[tuple(out for _, out in pieces)]
+                if isinstance(block, StagedPiece):
+                    assert staging is not None
+                    read_into(where, block, staging, index)
+                else:
+                    where[...] = part(block, pieces)
+        except Written:
+            return changes(target.store)
     target[region] = data
     if staging is not None:
         staging.store.set(staging.done_key(index), b"")

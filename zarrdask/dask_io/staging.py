@@ -1,0 +1,134 @@
+"""Staged pieces of a misaligned Dask write: where the pieces of cut blocks wait for the
+rest of their shard, in the target's store instead of worker memory.
+
+A shard that straddles two rows of dask blocks can be written only once both are
+computed, so without staging the pieces of one block row wait in memory for the next
+(:func:`front_bytes`). A staged write's piece task (:func:`stage_piece`) writes its piece
+below ``<array path>/.zarrdask-staging/<write id>/p/`` in bands of about
+:data:`STAGED_BATCH` bytes and returns a small :class:`StagedPiece`; the write task reads
+the bands straight into its region (:func:`read_into`), writes its shards, marks itself
+done and deletes the bands; the last task of the graph removes the prefix
+(:func:`finish_staging`). A write task computed again after its result was lost with a
+worker finds its pieces gone and its mark present, and skips (:class:`Written`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import StoreError
+from ..plan import WritePlan
+from ..storage.base import Store
+from ..storage.temporary import STAGING_DIR
+from ..storage.transactional import merge_changes
+
+__all__ = ["ROW_BYTES", "STAGED_BATCH", "STAGING_DIR", "StagedPiece", "Staging", "Written", "finish_staging",
+           "front_bytes", "read_into", "stage_piece"]
+
+STAGED_BATCH = 8 * 2**20  # bytes per band of a staged piece, and per batch of requests reading them back
+ROW_BYTES = 4096  # a piece's rows this long or longer are written as views of its block, not copied
+
+
+class Staging(NamedTuple):
+    """Where the cut pieces of one write wait for their write tasks: keys below ``prefix``
+    (``<array path>/.zarrdask-staging/<write id>``) of the target's ``store``."""
+
+    store: Store
+    prefix: str
+
+    def piece_key(self, key: tuple) -> str:
+        """The key of the piece task ``key``'s piece."""
+        return "/".join([self.prefix, "p", *map(str, key[1:])])
+
+    def done_key(self, index: tuple[int, ...]) -> str:
+        """The key marking the write task at ``index`` as done (its pieces deleted)."""
+        return "/".join([self.prefix, "done", *map(str, index)]) if index else f"{self.prefix}/done/0"
+
+
+class StagedPiece(NamedTuple):
+    """A piece written to the store by :func:`stage_piece`, in bands of ``rows`` rows (along
+    its first axis) at ``<key>/0``, ``<key>/1``, ...; its shape and dtype."""
+
+    key: str
+    shape: tuple[int, ...]
+    dtype: str
+    rows: int
+
+    def bands(self) -> list[tuple[str, slice]]:
+        """(key, rows of the piece) of each band."""
+        return [(f"{self.key}/{n}", slice(start, min(start + self.rows, self.shape[0])))
+                for n, start in enumerate(range(0, self.shape[0], self.rows))]
+
+
+def front_bytes(plan: WritePlan, itemsize: int) -> int:
+    """The pieces a misaligned write keeps waiting in memory (without staging): a write task
+    whose region straddles two block rows (along the first axis) waits for both, so about
+    one row of write regions across the rest of the region, the largest such row."""
+    if not plan.axes or not plan.axes[0]:
+        return 0
+    first = max(g.stop - g.start for g in plan.axes[0])
+    return itemsize * first * math.prod(s.stop - s.start for s in plan.region[1:])
+
+
+def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, key: str) -> StagedPiece:
+    """One piece task of a staged write: ``slices`` of ``block`` written to the staging
+    store in bands of about :data:`STAGED_BATCH` bytes (see :class:`StagedPiece`), so the
+    block can be freed and nothing waits in memory. One band at a time, so the task holds
+    the block and at most one band's copy; a store that writes a value from parts gets the
+    band's rows as views of the block, without a copy."""
+    piece = np.asarray(block)[slices]
+    staged = StagedPiece(key, piece.shape, piece.dtype.str, max(1, STAGED_BATCH // max(1, piece[:1].nbytes)))
+    for band_key, rows in staged.bands():
+        band = piece[rows]
+        staging.store.set(band_key, _rows(band) if staging.store.writes_parts else _bytes(band))
+    return staged
+
+
+def _bytes(piece: np.ndarray) -> memoryview:
+    """The bytes of ``piece`` in C order (a copy unless it is contiguous)."""
+    return memoryview(np.ascontiguousarray(piece).reshape(-1)).cast("B")
+
+
+def _rows(piece: np.ndarray) -> list[memoryview] | memoryview:
+    """The bytes of ``piece`` in C order as a list of views of its rows, when its rows are
+    contiguous and long enough (:data:`ROW_BYTES`) to write one by one; else as
+    :func:`_bytes`."""
+    if piece.ndim < 2 or piece.flags.c_contiguous or piece.strides[-1] != piece.itemsize \
+            or piece.shape[-1] * piece.itemsize < ROW_BYTES:
+        return _bytes(piece)
+    return [memoryview(piece[index]).cast("B") for index in np.ndindex(*piece.shape[:-1])]
+
+
+class Written(Exception):
+    """A staged write task finds its pieces gone and itself marked done: it ran before (its
+    result was lost with a worker and is being recomputed) and its shards are written."""
+
+
+def read_into(out: np.ndarray, piece: StagedPiece, staging: Staging, index: tuple[int, ...]) -> None:
+    """Read the bands of ``piece`` from the store into ``out`` (its place in the region),
+    about :data:`STAGED_BATCH` bytes per batch of requests."""
+    bands = piece.bands()
+    per_batch = max(1, STAGED_BATCH // max(1, out[:piece.rows].nbytes))
+    for first in range(0, len(bands), per_batch):
+        batch = bands[first:first + per_batch]
+        values = staging.store.get_many([k for k, _ in batch])
+        for (key, rows), value in zip(batch, values):
+            if value is None:
+                if staging.store.exists(staging.done_key(index)):
+                    raise Written
+                raise StoreError(
+                    f"the staged piece {key!r} of this write is missing from {staging.store.url}: it was deleted "
+                    f"while the write ran (by another process, or a cleanup of {STAGING_DIR!r} directories). Run "
+                    "the write again")
+            out[rows] = np.frombuffer(value, dtype=piece.dtype).reshape(out[rows].shape)
+
+
+def finish_staging(staging: Staging, results: list[Any]) -> Any:
+    """The top task of a staged write: its changes merged, and the staging prefix (the
+    done marks) removed."""
+    merged = merge_changes(results)
+    staging.store.delete_prefix(staging.prefix)
+    return merged
