@@ -486,6 +486,8 @@ def main() -> None:
                    help="zarrdask: to_zarr's graph (pieces staged through the store); unstaged: the same with "
                         "staging=False (pieces wait in memory); before: every write task on whole blocks, no "
                         "priorities")
+    p.add_argument("--stealing", choices=["on", "off"], default="on",
+                   help="distributed's work stealing (distributed.scheduler.work-stealing); on is its default")
     p.add_argument("--order-only", action="store_true", help="print dask.order's one-thread peaks and exit")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
@@ -498,7 +500,7 @@ def main() -> None:
         for what, (peak, alive) in order_report(lay, args.seed).items():
             print(f"  {what}: one-thread peak {peak / MiB:.0f} MiB" + (f", {alive} results alive at most" if alive else ""))
         return
-    print(f"{lay.shape[0]} x {lay.shape[1]} float32 ({args.gib:g} GiB); dask blocks up to {lay.block_bytes / MiB:.1f} MiB "
+    print(f"work stealing {args.stealing}; {lay.shape[0]} x {lay.shape[1]} float32 ({args.gib:g} GiB); dask blocks up to {lay.block_bytes / MiB:.1f} MiB "
           f"({len(lay.chunks[0])} x {len(lay.chunks[1])}), shards {lay.shard} ({lay.shard_bytes / MiB:.0f} MiB, inner "
           f"{INNER}, zstd), every shard cut: {cut_everywhere(lay)}; 2 workers, memory_limit {args.memory_limit} each; "
           f"loadavg {open('/proc/loadavg').read().split()[:3]}", flush=True)
@@ -517,9 +519,10 @@ def main() -> None:
                 options = s3_storage_options(endpoint)
                 s3fs.S3FileSystem(**options, skip_instance_cache=True).mkdir("bench")
             for threads in args.threads:
-                with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=threads,
-                                              memory_limit=args.memory_limit, dashboard_address=None,
-                                              local_directory=str(scratch / "workers")) as cluster, \
+                with dask.config.set({"distributed.scheduler.work-stealing": args.stealing == "on"}), \
+                        distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=threads,
+                                                 memory_limit=args.memory_limit, dashboard_address=None,
+                                                 local_directory=str(scratch / "workers")) as cluster, \
                         distributed.Client(cluster) as client:
                     for _, graph, ordered in itertools.product(range(args.repeat), args.graph, orders):
                         url = f"s3://bench/{uuid.uuid4().hex}.zarr" if store == "s3" else str(scratch / f"{uuid.uuid4().hex}.zarr")

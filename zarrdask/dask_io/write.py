@@ -162,9 +162,9 @@ def to_zarr(
     ``("zarrdask-piece-<id>", i, j, k, l)`` tasks instead of those blocks: one per piece,
     so a block is freed once it is cut and only pieces move between workers, and the
     pieces and writes run before further source blocks on a distributed cluster
-    (priority 1, or yours from ``dask.annotate(priority=...)`` around the call). Peak
-    worker memory then stays near the front of blocks a shard row needs; ordering your
-    source in C order (a priority on its blocks) lowers it further.
+    (pieces at priority 2, writes 1, or yours from ``dask.annotate(priority=...)`` around
+    the call); with ``staging`` the pieces wait in the store, so peak worker memory stays
+    near one block and shard per thread (see ``staging`` above).
     """
     explicit = {k: v for k, v in dict(
         chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,
