@@ -254,12 +254,13 @@ def test_write_plan_reprs(climate: zarrdask.Array) -> None:
     summary = zarrdask.plan_write(da.zeros((40, 18, 36), chunks=(10, 18, 36), dtype="f4"), climate)
     text = repr(summary)
     assert text.startswith(f"WritePlanSummary: {summary.write_tasks} tasks write {summary.units_written} units")
-    assert len(text.splitlines()) == 3
+    assert len(text.splitlines()) == 4
     wrap = parse(summary._repr_html_())
     facts = {tr.find_all("th")[0].text(): tr.find_all("td")[0].text() for tr in wrap.find_all("tr")}
     assert facts["Write tasks"] == str(summary.write_tasks)
     assert facts["Read-modify-written"] == str(summary.read_modify_writes)
     assert facts["Bytes written"].endswith(f"({summary.bytes_written})")
+    assert facts["Cut blocks"] == text.splitlines()[2].strip()  # the text's third line, as a fact
     (status,) = [e for e in wrap.with_class("zd-note")]
     assert ("zd-good" in status.classes()) == summary.aligned
 

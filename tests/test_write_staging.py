@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import zarrdask
 from zarrdask.dask_io import staging as staging_module
-from zarrdask.dask_io.staging import StagedPiece, Staging, front_bytes, stage_piece
+from zarrdask.dask_io.staging import StagedPiece, Staging, stage_piece
 from zarrdask.dask_io.write_graph import PIECE_PRIORITY, PRIORITY, write_graph, write_region
 from zarrdask.errors import InvalidModeError, StoreError
 from zarrdask.plan import make_write_plan
@@ -143,7 +143,26 @@ def test_to_zarr_stages_only_when_the_waiting_pieces_outweigh_a_threads_work(tmp
                                shards=shards, staging=staging, compute=False)
         assert _graph_functions(job).get("piece") == ({expected} if expected else None), (n, staging)
     plan = make_write_plan(wide.shape, wide.chunks, (4096, 2048))
-    assert front_bytes(plan, 4) == 4 * 4096 * 32768
+    assert plan.pieces(4) == (True, True, 4 * 4096 * 32768)
+    assert plan.pieces(4, False) == (True, False, 4 * 4096 * 32768)
+    assert plan.pieces(4, can_stage=False).staged is False
+
+
+def test_plan_write_says_where_the_pieces_of_cut_blocks_wait(tmp_path):
+    wide = da.zeros((4 * 4900, 32768), chunks=(4900, 4900), dtype="f4")
+    target = zarrdask.create_array(str(tmp_path / "w.zarr"), shape=wide.shape, dtype="f4", chunks=(512, 512),
+                                   shards=(4096, 2048))
+    staged = zarrdask.plan_write(wide, target)
+    assert staged.pieces.staged and "staged in the store (else 512.00 MiB would wait" in repr(staged)
+    assert "Cut blocks" in staged._repr_html_()
+    kept = zarrdask.plan_write(wide, target, staging=False)
+    assert not kept.pieces.staged and "wait in memory for the next block row (up to 512.00 MiB)" in repr(kept)
+    aligned = zarrdask.plan_write(da.zeros(wide.shape, chunks=(4096, 2048), dtype="f4"), target)
+    assert "no cut blocks" in repr(aligned) and aligned.pieces == (False, False, 0)
+    small = zarrdask.plan_write(da.zeros(wide.shape, chunks=(1000, 1000), dtype="f4"), target)
+    assert "read whole by each task" in repr(small)
+    with pytest.raises(InvalidModeError, match="staging must be True, False or None.*1"):
+        zarrdask.plan_write(wide, target, staging=1)
 
 
 def test_pieces_run_before_writes_and_writes_before_the_source(tmp_path):

@@ -3,7 +3,7 @@ rest of their shard, in the target's store instead of worker memory.
 
 A shard that straddles two rows of dask blocks can be written only once both are
 computed, so without staging the pieces of one block row wait in memory for the next
-(:func:`front_bytes`). A staged write's piece task (:func:`stage_piece`) writes its piece
+(``Pieces.waiting_bytes`` of the write plan). A staged write's piece task (:func:`stage_piece`) writes its piece
 below ``<array path>/.zarrdask-staging/<write id>/p/`` in bands of about
 :data:`STAGED_BATCH` bytes and returns a small :class:`StagedPiece`; the write task reads
 the bands straight into its region (:func:`read_into`), writes its shards, marks itself
@@ -14,19 +14,17 @@ worker finds its pieces gone and its mark present, and skips (:class:`Written`).
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import StoreError
-from ..plan import WritePlan
 from ..storage.base import Store
 from ..storage.temporary import STAGING_DIR
 from ..storage.transactional import merge_changes
 
 __all__ = ["ROW_BYTES", "STAGED_BATCH", "STAGING_DIR", "StagedPiece", "Staging", "Written", "finish_staging",
-           "front_bytes", "read_into", "stage_piece"]
+           "read_into", "stage_piece"]
 
 STAGED_BATCH = 8 * 2**20  # bytes per band of a staged piece, and per batch of requests reading them back
 ROW_BYTES = 4096  # a piece's rows this long or longer are written as views of its block, not copied
@@ -61,16 +59,6 @@ class StagedPiece(NamedTuple):
         """(key, rows of the piece) of each band."""
         return [(f"{self.key}/{n}", slice(start, min(start + self.rows, self.shape[0])))
                 for n, start in enumerate(range(0, self.shape[0], self.rows))]
-
-
-def front_bytes(plan: WritePlan, itemsize: int) -> int:
-    """The pieces a misaligned write keeps waiting in memory (without staging): a write task
-    whose region straddles two block rows (along the first axis) waits for both, so about
-    one row of write regions across the rest of the region, the largest such row."""
-    if not plan.axes or not plan.axes[0]:
-        return 0
-    first = max(g.stop - g.start for g in plan.axes[0])
-    return itemsize * first * math.prod(s.stop - s.start for s in plan.region[1:])
 
 
 def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, key: str) -> StagedPiece:

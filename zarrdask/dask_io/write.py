@@ -24,6 +24,7 @@ from ..core.create import create_array
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
+from ..storage.transactional import in_session
 from .transactions import check_read_after_write, check_travels, run_writes
 from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, task_bytes, write_keywords
 from .read import from_zarr, open_location, open_source
@@ -253,12 +254,15 @@ def plan_write(
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
     task_size: int | str | None = None,
+    staging: bool | None = None,
 ) -> WritePlanSummary:
     """Dry run of writing ``x`` into ``region`` of the existing array ``target``.
 
     Returns the plan's summary: write tasks, shards fully written, read-modify-writes,
     source blocks per task, shards per task (most and median), the largest task and its
-    target ``task_size`` (as :func:`to_zarr`'s), and estimated bytes written and read.
+    target ``task_size`` (as :func:`to_zarr`'s), how blocks that cut shards reach the
+    write tasks (with ``staging`` as :func:`to_zarr`'s: staged in the store, or waiting in
+    memory, and how much would wait), and estimated bytes written and read.
     Nothing is written.
     """
     target_bytes = task_bytes("zarrdask.plan_write", task_size)
@@ -269,7 +273,10 @@ def plan_write(
     source = _as_dask(x, array, slices)
     plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices,
                            task_bytes=target_bytes, itemsize=array.dtype.itemsize)
-    return plan.summary(array.dtype.itemsize)
+    if staging is not None and not isinstance(staging, bool):
+        raise InvalidModeError(f"zarrdask.plan_write(): staging must be True, False or None (chosen), got {staging!r}")
+    return plan.summary(array.dtype.itemsize, staging,
+                        can_stage=not (source.dtype.hasobject or in_session(array.store)))
 
 
 class Target(NamedTuple):

@@ -52,11 +52,11 @@ from dask.task_spec import List, Task, TaskRef
 from ..compat.dask import lazy_layer
 from ..core.array import Array
 from ..metadata.grid import AxisGrid
-from ..plan import WritePlan
+from ..plan import CUT_BYTES, WritePlan
 from ..plan.write_plan import AxisGroup
 from ..errors import InvalidModeError
 from ..storage.transactional import changes, in_session, merge_changes
-from .staging import STAGING_DIR, StagedPiece, Staging, Written, finish_staging, front_bytes, read_into, stage_piece
+from .staging import STAGING_DIR, StagedPiece, Staging, Written, finish_staging, read_into, stage_piece
 from .transactions import Writes, check_forkable
 
 __all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces", "PlanWrites",
@@ -65,7 +65,6 @@ __all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRI
 FAN_IN = 64  # results gathered per task of the final tree
 PRIORITY = 1  # writes of a misaligned write: above the default (0) of the source's tasks
 PIECE_PRIORITY = 2  # its pieces: above the writes, so a cut block is freed before another shard is written
-CUT_BYTES = 16 * 2**20  # misaligned blocks are cut into piece tasks when the largest block is this big
 
 
 def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None,
@@ -81,29 +80,25 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     ``("zarrdask-piece-<id>", i, j, k, l) -> cut_piece((x, k, l), slices)`` for those
     blocks instead (changes: None unless the target's store travelled to workers as a
     session's fork). ``staging``: whether those pieces go through the target's store (see
-    the module's docstring); True also cuts blocks of any size; None (the default) stages
-    when the pieces waiting for the next block row (:func:`front_bytes`) would hold more
-    than 2 x (largest block + largest write region), the memory of one thread's work.
+    the module's docstring; decided by :meth:`WritePlan.pieces`): True also cuts blocks of
+    any size; None (the default) stages when the pieces waiting for the next block row
+    would hold more than one thread's work.
     """
     check_forkable(target)
     token = uuid.uuid4().hex
-    largest = source.dtype.itemsize * math.prod(max(c, default=0) for c in plan.source_chunks)
     if staging and source.dtype.hasobject:
         raise InvalidModeError(f"to_zarr(): staging=True writes the cut pieces as raw bytes, which a {source.dtype} "
                                "array does not have; pass staging=False")
     if staging and in_session(target.store):
         raise InvalidModeError("to_zarr(): staging=True would write the cut pieces into the transactional "
                                f"session of {target.store.url}; pass staging=False (or leave it out)")
-    cut = largest >= (CUT_BYTES if cut_bytes is None else cut_bytes) or bool(staging)
-    if staging is None:
-        region_bytes = source.dtype.itemsize * math.prod(max((g.stop - g.start for g in axis), default=0)
-                                                         for axis in plan.axes)
-        staging = (cut and not source.dtype.hasobject and not in_session(target.store)
-                   and front_bytes(plan, source.dtype.itemsize) > 2 * (largest + region_bytes))
-    cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=cut)
+    pieces_of = plan.pieces(source.dtype.itemsize, staging, can_stage=not (source.dtype.hasobject
+                                                                             or in_session(target.store)),
+                            cut_bytes=CUT_BYTES if cut_bytes is None else cut_bytes)
+    cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=pieces_of.cut)
                  for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
     stage = None
-    if staging:
+    if pieces_of.staged:
         stage = Staging(target.store, "/".join(p for p in (target.path, STAGING_DIR, token) if p))
     pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts, stage)
     writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces)

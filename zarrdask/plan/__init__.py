@@ -2,7 +2,9 @@
 
 from .read_plan import auto_read_chunks, cut_axes, default_read_chunks
 from .write_plan import (
+    CUT_BYTES,
     AxisGroup,
+    Pieces,
     SourcePiece,
     WritePlan,
     WritePlanSummary,
@@ -12,7 +14,9 @@ from .write_plan import (
 )
 
 __all__ = [
+    "CUT_BYTES",
     "AxisGroup",
+    "Pieces",
     "SourcePiece",
     "WritePlan",
     "WritePlanSummary",

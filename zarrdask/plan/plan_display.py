@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from .display import Fact, document, fact_table, format_bytes, rows_table, section
 
@@ -72,6 +72,8 @@ class WritePlanSummary(Protocol):
     @property
     def aligned(self) -> bool: ...
     @property
+    def pieces(self) -> Any: ...
+    @property
     def max_units_per_task(self) -> int: ...
     @property
     def median_units_per_task(self) -> int: ...
@@ -126,14 +128,28 @@ def _grouping(s: WritePlanSummary) -> str:
             f"largest task {format_bytes(s.max_task_bytes)} ({target})")
 
 
+def _pieces(s: WritePlanSummary) -> str:
+    """How the blocks that cut units reach the write tasks."""
+    p = s.pieces
+    if s.aligned or not s.write_tasks:
+        return "no cut blocks"
+    if not p.cut:
+        return "cut blocks read whole by each task (blocks under 16 MiB)"
+    if p.staged:
+        return (f"cut blocks' pieces staged in the store (else {format_bytes(p.waiting_bytes)} would wait in memory "
+                "for the next block row)")
+    return f"cut blocks' pieces wait in memory for the next block row (up to {format_bytes(p.waiting_bytes)})"
+
+
 def write_summary_text(summary: WritePlanSummary) -> str:
-    """What a write will do, in three lines."""
+    """What a write will do, in four lines."""
     s = summary
     aligned = "source blocks aligned to the units" if s.aligned else "source blocks not aligned to the units"
     return (f"WritePlanSummary: {s.write_tasks} tasks write {s.units_written} units ({s.full_writes} whole, "
             f"{s.read_modify_writes} read-modify-written); {aligned}\n"
             f"  {s.source_blocks} source blocks (at most {s.max_blocks_per_task}, mean {s.mean_blocks_per_task:.2f} "
             f"per task); {_grouping(s)}\n"
+            f"  {_pieces(s)}\n"
             f"  {format_bytes(s.bytes_written)} written, {format_bytes(s.bytes_read)} read back "
             "(uncompressed estimates)")
 
@@ -152,6 +168,7 @@ def write_summary_html(summary: WritePlanSummary) -> str:
         Fact("Task size target", "none: one task per owned run of units" if s.task_bytes is None
              else f"{format_bytes(s.task_bytes)} ({s.task_bytes})"),
         Fact("Units per task", f"at most {s.max_units_per_task}, median {s.median_units_per_task}"),
+        Fact("Cut blocks", _pieces(s)),
         Fact("Bytes written", f"{format_bytes(s.bytes_written)} ({s.bytes_written})"),
         Fact("Bytes read back", f"{format_bytes(s.bytes_read)} ({s.bytes_read})"),
     ))

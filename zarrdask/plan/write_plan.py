@@ -57,6 +57,8 @@ from .read_plan import auto_read_chunks
 
 __all__ = [
     "AxisGroup",
+    "CUT_BYTES",
+    "Pieces",
     "SourcePiece",
     "Span",
     "WritePlan",
@@ -65,6 +67,21 @@ __all__ = [
     "make_write_plan",
     "normalize_region",
 ]
+
+
+CUT_BYTES = 16 * 2**20  # misaligned blocks are cut into piece tasks when the largest block is this big
+
+
+class Pieces(NamedTuple):
+    """How a write hands the blocks that cut its units to its write tasks: cut into piece
+    tasks (``cut``: a misaligned write whose largest block holds at least ``CUT_BYTES``,
+    or a staged one), and those pieces waiting in the target's store (``staged``) rather
+    than in worker memory, where ``waiting_bytes`` (one row of write tasks across the
+    region: what waits for the next block row) would."""
+
+    cut: bool
+    staged: bool
+    waiting_bytes: int
 
 
 class Span(NamedTuple):
@@ -163,6 +180,7 @@ class WritePlanSummary:
     max_units_per_task: int
     median_units_per_task: int  # the lower median over tasks
     task_bytes: int | None  # the target size of a task (None: one task per owned run of units)
+    pieces: Pieces  # how cut blocks reach the write tasks
 
     def __repr__(self) -> str:
         from .plan_display import write_summary_text
@@ -208,8 +226,32 @@ class WritePlan:
         (a graph generates its tasks one by one this way, when it is materialised)."""
         return _make_task(tuple((i, groups[i]) for i, groups in zip(index, self.axes)))
 
-    def summary(self, itemsize: int = 1) -> WritePlanSummary:
-        """Counts and estimated bytes of this plan (``itemsize`` bytes per element)."""
+    @property
+    def aligned(self) -> bool:
+        """No source block boundary falls inside a unit (no task gathers pieces of a cut block)."""
+        return len(self) > 0 and all(_axis_aligned(groups, axis) for groups, axis in zip(self.axes, self.grid))
+
+    def pieces(self, itemsize: int, staging: bool | None = None, *, can_stage: bool = True,
+               cut_bytes: int = CUT_BYTES) -> Pieces:
+        """How this write's cut blocks reach their write tasks (``itemsize`` bytes per
+        element). ``staging``: True stages (cutting blocks of any size), False never, None
+        stages where ``waiting_bytes`` would outweigh one thread's work, 2 x (largest block
+        + largest task buffer); ``can_stage``: False where the target cannot hold the
+        pieces (object dtypes, transactional sessions)."""
+        largest_block = itemsize * math.prod(max(c, default=0) for c in self.source_chunks)
+        task = itemsize * math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes)
+        first = max((g.stop - g.start for g in self.axes[0]), default=0) if self.axes else 0
+        waiting = itemsize * first * math.prod(s.stop - s.start for s in self.region[1:])
+        if self.aligned or not len(self):
+            return Pieces(False, False, 0)
+        if staging is None:
+            staging = can_stage and largest_block >= cut_bytes and waiting > 2 * (largest_block + task)
+        staged = bool(staging) and can_stage
+        return Pieces(staged or largest_block >= cut_bytes, staged, waiting)
+
+    def summary(self, itemsize: int = 1, staging: bool | None = None, *, can_stage: bool = True) -> WritePlanSummary:
+        """Counts and estimated bytes of this plan (``itemsize`` bytes per element), and how
+        its cut blocks reach the write tasks (:meth:`pieces`, for ``staging``)."""
         unit_extents = [_unit_extents(groups, axis) for groups, axis in zip(self.axes, self.grid)]
         total_volume = math.prod(sum(e for e, _ in ext) for ext in unit_extents)
         full_volume = math.prod(sum(e for e, full in ext if full) for ext in unit_extents)
@@ -229,10 +271,11 @@ class WritePlan:
             max_task_bytes=itemsize * math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes),
             bytes_written=itemsize * total_volume,
             bytes_read=itemsize * (total_volume - full_volume),
-            aligned=tasks > 0 and all(_axis_aligned(groups, axis) for groups, axis in zip(self.axes, self.grid)),
+            aligned=self.aligned,
             max_units_per_task=math.prod(max(c, default=0) for c in per_axis_units),
             median_units_per_task=_lower_median_product(per_axis_units) if tasks else 0,
             task_bytes=self.task_bytes,
+            pieces=self.pieces(itemsize, staging, can_stage=can_stage),
         )
 
 
