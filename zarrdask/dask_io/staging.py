@@ -3,12 +3,12 @@ rest of their shard, in the target's store instead of worker memory.
 
 A shard that straddles two rows of dask blocks can be written only once both are
 computed, so without staging the pieces of one block row wait in memory for the next
-(``Pieces.waiting_bytes`` of the write plan). A staged write's piece task (:func:`stage_piece`) writes its piece
-below ``<array path>/.zarrdask-staging/<write id>/p/`` in bands of about
-:data:`STAGED_BATCH` bytes and returns a small :class:`StagedPiece`; the write task reads
-the bands straight into its region (:func:`read_into`), writes its shards, marks itself
-done and deletes the bands; the last task of the graph removes the prefix
-(:func:`finish_staging`). A write task computed again after its result was lost with a
+(``Pieces.waiting_bytes`` of the write plan). A staged write's piece task
+(:func:`stage_piece`) writes its piece below ``<array path>/.zarrdask-staging/<write id>/p/``
+in bands of about :data:`STAGED_BATCH` bytes and returns a small :class:`StagedPiece`; the
+write task reads the bands straight into its region (:func:`read_into`), writes its
+shards, marks itself done and deletes the bands; the last task of the graph removes the
+prefix (:func:`finish_staging`). A write task computed again after its result was lost with a
 worker finds its pieces gone and its mark present, and skips (:class:`Written`).
 """
 
@@ -43,7 +43,7 @@ class Staging(NamedTuple):
 
     def done_key(self, index: tuple[int, ...]) -> str:
         """The key marking the write task at ``index`` as done (its pieces deleted)."""
-        return "/".join([self.prefix, "done", *map(str, index)]) if index else f"{self.prefix}/done/0"
+        return "/".join([self.prefix, "done", *map(str, index or (0,))])
 
 
 class StagedPiece(NamedTuple):
