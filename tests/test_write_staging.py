@@ -8,8 +8,8 @@ as the graph that reads whole blocks, and leaves nothing below ``.zarrdask-stagi
 Also: a write task run twice (its result lost with a worker) finds itself done and writes
 nothing, a piece deleted under a running write is an error naming its key, ``to_zarr``
 stages by default only when the waiting pieces would outweigh one thread's work, the
-keyword's refusals, a process cluster, and ``remove_temporary_files`` on what a killed
-job left.
+keyword's refusals, a process cluster, the loopback S3 server, ``plan_write``'s account,
+and ``verify`` and ``remove_temporary_files`` on what a killed job left.
 """
 
 from __future__ import annotations
@@ -218,7 +218,11 @@ def test_remove_temporary_files_removes_what_a_killed_staged_write_left(tmp_path
     graph = dict(job.__dask_graph__())
     dask.get(graph, [k for k in graph if isinstance(k, tuple) and "piece" in str(k[0])])  # killed after the pieces
     left = sorted(str(p.relative_to(url)) for p in Path(url).rglob("*") if p.is_file() and "staging" in str(p))
-    assert left and zarrdask.remove_temporary_files(url) == left
+    report = zarrdask.verify(url)  # each one found once, as a leftover (not also as an orphan)
+    assert sorted(f.key for f in report.findings) == left
+    assert {(f.kind, f.problem) for f in report.findings} == {
+        ("temporary", "staged piece left by an interrupted Dask write (to_zarr's staging)")}
+    assert zarrdask.remove_temporary_files(url) == left
     assert not list(Path(url).rglob("*staging*")) and zarrdask.open_array(url).shape == data.shape
 
 

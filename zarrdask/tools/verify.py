@@ -4,7 +4,8 @@ Checks that every metadata document parses and describes an array zarrdask can o
 that every stored chunk or shard reads through zarrdask's own read path (codecs decode,
 crc32c checksums match, shard indexes lie inside their shard and do not overlap); that
 every key belongs to a node (keys that belong to no chunk are orphans, leftover
-temporary files of interrupted atomic writes are reported apart); and that consolidated
+temporary files of interrupted atomic writes, and pieces an interrupted staged Dask write
+left, are reported apart); and that consolidated
 metadata agrees with the documents it copies. ``fix=True`` removes the temporary files
 and rewrites stale consolidated metadata; other findings need a person. Arrays whose
 chunks carry no checksum are listed apart (``unverifiable``): decoding them proves less.
@@ -31,7 +32,7 @@ from ..metadata.v3 import ArrayMetadataV3
 from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path
-from ..storage.temporary import temporary_files
+from ..storage.temporary import STAGING_DIR, temporary_files
 from .verify_display import report_html, report_text
 
 __all__ = ["Finding", "VerifyReport", "verify"]
@@ -124,8 +125,12 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     for group_path, meta in nodes.items():
         if meta.node_type == "group":
             report.findings.extend(_check_consolidated(s, group_path, nodes))
-    report.findings.extend(Finding(k, "temporary", "leftover temporary file of an interrupted write")
-                           for k in temporary_files(s, path))
+    leftover = temporary_files(s, path)
+    staged = {k for k in leftover if STAGING_DIR in k.split("/")}
+    report.findings = [f for f in report.findings if not (f.kind == "orphan" and f.key in staged)]
+    report.findings.extend(
+        Finding(k, "temporary", "staged piece left by an interrupted Dask write (to_zarr's staging)" if k in staged
+                else "leftover temporary file of an interrupted write") for k in leftover)
     if fix:
         _fix(s, report)
     report.findings.sort(key=lambda f: (f.key, f.kind))
