@@ -94,10 +94,17 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _fill_block(seed: int, block_info: dict | None = None) -> np.ndarray:
+    """:func:`fill` at a ``map_blocks`` block's place."""
+    assert block_info is not None
+    return fill(tuple(block_info[None]["array-location"]), seed)
+
+
 def generated(shape: tuple[int, int], chunks: tuple[tuple[int, ...], ...], seed: int, ordered: bool = False) -> da.Array:
     """A dask array of :func:`fill`'s values in blocks ``chunks``: one small task per block
-    (its index ranges), computed where it runs. ``ordered``: the blocks carry a scheduler
-    priority that runs them in C order (first block highest)."""
+    (its index ranges), computed where it runs: a ``map_blocks`` (blockwise) layer.
+    ``ordered``: the blocks carry a scheduler priority that runs them in C order (first
+    block highest), in a layer of their own."""
     name = f"generated-{uuid.uuid4().hex}"
     starts = [np.cumsum((0,) + c) for c in chunks]
     graph = {
@@ -105,8 +112,9 @@ def generated(shape: tuple[int, int], chunks: tuple[tuple[int, ...], ...], seed:
         for i in range(len(chunks[0])) for j in range(len(chunks[1]))
     }
     assert sum(chunks[0]) == shape[0] and sum(chunks[1]) == shape[1]
-    if not ordered:
-        return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=[]), name, chunks, dtype=np.float32)
+    if not ordered:  # a blockwise layer, as most sources are (reads, map_blocks, arithmetic)
+        return da.map_blocks(_fill_block, seed, chunks=chunks, dtype=np.float32, name=name,
+                             meta=np.empty((0, 0), np.float32))
     columns = len(chunks[1])
     with dask.annotate(priority=lambda key: len(graph) - (key[1] * columns + key[2])):
         return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=[]), name, chunks, dtype=np.float32)
@@ -214,7 +222,8 @@ def ready_peak(dsk: dict, result_bytes: dict, working_bytes: dict, user: Any) ->
 
 def sizes(dsk: dict, source: da.Array, plan: Any, itemsize: int = 4) -> tuple[dict, dict]:
     """Result and working bytes per key of a write graph made from ``source`` and ``plan``:
-    source blocks weigh their size, pieces theirs, a write task holds its region twice."""
+    source blocks weigh their size, pieces theirs, a (fused) stage task holds its block
+    while it runs and leaves a small record, a write task holds its region twice."""
     result, working = {}, {}
     block_sizes = {(source.name, *index): itemsize * math.prod(source.chunks[a][i] for a, i in enumerate(index))
                    for index in np.ndindex(*source.numblocks)}
@@ -222,11 +231,9 @@ def sizes(dsk: dict, source: da.Array, plan: Any, itemsize: int = 4) -> tuple[di
         if k in block_sizes:
             result[k] = block_sizes[k]
         elif isinstance(k, tuple) and str(k[0]).startswith("zarrdask-piece-"):
-            piece = itemsize * math.prod(s.stop - s.start for s in task.args[1])
-            if getattr(task.func, "__name__", "") == "stage_piece":  # written to the store: a small record waits
-                working[k] = piece
-            else:
-                result[k] = piece
+            result[k] = itemsize * math.prod(s.stop - s.start for s in task.args[1])
+        elif isinstance(k, tuple) and str(k[0]).startswith("zarrdask-stage-"):  # (fused) makes a block, stages it
+            working[k] = block_sizes[(source.name, *k[1:])]
         elif isinstance(k, tuple) and str(k[0]).startswith("zarrdask-write-") and "done" not in str(k[0]):
             region = plan.task(k[1:]).region
             working[k] = 2 * itemsize * math.prod(s.stop - s.start for s in region)
@@ -309,7 +316,7 @@ def order_report(lay: Layout, seed: int = 7) -> dict[str, tuple[int, int]]:
         target = zarrdask.create_array(f"{tmp}/b.zarr", shape=lay.shape, dtype="f4", chunks=INNER, shards=lay.shard)
         before, _ = direct_graph(source, target, plan)
     report = {}
-    for what, dsk in (("zarrdask (pieces of cut blocks)", ours), ("before (write tasks on whole blocks)", before)):
+    for what, dsk in (("zarrdask (to_zarr's graph)", ours), ("before (write tasks on whole blocks)", before)):
         writes = sorted((k for k in dsk if isinstance(k, tuple) and "write" in str(k[0]) and "done" not in str(k[0])),
                         key=lambda k: k[1:])
         report[f"{what}, dask.order"] = ordered_peak(dsk, *sizes(dsk, source, plan))

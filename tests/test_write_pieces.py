@@ -77,7 +77,8 @@ def test_pieces_write_the_same_bytes_as_whole_blocks(problem):
         arrays = [zarrdask.create_array(f"{tmp}/{name}", shape=shape, dtype="u2", chunks=inner, shards=shard,
                                         fill_value=7) for name in ("pieces", "direct")]
         plan = make_write_plan(shape, chunks, shard, region, task_bytes=task_bytes, itemsize=2)
-        dask.compute(write_graph(source, arrays[0].with_options(threads=1), plan, cut_bytes=0), scheduler="sync")
+        dask.compute(write_graph(source, arrays[0].with_options(threads=1), plan, cut_bytes=0, staging=False),
+                     scheduler="sync")
         dask.compute(write_graph(source, arrays[1].with_options(threads=1), plan, cut_bytes=2**62), scheduler="threads")
         assert _stored_bytes(Path(tmp) / "pieces") == _stored_bytes(Path(tmp) / "direct")
         expected = np.full(shape, 7, dtype=np.uint16)
@@ -93,7 +94,7 @@ def test_piece_tasks_are_made_for_cut_misaligned_blocks_only(problem):
     plan = make_write_plan(shape, chunks, shard, region, task_bytes=task_bytes, itemsize=2)
     with tempfile.TemporaryDirectory() as tmp:
         target = zarrdask.create_array(f"{tmp}/a", shape=shape, dtype="u2", chunks=inner, shards=shard)
-        job = write_graph(source, target, plan, cut_bytes=0)
+        job = write_graph(source, target, plan, cut_bytes=0, staging=False)
     layers = job.__dask_graph__().layers
     piece_layers = [(name, layer) for name, layer in layers.items() if name.startswith("zarrdask-piece-")]
     misaligned = _misaligned_blocks(chunks, shard, region)
@@ -171,7 +172,8 @@ def test_the_callers_priority_wins(tmp_path):
     source = da.zeros((30, 30), chunks=(7, 7), dtype="f4")
     target = zarrdask.create_array(str(tmp_path / "a.zarr"), shape=(30, 30), dtype="f4", chunks=(5, 5), shards=(10, 10))
     with dask.annotate(priority=50, retries=2):
-        job = write_graph(source, target, make_write_plan((30, 30), source.chunks, (10, 10)), cut_bytes=0)
+        job = write_graph(source, target, make_write_plan((30, 30), source.chunks, (10, 10)), cut_bytes=0,
+                          staging=False)
     annotated = {name: layer.annotations for name, layer in job.__dask_graph__().layers.items()
                  if name.startswith(("zarrdask-piece-", "zarrdask-write-")) and "done" not in name}
     assert len(annotated) == 2 and all(a == {"priority": 50, "retries": 2} for a in annotated.values())
@@ -197,7 +199,7 @@ def test_a_distributed_scheduler_gets_the_priority_and_the_bytes(tmp_path):
         seen = Seen()
         cluster.scheduler.add_plugin(seen)
         job = write_graph(source, target.with_options(threads=1), make_write_plan(data.shape, source.chunks, (10, 10)),
-                          cut_bytes=0)
+                          cut_bytes=0, staging=False)
         client.compute(job).result()
     assert np.array_equal(zarrdask.open_array(str(tmp_path / "a.zarr"))[...], data)
     kinds = {str(k[0]).rsplit("-", 1)[0]: p for k, p in seen.priorities.items()}

@@ -5,7 +5,7 @@ Checked on random shapes, chunks, shards, regions, task sizes and dtypes (byte o
 included), with pieces written from rows of their block and from a copy, in bands of one
 row, a few rows or whole, into a store that writes values from parts and one that does not: a staged graph stores the same bytes
 as the graph that reads whole blocks, and leaves nothing below ``.zarrdask-staging``.
-Also: a write task run twice (its result lost with a worker) finds itself done and writes
+Also: a blockwise source fused with the stage tasks, a write task run twice (its result lost with a worker) finds itself done and writes
 nothing, a piece deleted under a running write is an error naming its key, ``to_zarr``
 stages by default only when the waiting pieces would outweigh one thread's work, the
 keyword's refusals, a process cluster, the loopback S3 server, ``plan_write``'s account,
@@ -35,14 +35,16 @@ from zarrdask.storage import MemoryStore, open_store
 from test_write_pieces import _stored_bytes, writes
 
 
-def _graph_functions(job) -> dict[str, set[str]]:
-    """Per layer kind (piece, write, done), the names of the functions its tasks run."""
-    out: dict[str, set[str]] = {}
-    for name, layer in job.__dask_graph__().layers.items():
-        if name.startswith("zarrdask-"):
-            kind = "done" if "done" in name else name.split("-")[1]
-            out.setdefault(kind, set()).update(layer[k].func.__name__ for k in layer)
-    return out
+def _layer_kinds(job) -> set[str]:
+    """The kinds of zarrdask's layers in a write graph (piece, stage, write, done)."""
+    return {"done" if "done" in name else name.split("-")[1]
+            for name in job.__dask_graph__().layers if name.startswith("zarrdask-")}
+
+
+def _top_function(job) -> str:
+    """The name of the function of the graph's final task."""
+    graph = job.__dask_graph__()
+    return graph.layers[job.key][job.key].func.__name__
 
 
 @settings(max_examples=60, deadline=None)
@@ -69,14 +71,15 @@ def test_staged_pieces_write_the_same_bytes_as_whole_blocks(problem, dtype, rows
         expected[region] = data[region]
         assert np.array_equal(staged[...], expected)
         assert not [k for k in store.list_prefix("") if ".zarrdask-staging" in k]
-        functions = _graph_functions(job)
-        if "piece" in functions:
-            assert functions["piece"] == {"stage_piece"} and functions["done"] >= {"finish_staging"}
+        kinds = _layer_kinds(job)
+        assert "piece" not in kinds  # staged: one stage task per block instead of piece tasks
+        if not plan.aligned:
+            assert "stage" in kinds and _top_function(job) == "finish_staging"
 
 
 def _one_staged_task(tmp_path):
     """A staged write's graph, its store and the key of a write task that reads pieces,
-    with every piece task already run."""
+    with every stage task already run."""
     data = np.arange(40 * 30, dtype="f4").reshape(40, 30)
     target = zarrdask.create_array(str(tmp_path / "a.zarr"), shape=data.shape, dtype="f4", chunks=(5, 5),
                                    shards=(10, 10))
@@ -84,11 +87,11 @@ def _one_staged_task(tmp_path):
     job = write_graph(source, target.with_options(threads=1), make_write_plan(data.shape, source.chunks, (10, 10)),
                       staging=True)
     graph = dict(job.__dask_graph__())
-    results = dask.get(graph, [k for k in graph if isinstance(k, tuple) and "piece" in str(k[0])])
-    assert all(isinstance(r, StagedPiece) for r in results)
+    results = dask.get(graph, [k for k in graph if isinstance(k, tuple) and "stage" in str(k[0])])
+    assert all(isinstance(p, StagedPiece) for r in results for p in r.values())
     write = next(k for k, task in graph.items()
                  if isinstance(k, tuple) and "write-" in str(k[0]) and "done" not in str(k[0])
-                 and any("piece" in str(d[0]) for d in task.dependencies))
+                 and any("stage" in str(d[0]) for d in task.dependencies))
     return data, target, graph, write
 
 
@@ -100,8 +103,9 @@ def test_a_write_task_run_again_after_its_pieces_are_gone_writes_nothing(tmp_pat
     assert staging.store.exists(staging.done_key(tuple(write[1:])))
     region = task.args[1]
     target.with_options(threads=1)[region] = np.zeros_like(data[region])  # overwritten since: must stay so
-    pieces = [StagedPiece(k, (1, 1), "<f4", 1) for k in ("p/gone-1", "p/gone-2")]
-    write_region(target, region, task.args[2], pieces, staging, tuple(write[1:]))  # recomputed: done, skipped
+    index = tuple(write[1:])
+    staged = [{index: StagedPiece(k, (1, 1), "<f4", 1)} for k in ("p/gone-1", "p/gone-2")]  # as stage tasks give them
+    write_region(target, region, task.args[2], staged, staging, index)  # recomputed: done, skipped
     assert np.array_equal(target[region], np.zeros_like(data[region]))
 
 
@@ -112,7 +116,7 @@ def test_a_staged_piece_deleted_under_a_running_write_is_an_error_naming_it(tmp_
     missing = StagedPiece(f"{staging.prefix}/p/9/9/9/9", (3, 3), "<f4", 3)
     layout = tuple(((slice(0, 3), slice(0, 3)),) for _ in range(2))
     with pytest.raises(StoreError, match=r"staged piece '.*p/9/9/9/9/0'.*Run the write again"):
-        write_region(target, (slice(0, 3), slice(0, 3)), layout, [missing], staging, (9, 9))
+        write_region(target, (slice(0, 3), slice(0, 3)), layout, [{(9, 9): missing}], staging, (9, 9))
 
 
 def test_pieces_are_written_from_rows_of_their_block_without_a_copy(tmp_path, monkeypatch):
@@ -135,13 +139,13 @@ def test_to_zarr_stages_only_when_the_waiting_pieces_outweigh_a_threads_work(tmp
     wide = da.zeros((4 * 4900, 32768), chunks=(4900, 4900), dtype="f4")  # front 512 MiB > 2 x (92 + 32) MiB
     narrow = da.zeros((8192, 8192), chunks=(2100, 2100), dtype="f4")  # front 32 MiB < 2 x (17 + 4) MiB
     small = da.zeros((100, 100), chunks=(30, 30), dtype="f4")
-    cases = [(wide, (4096, 2048), None, "stage_piece"), (wide, (4096, 2048), False, "cut_piece"),
-             (narrow, (1024, 1024), None, "cut_piece"), (narrow, (1024, 1024), True, "stage_piece"),
-             (small, (20, 20), None, None), (small, (20, 20), True, "stage_piece")]
+    cases = [(wide, (4096, 2048), None, "stage"), (wide, (4096, 2048), False, "piece"),
+             (narrow, (1024, 1024), None, "piece"), (narrow, (1024, 1024), True, "stage"),
+             (small, (20, 20), None, None), (small, (20, 20), True, "stage")]
     for n, (source, shards, staging, expected) in enumerate(cases):
         job = zarrdask.to_zarr(source, str(tmp_path / f"{n}.zarr"), chunks=(512, 512) if shards[0] > 20 else (10, 10),
                                shards=shards, staging=staging, compute=False)
-        assert _graph_functions(job).get("piece") == ({expected} if expected else None), (n, staging)
+        assert _layer_kinds(job) - {"write", "done"} == ({expected} if expected else set()), (n, staging)
     plan = make_write_plan(wide.shape, wide.chunks, (4096, 2048))
     assert plan.pieces(4) == (True, True, 4 * 4096 * 32768)
     assert plan.pieces(4, False) == (True, False, 4 * 4096 * 32768)
@@ -165,15 +169,27 @@ def test_plan_write_says_where_the_pieces_of_cut_blocks_wait(tmp_path):
         zarrdask.plan_write(wide, target, staging=1)
 
 
-def test_pieces_run_before_writes_and_writes_before_the_source(tmp_path):
-    source = da.zeros((30, 30), chunks=(7, 7), dtype="f4")
+def test_staging_fuses_with_a_blockwise_source_and_writes_run_above_it(tmp_path):
+    """A blockwise source and the stage tasks become one task per block (so a block is
+    staged by the task that makes it); the writes keep their priority above the source.
+    The fusion is dask's (``compat.dask.fuse_blockwise``): checked here on the installed
+    release, so a release that stops fusing fails this test rather than falling back."""
+    source = da.random.default_rng(1).random((30, 30), chunks=(7, 7)).astype("f4") * 2  # random, astype, mul
     job = zarrdask.to_zarr(source, str(tmp_path / "a.zarr"), chunks=(5, 5), shards=(10, 10), staging=True,
                            compute=False)
     layers = job.__dask_graph__().layers
-    piece = next(layer for n, layer in layers.items() if n.startswith("zarrdask-piece-"))
+    assert not any(n.startswith(("astype-", "mul-")) for n in layers)  # fused into the stage layer
+    stage = next(layer for n, layer in layers.items() if n.startswith("zarrdask-stage-"))
     write = next(layer for n, layer in layers.items() if n.startswith("zarrdask-write-") and "done" not in n)
-    assert piece.annotations == {"priority": PIECE_PRIORITY} and write.annotations == {"priority": PRIORITY}
-    assert PIECE_PRIORITY > PRIORITY > 0
+    assert len(stage) == 25 and stage.annotations is None and write.annotations == {"priority": PRIORITY}
+    target = zarrdask.create_array(str(tmp_path / "b.zarr"), shape=source.shape, dtype="f4", chunks=(5, 5),
+                                   shards=(10, 10))
+    unstaged = write_graph(source, target, make_write_plan(source.shape, source.chunks, (10, 10)), cut_bytes=0,
+                           staging=False).__dask_graph__().layers
+    piece = next(layer for n, layer in unstaged.items() if n.startswith("zarrdask-piece-"))
+    assert piece.annotations == {"priority": PIECE_PRIORITY} and PIECE_PRIORITY > PRIORITY > 0
+    job.compute()
+    assert np.array_equal(zarrdask.open_array(str(tmp_path / "a.zarr"))[...], source.compute())
 
 
 def test_staging_refusals_name_the_keyword_and_a_fix(tmp_path):
@@ -216,7 +232,7 @@ def test_remove_temporary_files_removes_what_a_killed_staged_write_left(tmp_path
     source = da.from_array(data, chunks=(13, 13))
     job = write_graph(source, target, make_write_plan(data.shape, source.chunks, (10, 10)), staging=True)
     graph = dict(job.__dask_graph__())
-    dask.get(graph, [k for k in graph if isinstance(k, tuple) and "piece" in str(k[0])])  # killed after the pieces
+    dask.get(graph, [k for k in graph if isinstance(k, tuple) and "stage" in str(k[0])])  # killed after staging
     left = sorted(str(p.relative_to(url)) for p in Path(url).rglob("*") if p.is_file() and "staging" in str(p))
     report = zarrdask.verify(url)  # each one found once, as a leftover (not also as an orphan)
     assert sorted(f.key for f in report.findings) == left

@@ -8,6 +8,14 @@ It subclasses dask's ``Layer`` and relies on its culling and materialisation pro
 Once per process the path is checked on a small graph; when that fails (another dask
 release) the layer is materialised into dask's public ``MaterializedLayer`` instead.
 
+``block_layer`` and ``fuse_blockwise``: a ``Blockwise`` layer of one task per block of a
+collection, with a per-block argument generated on demand (a ``BlockwiseDep``), and
+dask's blockwise fusion (``optimize_blockwise``) applied to a graph ahead of time, so
+such a layer fuses with a blockwise source into one task per block (dask fuses only array
+collections' graphs, not a ``Delayed``'s). Without fusion the graph is the same tasks,
+unfused: ``fuse_blockwise`` falls back to it when dask's fusion fails, and
+``tests/test_write_staging.py`` checks that the installed dask fuses.
+
 ``named_from_array``: with dask's array query planning on, ``da.from_array`` ignores
 ``name=`` and keys its blocks ``fromarray-<token>``, which hides zarrdask's reads from
 progress bars and the dashboard. There dask's own ``FromArray`` expression (the same
@@ -25,10 +33,12 @@ from typing import Any, Protocol
 
 import dask
 import dask.array as da
+from dask.blockwise import BlockwiseDep, blockwise, optimize_blockwise
 from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
 from dask.task_spec import List, Task, TaskRef
 
-__all__ = ["CHECKED_ON", "TaskSource", "lazy_layer", "named_from_array", "private_from_array", "private_lazy_layer"]
+__all__ = ["CHECKED_ON", "BlockArgs", "TaskSource", "block_layer", "fuse_blockwise", "lazy_layer", "named_from_array",
+           "private_fuse_blockwise", "private_from_array", "private_lazy_layer"]
 
 CHECKED_ON = "2026.8.0"
 _NAMED_FROM_ARRAY = "_NamedFromArray"
@@ -78,6 +88,51 @@ def _named_from_array_class() -> type:
     _NamedFromArray.__module__ = __name__
     _NamedFromArray.__qualname__ = _NAMED_FROM_ARRAY
     return _NamedFromArray
+
+
+class BlockArgs(Protocol):
+    """What a block layer's per-block argument comes from."""
+
+    def block_arg(self, index: tuple[int, ...]) -> Any: ...
+
+
+class _PerBlock(BlockwiseDep):
+    """A ``BlockwiseDep`` whose value at a block is ``args.block_arg(index)``."""
+
+    produces_tasks = False
+
+    def __init__(self, args: BlockArgs, numblocks: tuple[int, ...]) -> None:
+        self.args = args
+        self.numblocks = numblocks
+
+    def __getitem__(self, index: tuple[int, ...]) -> Any:
+        return self.args.block_arg(tuple(index))
+
+
+def block_layer(func: Any, name: str, source: Any, args: BlockArgs, *constants: Any) -> Layer:
+    """``(name, *index) -> func(block, args.block_arg(index), *constants)`` for every block
+    (``index``) of the dask collection ``source``: a ``Blockwise`` layer (public
+    ``dask.blockwise.blockwise``), which ``fuse_blockwise`` can fuse with a blockwise source."""
+    ind = tuple(f"i{k}" for k in range(source.ndim))
+    pairs: list[Any] = [source.name, ind, _PerBlock(args, source.numblocks), ind]
+    for value in constants:
+        pairs += [value, None]
+    return blockwise(func, name, ind, *pairs, numblocks={source.name: source.numblocks})
+
+
+def fuse_blockwise(graph: HighLevelGraph, keys: list[Hashable]) -> HighLevelGraph:
+    """``graph`` with its blockwise layers fused where dask would fuse an array's (a source
+    layer used only by the next one becomes part of its tasks); ``graph`` itself when that
+    fails."""
+    try:
+        return private_fuse_blockwise(graph, keys)
+    except Exception:  # another dask release: the unfused graph computes the same
+        return graph
+
+
+def private_fuse_blockwise(graph: HighLevelGraph, keys: list[Hashable]) -> HighLevelGraph:
+    """The private path alone."""
+    return optimize_blockwise(graph, keys=keys)
 
 
 class TaskSource(Protocol):

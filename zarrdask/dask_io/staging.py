@@ -3,10 +3,11 @@ rest of their shard, in the target's store instead of worker memory.
 
 A shard that straddles two rows of dask blocks can be written only once both are
 computed, so without staging the pieces of one block row wait in memory for the next
-(``Pieces.waiting_bytes`` of the write plan). A staged write's piece task
-(:func:`stage_piece`) writes its piece below ``<array path>/.zarrdask-staging/<write id>/p/``
-in bands of about :data:`STAGED_BATCH` bytes and returns a small :class:`StagedPiece`; the
-write task reads the bands straight into its region (:func:`read_into`), writes its
+(``Pieces.waiting_bytes`` of the write plan). A staged write's stage task, one per source
+block (:func:`stage_block`, fused with a blockwise source), writes each of the block's
+pieces (:func:`stage_piece`) below ``<array path>/.zarrdask-staging/<write id>/p/`` in
+bands of about :data:`STAGED_BATCH` bytes and returns a small :class:`StagedPiece` per
+write task; the write task reads the bands straight into its region (:func:`read_into`), writes its
 shards, marks itself done and deletes the bands; the last task of the graph removes the
 prefix (:func:`finish_staging`). A write task computed again after its result was lost with a
 worker finds its pieces gone and its mark present, and skips (:class:`Written`).
@@ -24,7 +25,7 @@ from ..storage.temporary import STAGING_DIR
 from ..storage.transactional import merge_changes
 
 __all__ = ["ROW_BYTES", "STAGED_BATCH", "STAGING_DIR", "StagedPiece", "Staging", "Written", "finish_staging",
-           "read_into", "stage_piece"]
+           "read_into", "stage_block", "stage_piece"]
 
 STAGED_BATCH = 8 * 2**20  # bytes per band of a staged piece, and per batch of requests reading them back
 ROW_BYTES = 4096  # a piece's rows this long or longer are written as views of its block, not copied
@@ -37,9 +38,9 @@ class Staging(NamedTuple):
     store: Store
     prefix: str
 
-    def piece_key(self, key: tuple) -> str:
-        """The key of the piece task ``key``'s piece."""
-        return "/".join([self.prefix, "p", *map(str, key[1:])])
+    def piece_key(self, task: tuple[int, ...], block: tuple[int, ...]) -> str:
+        """The key of the piece of source block ``block`` that write task ``task`` takes."""
+        return "/".join([self.prefix, "p", *map(str, task), *map(str, block)])
 
     def done_key(self, index: tuple[int, ...]) -> str:
         """The key marking the write task at ``index`` as done (its pieces deleted)."""
@@ -73,6 +74,16 @@ def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, 
         band = piece[rows]
         staging.store.set(band_key, _rows(band) if staging.store.writes_parts else _bytes(band))
     return staged
+
+
+def stage_block(block: np.ndarray, pieces: tuple[tuple[int, ...], list[tuple[tuple[int, ...], tuple[slice, ...]]]],
+                staging: Staging) -> dict[tuple[int, ...], StagedPiece]:
+    """One stage task: every piece of one block (``pieces``: the block's index, and per
+    write task that takes part of it, that task's index and the slices) staged with
+    :func:`stage_piece`; returns each write task's :class:`StagedPiece`. Fused with a blockwise source, the task that makes a block
+    stages it, so no block waits for another task or travels between workers."""
+    index, tasks = pieces
+    return {task: stage_piece(block, slices, staging, staging.piece_key(task, index)) for task, slices in tasks}
 
 
 def _bytes(piece: np.ndarray) -> memoryview:

@@ -164,8 +164,10 @@ def to_zarr(
     so a block is freed once it is cut and only pieces move between workers, and the
     pieces and writes run before further source blocks on a distributed cluster
     (pieces at priority 2, writes 1, or yours from ``dask.annotate(priority=...)`` around
-    the call); with ``staging`` the pieces wait in the store, so peak worker memory stays
-    near one block and shard per thread (see ``staging`` above).
+    the call). With ``staging`` one ``("zarrdask-stage-<id>", k, l)`` task per block stages
+    its pieces instead (fused with a blockwise source: the task that computes a block
+    stages it) and the pieces wait in the store, so peak worker memory stays near one
+    block and shard per thread (see ``staging`` above).
     """
     explicit = {k: v for k, v in dict(
         chunks=chunks, shards=shards, compressors=compressors, dimension_names=dimension_names,

@@ -25,8 +25,10 @@ little memory (measured in benchmarks/README.md).
 Even so, a shard row that straddles two block rows waits for both, so pieces of one
 block row wait in memory for the next: about one shard row of the array's cross-section,
 whatever the blocks. With staging (:mod:`.staging`) the pieces wait in the target's store
-instead: worker memory then holds the blocks and shards in flight, not that front, for
-one more write and read of the pieces.
+instead: ``BlockStages`` makes one stage task per source block (a blockwise layer, fused
+with a blockwise source so the task that computes a block stages it), and each write task
+reads what the stage tasks of its blocks staged for it. Worker memory then holds the
+blocks and shards in flight, not that front, for one more write and read of the pieces.
 
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
@@ -49,17 +51,18 @@ from dask.delayed import Delayed, delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
-from ..compat.dask import lazy_layer
+from ..compat.dask import block_layer, fuse_blockwise, lazy_layer
 from ..core.array import Array
 from ..metadata.grid import AxisGrid
 from ..plan import CUT_BYTES, WritePlan
 from ..plan.write_plan import AxisGroup
 from ..errors import InvalidModeError
 from ..storage.transactional import changes, in_session, merge_changes
-from .staging import STAGING_DIR, StagedPiece, Staging, Written, finish_staging, read_into, stage_piece
+from .staging import STAGING_DIR, StagedPiece, Staging, Written, finish_staging, read_into, stage_block
 from .transactions import Writes, check_forkable
 
-__all__ = ["AxisCuts", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces", "PlanWrites",
+__all__ = ["AxisCuts", "BlockStages", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces",
+           "PlanWrites",
            "axis_cuts", "cut_piece", "gathered", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
@@ -97,17 +100,25 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
                             cut_bytes=CUT_BYTES if cut_bytes is None else cut_bytes)
     cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=pieces_of.cut)
                  for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
-    stage = None
+    pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, () if pieces_of.staged else cuts)
+    stages = None
     if pieces_of.staged:
-        stage = Staging(target.store, "/".join(p for p in (target.path, STAGING_DIR, token) if p))
-    pieces = PlanPieces(f"zarrdask-piece-{token}", source.name, plan, cuts, stage)
-    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces)
-    done = DoneTree(f"zarrdask-write-done-{token}", writes, stage if len(pieces) else None)
+        stages = BlockStages(f"zarrdask-stage-{token}", plan,
+                             Staging(target.store, "/".join(p for p in (target.path, STAGING_DIR, token) if p)))
+    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces, stages)
+    done = DoneTree(f"zarrdask-write-done-{token}", writes, None if stages is None else stages.staging)
     write_layer = lazy_layer(writes)
-    if not len(pieces):  # aligned: the write tasks read whole blocks
+    caller = dask.get_annotations()  # the caller's own priority wins
+    if stages is not None:  # one stage task per block, fused with a blockwise source
+        stage_layer = block_layer(stage_block, stages.name, source, stages, stages.staging)
+        write_layer.annotations = {"priority": PRIORITY, **caller}
+        graph = HighLevelGraph.from_collections(stages.name, stage_layer, dependencies=[source])
+        graph = HighLevelGraph({**graph.layers, writes.name: write_layer},
+                               {**graph.dependencies, writes.name: {stages.name}})  # (the source only through it)
+        return _with_done(graph, writes, done, target, fuse=True)
+    if not len(pieces):  # aligned (or small blocks): the write tasks read whole blocks
         graph = HighLevelGraph.from_collections(writes.name, write_layer, dependencies=[source])
         return _with_done(graph, writes, done, target)
-    caller = dask.get_annotations()  # the caller's own priority wins
     piece_layer = lazy_layer(pieces)
     piece_layer.annotations = {"priority": PIECE_PRIORITY, **caller}
     write_layer.annotations = {"priority": PRIORITY, **caller}
@@ -119,12 +130,16 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     return _with_done(graph, writes, done, target)
 
 
-def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array) -> Writes:
-    """``graph`` (up to the write tasks) topped by the done tree's layer, as a ``Writes``."""
+def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array, fuse: bool = False
+               ) -> Writes:
+    """``graph`` (up to the write tasks) topped by the done tree's layer, as a ``Writes``;
+    with ``fuse``, its blockwise layers fused (a stage layer into a blockwise source)."""
     graph = HighLevelGraph(
         {**graph.layers, done.name: lazy_layer(done)},
         {**graph.dependencies, done.name: {writes.name}},
     )
+    if fuse:
+        graph = fuse_blockwise(graph, [done.name])
     return Writes(done.name, graph, target.store)
 
 
@@ -163,16 +178,13 @@ def axis_cuts(groups: tuple[AxisGroup, ...], grid: AxisGrid, chunks: tuple[int, 
 class PlanPieces:
     """The piece tasks of ``plan``: one per (write task, block) where the block is
     misaligned (along some axis) and the task takes only part of it (along some axis),
-    keyed ``(name, *task_index, *block_index)``, generated on demand; with ``staging``
-    each writes its piece into the store (:func:`stage_piece`)."""
+    keyed ``(name, *task_index, *block_index)``, generated on demand (none without ``cuts``)."""
 
-    def __init__(self, name: str, source_name: str, plan: WritePlan, cuts: tuple[AxisCuts, ...],
-                 staging: Staging | None = None) -> None:
+    def __init__(self, name: str, source_name: str, plan: WritePlan, cuts: tuple[AxisCuts, ...]) -> None:
         self.name = name
         self.source_name = source_name
         self.plan = plan
         self.cuts = cuts
-        self.staging = staging
 
     def needed(self, flags: tuple[tuple[bool, bool], ...]) -> bool:
         """Whether a piece with per-axis (misaligned, partial) ``flags`` gets a task."""
@@ -224,22 +236,48 @@ class PlanPieces:
         index, blocks = key[1:ndim + 1], key[ndim + 1:]  # type: ignore[index]
         slices = tuple(next(p.block_slice for p in self.plan.axes[axis][g].pieces if p.block == b)
                        for axis, (g, b) in enumerate(zip(index, blocks)))
-        if self.staging is not None:
-            return Task(key, stage_piece, TaskRef((self.source_name, *blocks)), slices, self.staging,
-                        self.staging.piece_key(key))  # type: ignore[arg-type]
         return Task(key, cut_piece, TaskRef((self.source_name, *blocks)), slices)
+
+
+class BlockStages:
+    """The stage tasks of a staged write, one per source block (``name``): what each
+    block's stage task stages (:meth:`block_arg`, generated per block), into ``staging``."""
+
+    def __init__(self, name: str, plan: WritePlan, staging: Staging) -> None:
+        self.name = name
+        self.staging = staging
+        self.by_block: tuple[dict[int, list[tuple[int, slice]]], ...] = tuple(
+            _pieces_by_block(groups) for groups in plan.axes)
+
+    def block_arg(self, index: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], tuple[slice, ...]]]]:
+        """The block at ``index`` and, for every write task that takes part of it, that
+        task's index and the slices of the block it takes."""
+        per_axis = [self.by_block[axis].get(b, []) for axis, b in enumerate(index)]
+        return index, [(tuple(g for g, _ in combo), tuple(s for _, s in combo)) for combo in itertools.product(*per_axis)]
+
+
+def _pieces_by_block(groups: tuple[AxisGroup, ...]) -> dict[int, list[tuple[int, slice]]]:
+    """Along one axis: per source block, the groups that take part of it and which part."""
+    out: dict[int, list[tuple[int, slice]]] = {}
+    for g, group in enumerate(groups):
+        for piece in group.pieces:
+            out.setdefault(piece.block, []).append((g, piece.block_slice))
+    return out
 
 
 class PlanWrites:
     """The write tasks of ``plan``, keyed ``(name, *task_index)``, generated on demand;
-    each reads the blocks it needs, or their pieces where ``pieces`` has a task for them."""
+    each reads the blocks it needs, or their pieces where ``pieces`` has a task for them,
+    or with ``stages`` what each block's stage task staged for it."""
 
-    def __init__(self, name: str, source_name: str, target: Array, plan: WritePlan, pieces: PlanPieces) -> None:
+    def __init__(self, name: str, source_name: str, target: Array, plan: WritePlan, pieces: PlanPieces,
+                 stages: BlockStages | None = None) -> None:
         self.name = name
         self.source_name = source_name
         self.target = target
         self.plan = plan
         self.pieces = pieces
+        self.stages = stages
         self.grid = plan.task_grid
 
     def __len__(self) -> int:
@@ -264,6 +302,10 @@ class PlanWrites:
         index = key[1:]  # type: ignore[index]
         task = self.plan.task(index)
         layout = tuple(tuple((p.block_slice, p.out_slice) for p in pieces) for pieces in task.axis_pieces)
+        if self.stages is not None:
+            inputs = [TaskRef((self.stages.name, *p.block)) for p in task.pieces]
+            return Task(key, write_region, self.target, task.region, layout, List(*inputs), self.stages.staging,
+                        tuple(index))
         per_axis = [
             [(p.block, cut.misaligned[g][n], cut.partial[g][n]) for n, p in enumerate(pieces)]
             for g, pieces, cut in zip(index, task.axis_pieces, self.pieces.cuts)
@@ -275,9 +317,6 @@ class PlanWrites:
                 inputs.append(TaskRef((self.pieces.name, *index, *blocks)))
             else:
                 inputs.append(TaskRef((self.source_name, *blocks)))
-        if self.pieces.staging is not None and len(self.pieces):
-            return Task(key, write_region, self.target, task.region, layout, List(*inputs), self.pieces.staging,
-                        tuple(index))
         return Task(key, write_region, self.target, task.region, layout, List(*inputs))
 
 
@@ -353,9 +392,10 @@ def write_region(
     each block touched along that axis; ``blocks`` are the Cartesian product of those, in
     C order (a grouped task of many blocks is described by its per-axis lists alone). An
     input already of its piece's shape is that piece (cut by :func:`cut_piece`, or a
-    block the task takes whole) and is used as it is. With ``staging``, the inputs staged
-    by :func:`stage_piece` are read from the store band by band into the region, and once it
-    is written the task (at ``index``) is marked done and its pieces deleted.
+    block the task takes whole) and is used as it is. With ``staging``, each input is what
+    a block's stage task (:func:`~.staging.stage_block`) staged, by write task: this
+    task's (at ``index``) pieces are read from the store band by band into the region,
+    and once it is written the task is marked done and its pieces deleted.
     The target encodes whole shards, and read-modify-writes those the region only partly
     covers, inside this call; this task is their only writer.
     """
@@ -365,6 +405,8 @@ def write_region(
             return block
         return block[tuple(cut for cut, _ in pieces)]
 
+    if staging is not None:  # each input is what a block's stage task staged, per write task
+        blocks = [b[index] for b in blocks]
     staged = [key for b in blocks if isinstance(b, StagedPiece) for key, _ in b.bands()]
     if len(blocks) == 1 and not staged:  # the pieces tile the region, so one piece is all of it
         data = part(blocks[0], tuple(pieces[0] for pieces in layout))
