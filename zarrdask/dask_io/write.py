@@ -137,7 +137,10 @@ def to_zarr(
     completes, and :func:`~zarrdask.remove_temporary_files` removes what a killed job
     left). ``False``: pieces wait in memory. ``None`` (default): staged when that row
     would hold more than twice one thread's work (largest block + largest shard task),
-    never into a transactional session (refused with ``True``) or for object dtypes.
+    never into a transactional session (refused with ``True``) or for object dtypes. A
+    staged write's graph is fused with a blockwise source when it is built, so computing
+    it together with another use of the source (``dask.compute(write, x.sum())``)
+    computes the source twice: persist the source first, or pass ``staging=False``.
 
     Into an Icechunk session (a writable session's ``store``) on worker processes (a
     distributed client, or dask's processes) the store travels as a fork of the session,
