@@ -3,13 +3,14 @@ waiting in worker memory for the rest of their shard.
 
 Checked on random shapes, chunks, shards, regions, task sizes and dtypes (byte orders
 included), with pieces written from rows of their block and from a copy, in bands of one
-row, a few rows or whole, into a store that writes values from parts and one that does not: a staged graph stores the same bytes
-as the graph that reads whole blocks, and leaves nothing below ``.zarrdask-staging``.
-Also: a blockwise source fused with the stage tasks, a write task run twice (its result lost with a worker) finds itself done and writes
-nothing, a piece deleted under a running write is an error naming its key, ``to_zarr``
-stages by default only when the waiting pieces would outweigh one thread's work, the
-keyword's refusals, a process cluster, the loopback S3 server, ``plan_write``'s account,
-and ``verify`` and ``remove_temporary_files`` on what a killed job left.
+row, a few rows or whole, into a store that writes values from parts and one that does
+not: a staged graph stores the same bytes as the graph that reads whole blocks, and
+leaves nothing below ``.zarrdask-staging``. Also: a blockwise source fused with the stage
+tasks, a write task run twice (its result lost with a worker) finds itself done and
+writes nothing, a piece deleted under a running write is an error naming its key,
+``to_zarr`` stages by default only when the waiting pieces would outweigh one thread's
+work, the keyword's refusals, a process cluster, the loopback S3 server, ``plan_write``'s
+account, and ``verify`` and ``remove_temporary_files`` on what a killed job left.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from ..storage.base import Store
 from ..storage.temporary import STAGING_DIR
 from ..storage.transactional import merge_changes
 
-__all__ = ["ROW_BYTES", "STAGED_BATCH", "STAGING_DIR", "StagedPiece", "Staging", "Written", "finish_staging",
+__all__ = ["ROW_BYTES", "STAGED_BATCH", "STAGING_DIR", "BlockPieces", "StagedPiece", "Staging", "Written", "finish_staging",
            "read_into", "stage_block", "stage_piece"]
 
 STAGED_BATCH = 8 * 2**20  # bytes per band of a staged piece, and per batch of requests reading them back
@@ -76,8 +76,11 @@ def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, 
     return staged
 
 
-def stage_block(block: np.ndarray, pieces: tuple[tuple[int, ...], list[tuple[tuple[int, ...], tuple[slice, ...]]]],
-                staging: Staging) -> dict[tuple[int, ...], StagedPiece]:
+#: a stage task's part of the plan: its block's index, and (write task index, slices of the block) per task
+BlockPieces = tuple[tuple[int, ...], list[tuple[tuple[int, ...], tuple[slice, ...]]]]
+
+
+def stage_block(block: np.ndarray, pieces: BlockPieces, staging: Staging) -> dict[tuple[int, ...], StagedPiece]:
     """One stage task: every piece of one block (``pieces``: the block's index, and per
     write task that takes part of it, that task's index and the slices) staged with
     :func:`stage_piece`; returns each write task's :class:`StagedPiece`. Fused with a blockwise source, the task that makes a block

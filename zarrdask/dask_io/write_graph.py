@@ -53,17 +53,17 @@ from dask.task_spec import List, Task, TaskRef
 
 from ..compat.dask import block_layer, fuse_blockwise, lazy_layer
 from ..core.array import Array
+from ..errors import InvalidModeError
 from ..metadata.grid import AxisGrid
 from ..plan import CUT_BYTES, WritePlan
 from ..plan.write_plan import AxisGroup
-from ..errors import InvalidModeError
 from ..storage.transactional import changes, in_session, merge_changes
-from .staging import STAGING_DIR, StagedPiece, Staging, Written, finish_staging, read_into, stage_block
+from .staging import (STAGING_DIR, BlockPieces, StagedPiece, Staging, Written, finish_staging, read_into,
+                      stage_block)
 from .transactions import Writes, check_forkable
 
 __all__ = ["AxisCuts", "BlockStages", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces",
-           "PlanWrites",
-           "axis_cuts", "cut_piece", "gathered", "write_graph", "write_region"]
+           "PlanWrites", "axis_cuts", "cut_piece", "gathered", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
 PRIORITY = 1  # writes of a misaligned write: above the default (0) of the source's tasks
@@ -249,11 +249,12 @@ class BlockStages:
         self.by_block: tuple[dict[int, list[tuple[int, slice]]], ...] = tuple(
             _pieces_by_block(groups) for groups in plan.axes)
 
-    def block_arg(self, index: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], tuple[slice, ...]]]]:
+    def block_arg(self, index: tuple[int, ...]) -> BlockPieces:
         """The block at ``index`` and, for every write task that takes part of it, that
         task's index and the slices of the block it takes."""
         per_axis = [self.by_block[axis].get(b, []) for axis, b in enumerate(index)]
-        return index, [(tuple(g for g, _ in combo), tuple(s for _, s in combo)) for combo in itertools.product(*per_axis)]
+        return index, [(tuple(g for g, _ in combo), tuple(s for _, s in combo))
+                       for combo in itertools.product(*per_axis)]
 
 
 def _pieces_by_block(groups: tuple[AxisGroup, ...]) -> dict[int, list[tuple[int, slice]]]:
