@@ -64,11 +64,14 @@ def test_ordered_peak_counts_results_until_their_last_dependent() -> None:
     assert sorted(walk, key=walk.__getitem__)[-1] == "d" and walk["c"] > max(walk["a"], walk["b"])
 
 
-def test_pieces_free_blocks_earlier_than_whole_block_reads() -> None:
+def test_to_zarrs_graph_frees_blocks_earlier_than_whole_block_reads() -> None:
+    """(to_zarr stages this layout's pieces, fused with the blockwise source: one block and
+    one region alive at a time, in any order.)"""
     lay = bench_memory.layout(2, 4900)  # 16384 x 32768 in 4 x 7 blocks of 91.6 MiB: every shard cut
     report = bench_memory.order_report(lay)
     for how in ("dask.order", "priorities, source as given", "priorities, source in C order"):
-        assert report[f"zarrdask (pieces of cut blocks), {how}"][0] < report[f"before (write tasks on whole blocks), {how}"][0]
+        assert report[f"zarrdask (to_zarr's graph), {how}"][0] < report[f"before (write tasks on whole blocks), {how}"][0]
+    assert report["zarrdask (to_zarr's graph), dask.order"][0] < lay.block_bytes + 4 * lay.shard_bytes
 
 
 def test_the_graph_before_pieces_writes_the_same_bits(tmp_path: Path) -> None:
