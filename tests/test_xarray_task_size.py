@@ -1,6 +1,7 @@
-"""The xarray writer groups whole shards into write tasks with ``task_size=`` as
-``zarrdask.to_zarr`` does: the same bytes, fewer write tasks, a bad value refused before
-anything is written."""
+"""The xarray writers group whole shards into write tasks with ``task_size=`` and stage
+the pieces of cut shards with ``staging=`` as ``zarrdask.to_zarr`` does: the same bytes,
+fewer write tasks, stage tasks when asked or chosen, nothing left staged, a bad value
+refused before anything is written."""
 
 from __future__ import annotations
 
@@ -57,4 +58,40 @@ def test_bad_task_size_is_refused_before_anything_is_written(tmp_path, bad):
     assert not (tmp_path / "x.zarr").exists()
     with pytest.raises(InvalidValueError, match="task_size="):
         xr.DataTree.from_dict({"/": _dataset()}).zarrdask.to_zarr(tmp_path / "y.zarr", task_size=bad)
+    assert not (tmp_path / "y.zarr").exists()
+
+
+def _wide_dataset() -> xr.Dataset:
+    """A variable whose dask chunks cut its shards, over a cross-section wide enough that
+    the waiting pieces would outweigh one thread's work (blocks counted from 0 bytes)."""
+    data = np.random.default_rng(6).standard_normal((40, 2000))
+    return xr.Dataset({"w": (("y", "x"), data)}).chunk({"y": 13, "x": 130})
+
+
+@pytest.mark.parametrize("staging", [None, True, False])
+def test_the_writers_take_staging_as_to_zarr_does(tmp_path, monkeypatch, staging):
+    from zarrdask.dask_io import write_graph
+
+    monkeypatch.setattr(write_graph, "CUT_BYTES", 0)  # these small chunks count as big
+    ds = _wide_dataset()
+    encoding = {"w": {"chunks": (5, 50), "shards": (10, 100)}}
+    delayed = ds.zarrdask.to_zarr(tmp_path / "a.zarr", encoding=encoding, compute=False, staging=staging)
+    staged = any(isinstance(k, tuple) and str(k[0]).startswith("zarrdask-stage-") for k in dict(delayed.dask))
+    assert staged == (staging is not False)  # None stages here: 160 kB would wait, against 43 kB of work
+    dask.compute(delayed)
+    np.testing.assert_array_equal(xr.open_dataset(tmp_path / "a.zarr", engine="zarrdask")["w"].values, ds["w"].values)
+    assert not list((tmp_path / "a.zarr").rglob("*staging*"))
+    tree = xr.DataTree.from_dict({"/": ds})
+    tree.zarrdask.to_zarr(tmp_path / "t.zarr", encoding={"/": encoding}, staging=staging)
+    np.testing.assert_array_equal(xr.open_datatree(tmp_path / "t.zarr", engine="zarrdask")["w"].values, ds["w"].values)
+
+
+def test_a_bad_staging_is_refused_before_anything_is_written(tmp_path):
+    from zarrdask.errors import InvalidModeError
+
+    with pytest.raises(InvalidModeError, match=r"staging must be True, False or None.*'yes'"):
+        _dataset().zarrdask.to_zarr(tmp_path / "x.zarr", staging="yes")
+    assert not (tmp_path / "x.zarr").exists()
+    with pytest.raises(InvalidModeError, match=r"DataTree.zarrdask.to_zarr\(\): staging must be"):
+        xr.DataTree.from_dict({"/": _dataset()}).zarrdask.to_zarr(tmp_path / "y.zarr", staging=1)
     assert not (tmp_path / "y.zarr").exists()

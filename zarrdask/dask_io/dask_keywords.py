@@ -126,6 +126,13 @@ def write_keywords(function: str, given: Mapping[str, Any], named: tuple[str, ..
     return WriteKeywords(create, options, overwrite, given.get("name"))
 
 
+def staging_choice(function: str, staging: Any) -> bool | None:
+    """``staging=`` checked: True, False or None (chosen per write)."""
+    if staging is not None and not isinstance(staging, bool):
+        raise InvalidModeError(f"{function}(): staging must be True, False or None (chosen), got {staging!r}")
+    return staging
+
+
 def task_bytes(function: str, task_size: Any) -> int | None:
     """``task_size=`` as a number of bytes: None (one task per owned run of units),
     ``"auto"`` (dask's ``array.chunk-size``), a positive int or a size string ("64 MiB")."""

@@ -26,7 +26,8 @@ from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from ..storage.transactional import in_session
 from .transactions import check_read_after_write, check_travels, run_writes
-from .dask_keywords import ReadKeywords, WriteKeywords, merged, read_keywords, task_bytes, write_keywords
+from .dask_keywords import (ReadKeywords, WriteKeywords, merged, read_keywords, staging_choice, task_bytes,
+                            write_keywords)
 from .read import from_zarr, open_location, open_source
 from .sources import Location, group_arrays, is_array_node, locate, node_path
 from .write_graph import write_graph
@@ -179,8 +180,7 @@ def to_zarr(
     ).items() if not (isinstance(v, str) and v == "auto" if k == "compressors" else v is None)}  # given ones
     given = write_keywords(FUNCTION, merged(FUNCTION, explicit, kwargs, zarr_array_kwargs), _NAMED)
     target_bytes = task_bytes(FUNCTION, task_size)
-    if staging is not None and not isinstance(staging, bool):
-        raise InvalidModeError(f"{FUNCTION}(): staging must be True, False or None (chosen), got {staging!r}")
+    staging_choice(FUNCTION, staging)
     reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), _NAMED, allow_mode=False)
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
                       storage_options)
@@ -278,8 +278,7 @@ def plan_write(
     source = _as_dask(x, array, slices)
     plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices,
                            task_bytes=target_bytes, itemsize=array.dtype.itemsize)
-    if staging is not None and not isinstance(staging, bool):
-        raise InvalidModeError(f"zarrdask.plan_write(): staging must be True, False or None (chosen), got {staging!r}")
+    staging_choice("zarrdask.plan_write", staging)
     return plan.summary(array.dtype.itemsize, staging,
                         can_stage=not (source.dtype.hasobject or in_session(array.store)))
 

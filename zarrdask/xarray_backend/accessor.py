@@ -36,6 +36,9 @@ _KEYWORDS = """
         ``task_size`` (zarrdask's own, as ``zarrdask.to_zarr``'s): group whole shards of dask
         variables into write tasks of about that size (``"auto"``: dask's
         ``array.chunk-size``; bytes or ``"64 MiB"``), for tiny shards on a cluster.
+        ``staging`` (zarrdask's own, as ``zarrdask.to_zarr``'s): where the pieces of dask
+        chunks that cut shards wait for the rest of their shard (None: in the store only
+        where they would outweigh one thread's work; True: in the store; False: in memory).
         Returns the written zarrdask ``Group``, or with ``compute=False`` a ``Delayed``.
 """
 
@@ -67,6 +70,7 @@ class ZarrdaskDatasetAccessor:
         chunkmanager_store_kwargs: dict[str, Any] | None = None,
         progress: bool = False,
         task_size: int | str | None = None,
+        staging: bool | None = None,
     ) -> Group | Delayed:
         from zarrdask.xarray_backend.writer import write_dataset  # the writer (and Dask) load on first use
 
@@ -74,7 +78,7 @@ class ZarrdaskDatasetAccessor:
             self._ds, store, mode, group, encoding, compute=compute, consolidated=consolidated,
             append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
             write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-            progress=progress, task_size=task_size, function="Dataset.zarrdask.to_zarr",
+            progress=progress, task_size=task_size, staging=staging, function="Dataset.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = "Write this Dataset with zarrdask, like ``Dataset.to_zarr``.\n" + _KEYWORDS
@@ -107,6 +111,7 @@ class ZarrdaskDataArrayAccessor:
         chunkmanager_store_kwargs: dict[str, Any] | None = None,
         progress: bool = False,
         task_size: int | str | None = None,
+        staging: bool | None = None,
     ) -> Group | Delayed:
         from zarrdask.xarray_backend.writer import dataarray_as_dataset, write_dataset
 
@@ -114,7 +119,7 @@ class ZarrdaskDataArrayAccessor:
             dataarray_as_dataset(self._da), store, mode, group, encoding, compute=compute,
             consolidated=consolidated, append_dim=append_dim, region=region, storage_options=storage_options,
             zarr_format=zarr_format, write_empty_chunks=write_empty_chunks,
-            chunkmanager_store_kwargs=chunkmanager_store_kwargs, progress=progress, task_size=task_size,
+            chunkmanager_store_kwargs=chunkmanager_store_kwargs, progress=progress, task_size=task_size, staging=staging,
             function="DataArray.zarrdask.to_zarr",
         )
 
@@ -153,6 +158,7 @@ class ZarrdaskDataTreeAccessor:
         chunkmanager_store_kwargs: dict[str, Any] | None = None,
         progress: bool = False,
         task_size: int | str | None = None,
+        staging: bool | None = None,
     ) -> Group | Delayed:
         from zarrdask.xarray_backend.writer import write_datatree
 
@@ -160,7 +166,7 @@ class ZarrdaskDataTreeAccessor:
             self._dt, store, mode, encoding, consolidated, group, write_inherited_coords, compute,
             append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
             write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-            progress=progress, task_size=task_size, function="DataTree.zarrdask.to_zarr",
+            progress=progress, task_size=task_size, staging=staging, function="DataTree.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = (

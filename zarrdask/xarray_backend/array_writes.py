@@ -28,11 +28,12 @@ def _concrete_region(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple
 class ArrayWrites:
     """Write sources into zarrdask arrays: numpy at once, dask batched into one graph."""
 
-    __slots__ = ("_pending", "_task_size")
+    __slots__ = ("_pending", "_staging", "_task_size")
 
-    def __init__(self, task_size: int | str | None = None) -> None:
+    def __init__(self, task_size: int | str | None = None, staging: bool | None = None) -> None:
         self._pending: list[Delayed] = []
         self._task_size = task_size  # to_zarr's grouping of whole shards into write tasks
+        self._staging = staging  # to_zarr's: where the pieces of cut shards wait
 
     def add(self, source: Any, target: Array, region: tuple[slice, ...]) -> None:
         """Write ``source`` into ``target[region]`` (now, or later if it is dask)."""
@@ -47,6 +48,7 @@ class ArrayWrites:
                     compute=False,
                     write_empty_chunks=target.options.write_empty_chunks,
                     task_size=self._task_size,
+                    staging=self._staging,
                 )
             )
         else:

@@ -29,7 +29,7 @@ from zarrdask.compat.xarray import (
     validate_dataset_names,
 )
 from zarrdask.core.group import Group, consolidate_metadata
-from zarrdask.dask_io.dask_keywords import task_bytes
+from zarrdask.dask_io.dask_keywords import staging_choice, task_bytes
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.errors import DatasetError
 from zarrdask.keywords import refuse
@@ -104,6 +104,7 @@ def write_dataset(
     progress: bool,
     function: str,
     task_size: int | str | None = None,
+    staging: bool | None = None,
 ) -> Group | Delayed:
     """Write a Dataset to a Zarr group, like ``Dataset.to_zarr``.
 
@@ -116,14 +117,15 @@ def write_dataset(
     dict of dimension -> slice or ``"auto"``. ``zarr_format`` defaults to 3 for a
     new group and to the existing group's format otherwise. ``chunkmanager_store_kwargs``
     go to ``dask.compute``. ``progress=True`` draws a progress bar while the dask data
-    is written; ``task_size`` groups whole shards into write tasks (as
-    ``zarrdask.to_zarr``'s). ``function`` is the name the user called, for messages.
+    is written; ``task_size`` groups whole shards into write tasks and ``staging`` says
+    where the pieces of cut shards wait (both as ``zarrdask.to_zarr``'s). ``function`` is the name the user called, for messages.
 
     Returns the written group, or with ``compute=False`` a ``Delayed`` that writes
     the data (metadata is written at once).
     """
     _check_progress(function, chunkmanager_store_kwargs, progress=progress, compute=compute)
     task_bytes(function, task_size)  # (checked before anything is written)
+    staging_choice(function, staging)
     validate_dataset_names(ds)
     if store is None:
         store = MemoryStore()
@@ -141,7 +143,7 @@ def write_dataset(
         root, mode=mode, append_dim=append_dim, region=region, write_empty=write_empty_chunks
     )
     ds = zstore.prepare(ds, encoding)
-    writes = ArrayWrites(task_size)
+    writes = ArrayWrites(task_size, staging)
     dump_to_store(ds, zstore, writes, encoding=encoding)
     if consolidated is not False and mode != "r+":
         consolidate_metadata(root.store)
@@ -197,6 +199,7 @@ def write_datatree(
     progress: bool,
     function: str,
     task_size: int | str | None = None,
+    staging: bool | None = None,
 ) -> Group | Delayed:
     """Write a DataTree, one Zarr group per node, like ``DataTree.to_zarr``.
 
@@ -212,6 +215,7 @@ def write_datatree(
                      "Dataset.zarrdask.to_zarr(store, group=<node path>, append_dim=...)")
     _check_progress(function, chunkmanager_store_kwargs, progress=progress, compute=compute)
     task_bytes(function, task_size)
+    staging_choice(function, staging)
     encoding = {} if encoding is None else encoding
     if unknown := set(encoding) - set(dt.groups):
         raise DatasetError(
@@ -226,7 +230,7 @@ def write_datatree(
     root_store = ZarrdaskWritableStore(
         root, mode=mode, region=region, write_empty=write_empty_chunks
     )
-    writes = ArrayWrites(task_size)
+    writes = ArrayWrites(task_size, staging)
     for rel_path, node in dt.subtree_with_keys:
         at_root = node is dt
         node_store = root_store if at_root else root_store.get_child_store(rel_path)
