@@ -39,6 +39,7 @@ def test_dataset_and_dataarray_accessors_take_xarrays_keywords(obj):
     ours = _params(obj.zarrdask.to_zarr)
     assert ours.pop("progress") == (inspect.Parameter.KEYWORD_ONLY, False)
     assert ours.pop("task_size") == (inspect.Parameter.KEYWORD_ONLY, None)
+    assert ours.pop("staging") == (inspect.Parameter.KEYWORD_ONLY, None)
     theirs = _params(obj.to_zarr)
     assert list(ours) == list(theirs)
     assert ours == theirs
@@ -48,6 +49,7 @@ def test_datatree_accessor_takes_xarrays_keywords():
     ours = _params(xr.DataTree().zarrdask.to_zarr)
     assert ours.pop("progress") == (inspect.Parameter.KEYWORD_ONLY, False)
     assert ours.pop("task_size") == (inspect.Parameter.KEYWORD_ONLY, None)
+    assert ours.pop("staging") == (inspect.Parameter.KEYWORD_ONLY, None)
     theirs = _params(xr.DataTree.to_zarr)
     assert theirs.pop("kwargs")[0] is inspect.Parameter.VAR_KEYWORD
     # DataTree.to_zarr passes **kwargs on to this function: its keyword-only parameters
