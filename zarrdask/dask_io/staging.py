@@ -22,13 +22,23 @@ import numpy as np
 from ..errors import StoreError
 from ..storage.base import Store
 from ..storage.temporary import STAGING_DIR
-from ..storage.transactional import merge_changes
+from ..storage.transactional import in_session, merge_changes
 
 __all__ = ["ROW_BYTES", "STAGED_BATCH", "STAGING_DIR", "BlockPieces", "StagedPiece", "Staging", "Written", "finish_staging",
-           "read_into", "stage_block", "stage_piece"]
+           "read_into", "stage_block", "stage_piece", "staging_refusal"]
 
 STAGED_BATCH = 8 * 2**20  # bytes per band of a staged piece, and per batch of requests reading them back
 ROW_BYTES = 4096  # a piece's rows this long or longer are written as views of its block, not copied
+
+
+def staging_refusal(dtype: np.dtype, store: Any) -> str | None:
+    """Why the pieces of a write of ``dtype`` into ``store`` cannot be staged (None: they
+    can): object values have no raw bytes, and a transactional session would take them in."""
+    if dtype.hasobject:
+        return f"writes the cut pieces as raw bytes, which a {dtype} array does not have"
+    if in_session(store):
+        return f"would write the cut pieces into the transactional session of {store.url}"
+    return None
 
 
 class Staging(NamedTuple):

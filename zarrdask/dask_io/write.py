@@ -24,11 +24,11 @@ from ..core.create import create_array
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
-from ..storage.transactional import in_session
 from .transactions import check_read_after_write, check_travels, run_writes
 from .dask_keywords import (ReadKeywords, WriteKeywords, merged, read_keywords, staging_choice, task_bytes,
                             write_keywords)
 from .read import from_zarr, open_location, open_source
+from .staging import staging_refusal
 from .sources import Location, group_arrays, is_array_node, locate, node_path
 from .write_graph import write_graph
 
@@ -280,7 +280,7 @@ def plan_write(
                            task_bytes=target_bytes, itemsize=array.dtype.itemsize)
     staging_choice("zarrdask.plan_write", staging)
     return plan.summary(array.dtype.itemsize, staging,
-                        can_stage=not (source.dtype.hasobject or in_session(array.store)))
+                        can_stage=staging_refusal(source.dtype, array.store) is None)
 
 
 class Target(NamedTuple):

@@ -57,9 +57,9 @@ from ..errors import InvalidModeError
 from ..metadata.grid import AxisGrid
 from ..plan import CUT_BYTES, WritePlan
 from ..plan.write_plan import AxisGroup
-from ..storage.transactional import changes, in_session, merge_changes
+from ..storage.transactional import changes, merge_changes
 from .staging import (STAGING_DIR, BlockPieces, StagedPiece, Staging, Written, finish_staging, read_into,
-                      stage_block)
+                      stage_block, staging_refusal)
 from .transactions import Writes, check_forkable
 
 __all__ = ["AxisCuts", "BlockStages", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces",
@@ -89,14 +89,10 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     """
     check_forkable(target)
     token = uuid.uuid4().hex
-    if staging and source.dtype.hasobject:
-        raise InvalidModeError(f"to_zarr(): staging=True writes the cut pieces as raw bytes, which a {source.dtype} "
-                               "array does not have; pass staging=False")
-    if staging and in_session(target.store):
-        raise InvalidModeError("to_zarr(): staging=True would write the cut pieces into the transactional "
-                               f"session of {target.store.url}; pass staging=False (or leave it out)")
-    pieces_of = plan.pieces(source.dtype.itemsize, staging, can_stage=not (source.dtype.hasobject
-                                                                             or in_session(target.store)),
+    refusal = staging_refusal(source.dtype, target.store)
+    if staging and refusal:
+        raise InvalidModeError(f"to_zarr(): staging=True {refusal}; pass staging=False (or leave it out)")
+    pieces_of = plan.pieces(source.dtype.itemsize, staging, can_stage=refusal is None,
                             cut_bytes=CUT_BYTES if cut_bytes is None else cut_bytes)
     cuts = tuple(axis_cuts(groups, grid, chunks, region, cut=pieces_of.cut)
                  for groups, grid, chunks, region in zip(plan.axes, plan.grid, plan.source_chunks, plan.region))
