@@ -105,3 +105,24 @@ def test_one_buffer_per_write_where_there_is_no_gathered_write(tmp_path: Path) -
     with mock.patch.object(local, "_writev", local._write_first):
         store.set("w", parts)  # type: ignore[arg-type]
     assert (tmp_path / "w").read_bytes() == b"ab" + b"cde" + b"f" * 5000 + b"g"
+
+
+def test_temporary_names_unique_across_threads_and_a_fork() -> None:
+    """Temporary names are a token of the process and a count: recognised as temporary,
+    never repeated by threads of one process, and a forked child draws a new token."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        names = list(pool.map(lambda _: local.temporary_name("c.0"), range(4000)))
+    assert len(set(names)) == len(names)
+    assert all(is_temporary_name(n) for n in names)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: send one name, then leave without running the parent's cleanup
+        os.write(write, local.temporary_name("c.0").encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 200).decode()
+    os.close(read)
+    assert is_temporary_name(child)
+    assert child[len(".c.0."):][:16] != names[0][len(".c.0."):][:16]

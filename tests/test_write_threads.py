@@ -95,3 +95,35 @@ def test_same_bytes_serial_or_spread(inner: tuple[int, int], threads: int | None
         np.testing.assert_array_equal(a[...], model)
     stored = [{k: a.store.get(k) for k in sorted(a.store.list_prefix(""))} for a in arrays]
     assert stored[0] == stored[1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.sampled_from([1, 3000, 5000, 1 << 20]), inner=st.sampled_from([(4, 8), (16, 32), (32, 32), (64, 64)]),
+       start=st.tuples(st.integers(0, 127), st.integers(0, 255)), fill_some=st.booleans(), seed=st.integers(0, 2**16))
+def test_same_bytes_whatever_the_runs_of_inner_chunks(batch: int, inner: tuple[int, int], start: tuple[int, int],
+                                                        fill_some: bool, seed: int) -> None:
+    """A write encodes a shard's inner chunks in runs (``_WRITE_BATCH_BYTES``): a shard in
+    one run, or in many (its last run assembles it), whole and partial shards, inner chunks
+    left at the fill value: the same stored bytes, and the numpy model's values."""
+    from zarrdask.core.units import shards as shard_units
+    rng = np.random.default_rng(seed)
+    shape, shards = (128, 256), (64, 128)
+    model = rng.standard_normal(shape).astype("f4")
+    if fill_some:
+        model[: inner[0], :] = 0  # a row of inner chunks equal to the fill value
+    sel = (slice(start[0], None), slice(start[1], None))
+    update = rng.standard_normal(model[sel].shape).astype("f4")
+    update[: inner[0]] = 0
+    stored = []
+    for size in (batch, 1 << 30):
+        a = zarrdask.create_array(MemoryStore(), shape=shape, dtype="f4", chunks=inner, shards=shards, fill_value=0,
+                                  threads=2)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(shard_units, "_WRITE_BATCH_BYTES", size)
+            a[...] = model
+            a[sel] = update
+        stored.append({k: a.store.get(k) for k in sorted(a.store.list_prefix(""))})
+        expected = model.copy()
+        expected[sel] = update
+        np.testing.assert_array_equal(a[...], expected)
+    assert stored[0] == stored[1]

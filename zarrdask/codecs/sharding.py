@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import array
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from .nested import parse_codec_list
 from .pipeline import CodecPipeline
 from .registry import register_codec
 
-__all__ = ["ShardingCodec", "ShardIndex", "MISSING", "is_empty_chunk"]
+__all__ = ["ShardingCodec", "ShardIndex", "MISSING", "fill_test", "is_empty_chunk"]
 
 MISSING = np.uint64(2**64 - 1)
 _MISSING_INT = 2**64 - 1
@@ -136,17 +136,34 @@ def is_empty_chunk(array: np.ndarray, fill_value: Any) -> bool:
 
     A chunk that is "empty" is not stored, so anything short of bit equality would change data.
     """
-    if array.dtype.kind == "O":
-        return all(v == fill_value for v in array.reshape(-1))
-    if array.size == 0:
-        return True
-    fill = np.asarray(fill_value, dtype=array.dtype)
-    itemsize = array.dtype.itemsize
-    if itemsize in (1, 2, 4, 8) and array.dtype.kind != "U":
-        bits, fill_bits = array.view(f"u{itemsize}"), fill.view(f"u{itemsize}")
-        return bool(bits.flat[0] == fill_bits and np.all(bits == fill_bits))
-    raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1, itemsize)
-    return bool(np.all(raw == np.frombuffer(fill.tobytes(), np.uint8)))
+    return fill_test(array.dtype, fill_value)(array)
+
+
+def fill_test(dtype: np.dtype, fill_value: Any) -> Callable[[np.ndarray], bool]:
+    """:func:`is_empty_chunk` for chunks of ``dtype``, with the fill value's bits worked out
+    once (a write tests every chunk it encodes)."""
+    if dtype.kind == "O":
+        return lambda array: all(v == fill_value for v in array.reshape(-1))
+    fill = np.asarray(fill_value, dtype=dtype)
+    itemsize = dtype.itemsize
+    if itemsize in (1, 2, 4, 8) and dtype.kind != "U":
+        bits_type = np.dtype(f"u{itemsize}")
+        fill_bits = int(fill.view(bits_type))
+
+        def same_bits(array: np.ndarray) -> bool:
+            if array.size == 0:
+                return True
+            bits = array.view(bits_type)
+            return bool(bits.flat[0] == fill_bits and (bits == fill_bits).all())
+        return same_bits
+    fill_bytes = np.frombuffer(fill.tobytes(), np.uint8)
+
+    def same_bytes(array: np.ndarray) -> bool:
+        if array.size == 0:
+            return True
+        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1, itemsize)
+        return bool((raw == fill_bytes).all())
+    return same_bytes
 
 
 @register_codec

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -32,7 +31,7 @@ from fsspec.spec import AbstractFileSystem
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads
 from ..compat.fsspec import async_cat_file, async_pipe_file
-from .local import MISSING_ERRORS, is_temporary_name
+from .local import MISSING_ERRORS, is_temporary_name, temporary_name
 from .requests import Requests
 from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
 
@@ -245,7 +244,7 @@ class FsspecStore(StreamedReads, Store):
         """Write to a temporary file next to ``path``, then rename it onto ``path``."""
         parent, name = path.rsplit("/", 1)
         self.fs.makedirs(parent, exist_ok=True)
-        tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+        tmp = f"{parent}/{temporary_name(name)}"
         self.fs.pipe_file(tmp, value)
         try:
             self.fs.mv(tmp, path)

@@ -12,16 +12,17 @@ about 3 us of a 16 KiB shard's 16-20 us on tmpfs (benchmarks/README.md, issue 28
 
 from __future__ import annotations
 
+import itertools
 import os
-import stat
 import re
-import uuid
+import secrets
+import stat
 from collections.abc import Callable, Iterator
 
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, Value
 
-__all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name"]
+__all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name", "temporary_name"]
 
 _TMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 #: the errors an absent key raises on a local file system
@@ -31,6 +32,29 @@ MISSING_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 def is_temporary_name(name: str) -> bool:
     """Whether a file name is one of an atomic write in progress (``.<name>.<hex>.tmp``)."""
     return name[:1] == "." and name.endswith(".tmp") and _TMP_NAME.match(name) is not None
+
+
+class _Names:
+    """Unique temporary names: a random token of the process (new in a forked child) and a
+    count, where a random name per write cost a system call (``uuid4``) of its own."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.token = secrets.token_hex(8)
+        self.count = itertools.count()
+
+
+_NAMES = _Names()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_NAMES.reset)
+
+
+def temporary_name(name: str) -> str:
+    """A new temporary file name for writing ``name`` (``.<name>.<32 hex>.tmp``), unique
+    across threads and processes."""
+    return f".{name}.{_NAMES.token}{next(_NAMES.count):016x}.tmp"
 
 
 if hasattr(os, "pread"):
@@ -194,7 +218,7 @@ class LocalStore(Store):
     def _set(self, key: str, value: Value) -> None:
         path = self.path_of(key)
         directory, name = os.path.split(path)
-        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        tmp = os.path.join(directory, temporary_name(name))
         try:
             for attempt in range(3):
                 try:

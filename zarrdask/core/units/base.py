@@ -15,7 +15,7 @@ import numpy as np
 
 from ...codecs.base import ChunkSpec
 from ...codecs.protocol import ChunkPipeline
-from ...codecs.sharding import is_empty_chunk
+from ...codecs.sharding import fill_test
 from ...errors import CodecError, MissingChunkError, ZarrdaskError
 from ...indexing import Projection, Selection, basic_selection
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_coords, chunk_slices, stored_shape
@@ -69,6 +69,7 @@ class ChunkSource(ABC):
         self.shards: UnitShape | None = self.unit_shape if shards else None
         fill = spec.fill_value
         self.fill = spec.dtype.default_fill() if fill is None else fill
+        self._is_fill = fill_test(spec.dtype.dtype, self.fill)
         self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
                                     sharded=False, ranged_reads=False, key=self.key)
         #: the array in the process's decoded-chunk pool (writes forget their keys there),
@@ -207,14 +208,14 @@ class ChunkSource(ABC):
                        old: Callable[[], np.ndarray] | None) -> np.ndarray:
         """The chunk after the write: the new values themselves when they cover it whole (no
         copy), else the old chunk (``old()``, or the fill value) with the new values assigned."""
-        if proj.full and proj.shape == shape and is_view(proj.out_index):
+        if proj.full and proj.extent == shape and is_view(proj.out_index):
             return values[(*proj.out_index, ...)]  # (a 0-d view, not an element, for 0-d arrays)
         chunk = np.array(old(), copy=True) if old is not None else self._new_chunk(shape)
         chunk[proj.chunk_index] = values[proj.out_index]
         return chunk
 
     def _keep(self, chunk: np.ndarray) -> bool:
-        return self.options.write_empty_chunks or not is_empty_chunk(chunk, self.fill)
+        return self.options.write_empty_chunks or not self._is_fill(chunk)
 
     def _encode_all(self, encode: Callable[[T], None], items: Sequence[T]) -> None:
         """``encode`` (and put) every chunk of a write (the one executor), counted on a bar

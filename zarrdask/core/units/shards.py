@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -49,6 +50,9 @@ _HELD_FROM = 4
 #: chunk when larger), so small chunks share a call and large ones spread over the threads
 _DECODE_BATCH = 8
 _DECODE_BATCH_BYTES = 512 << 10
+#: a write encodes a shard's inner chunks in runs of about this many decoded bytes (one
+#: chunk when larger): a whole small shard is one item, a large one spreads over threads
+_WRITE_BATCH_BYTES = 512 << 10
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
@@ -58,14 +62,15 @@ def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
     return codec
 
 
-class _InnerWrite(NamedTuple):
-    """One inner chunk of a write: shard ``shard`` (its number in the write), the inner
-    chunk's projection, the shard's values and the chunk's old encoded bytes (or None)."""
+class _InnerWrites(NamedTuple):
+    """A run of one shard's inner chunks that a write encodes as one item: shard ``shard``
+    (its number in the write), the inner chunks' projections, the shard's values and its
+    old encoded inner chunks (by encoded coordinates; empty when none)."""
 
     shard: int
-    projection: Projection
+    projections: Sequence[Projection]
     values: np.ndarray
-    old: bytes | memoryview | None
+    old: Mapping[tuple[int, ...], bytes | memoryview]
 
 
 class ShardedChunkSource(ChunkSource):
@@ -444,43 +449,47 @@ class ShardedChunkSource(ChunkSource):
     def write(self, selection: Selection, values: np.ndarray) -> None:
         shards = list(selection.project(self.grid))
         keys = [self.key(p.coords) for p in shards]
-        partial = [i for i, p in enumerate(shards) if not p.full]
+        partly = [i for i, p in enumerate(shards) if not p.full]
         existing: dict[int, dict[tuple[int, ...], memoryview]] = {}
-        for i, blob in zip(partial, self.store.get_many([keys[i] for i in partial])):
+        for i, blob in zip(partly, self.store.get_many([keys[i] for i in partly])):
             if blob is not None:
                 try:
                     existing[i] = self._codec_at(shards[i].coords).split(self._shard_bytes(blob), keys[i])
                 except CodecError as exc:
                     raise with_key(exc, keys[i]) from exc
-        tasks = []
+        per = max(1, _WRITE_BATCH_BYTES // self._write_item_bytes)
+        items: list[_InnerWrites] = []
         inner_parts: dict[tuple[object, ...], list[Projection]] = {}  # (shards selected alike share them)
         for i, p in enumerate(shards):
-            sub_values = values[p.out_index]
-            for q in self._inner_projections(p, inner_parts):
-                tasks.append(_InnerWrite(i, q, sub_values, existing.get(i, {}).get(self._encoded_coords(q.coords))))
+            sub_values, old = values[p.out_index], existing.get(i, {})
+            inner = self._inner_projections(p, inner_parts)
+            items.extend(_InnerWrites(i, inner[k: k + per], sub_values, old) for k in range(0, len(inner), per))
 
-        # Each shard is assembled and put by the thread that encodes its last inner chunk.
+        # Each shard is assembled and put by the thread that encodes its last run of inner chunks.
         chunks: list[dict[tuple[int, ...], Buffer]] = [dict(existing.get(i, {})) for i in range(len(shards))]
         remaining = [0] * len(shards)
-        for task in tasks:
-            remaining[task.shard] += 1
+        for item in items:
+            remaining[item.shard] += 1
         lock = threading.Lock()
         puts = UnitPuts(self.store)
 
-        def encode(task: _InnerWrite) -> None:
-            q, blob, i = task.projection, task.old, task.shard
-            try:
-                old = None if blob is None or q.full else (lambda: self._decode_inner(blob))
-                chunk = self._updated_chunk(self.inner_shape, q, task.values, old)
-            except CodecError as exc:
-                raise with_key(exc, keys[i], q.coords) from exc
-            data = self._encode_inner(chunk) if self._keep(chunk) else None
-            coords = self._encoded_coords(q.coords)
+        def encode(item: _InnerWrites) -> None:
+            i, sub_values, done = item.shard, item.values, []
+            for q in item.projections:
+                coords = self._encoded_coords(q.coords)
+                blob = item.old.get(coords)
+                try:
+                    old = None if blob is None or q.full else partial(self._decode_inner, blob)
+                    chunk = self._updated_chunk(self.inner_shape, q, sub_values, old)
+                except CodecError as exc:
+                    raise with_key(exc, keys[i], q.coords) from exc
+                done.append((coords, self._encode_inner(chunk) if self._keep(chunk) else None))
             with lock:
-                if data is None:
-                    chunks[i].pop(coords, None)
-                else:
-                    chunks[i][coords] = data
+                for coords, data in done:
+                    if data is None:
+                        chunks[i].pop(coords, None)
+                    else:
+                        chunks[i][coords] = data
                 remaining[i] -= 1
                 last = remaining[i] == 0
             if last:
@@ -488,7 +497,7 @@ class ShardedChunkSource(ChunkSource):
                 puts.put(keys[i], None if parts is None else self._stored_bytes(parts))
 
         self.fetch.cache.invalidate(keys)
-        self._encode_all(encode, tasks)
+        self._encode_all(encode, items)
         puts.finish()
         self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
         self.forget(keys)
