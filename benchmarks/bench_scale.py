@@ -4,7 +4,7 @@
     python benchmarks/bench_scale.py plan     [--shards 1e6 1e7 1e8]
     python benchmarks/bench_scale.py pieces
     python benchmarks/bench_scale.py cluster  [--repeat 3] [--flat 1024 4096 16384] [--grouped 65536]
-                                              [--task-size 16384] [--dir DIR] [--keep] [--source]
+                                              [--task-size 16384] [--dir DIR] [--keep | --delete-each] [--source]
     python benchmarks/bench_scale.py workers  [--repeat 3] [--shards 4096] [--many 16]
 
 ``plan``: builds, without running, ``zarrdask.to_zarr(x, path, compute=False)`` of a lazy
@@ -30,13 +30,15 @@ with the shards as previous chunks: 5760 x 5760 at 65,536 shards, one write task
 (untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
 the graph bytes the client sends (distributed's "Sending large graph" size), and the
 workers' CPU seconds (user + system) per write and read. ``--dir``:
-where the arrays go (default the temp dir; ``/dev/shm`` takes the disk out). Each array is
-deleted after its run unless ``--keep``: then nothing is deleted (the directory is
-printed; delete it yourself, later). On an ext4 without a journal, creating a file within
-minutes of many deletes in the same block groups first walks the freed inodes (the
-kernel's check for recently deleted ones, up to 6 minutes while their inode table block
-is dirty), so a run right after a 65,536-file delete, its own or another program's, pays
-for it. ``--source`` also times computing the source alone (its sum) before each write.
+where the arrays go (default the temp dir; ``/dev/shm`` takes the disk out). The arrays
+are deleted together at the end of the invocation; ``--keep`` deletes nothing (the
+directory is printed; delete it yourself, later), ``--delete-each`` deletes each array
+right after its run. Why not after each run by default: on an ext4 without a journal
+(this project's benchmark machine), creating a file within minutes of many deletes in the
+same block groups first walks the freed inodes (the kernel's check for recently deleted
+ones, up to 6 minutes while their inode table block is dirty), so a run right after a
+65,536-file delete, its own or another program's, pays for it (``--delete-each`` shows
+it); the end-of-invocation delete still slows the next invocation's first minutes. ``--source`` also times computing the source alone (its sum) before each write.
 
 ``workers``: the same ungrouped write and read on ``--many`` single-thread worker
 processes against 2.
@@ -281,12 +283,12 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize, keep: bool = False,
+def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize, delete: bool = False,
                source: bool = False) -> dict[str, Any]:
     """One write and one read of ``shards`` shards; ``mode``: "ungrouped", "grouped"
     (big source blocks, auto read) or "task_size" (shard-sized source, grouped writes).
-    ``keep``: leave the array for the caller to delete; ``source``: also time the source
-    alone."""
+    ``delete``: delete the array after the run (else the caller does); ``source``: also
+    time the source alone."""
     n = side(shards)
     path = os.path.join(where, f"{mode}-{shards}-{time.monotonic_ns()}.zarr")
     source_chunks = "auto" if mode == "grouped" else SHARD
@@ -311,7 +313,7 @@ def write_read(client: Any, where: str, shards: int, mode: str, sizes: GraphSize
     same = client.compute((read == values((n, n), read.chunks)).all()).result()
     if not same:
         raise AssertionError(f"{mode} {shards}: the array read back differs from the source")
-    if not keep:
+    if delete:
         shutil.rmtree(path, ignore_errors=True)
     return {"source": t_source, "write": t_write, "read": t_read, "source_cpu": cpu0 - cpu_source if source else float("nan"), "write_cpu": cpu1 - cpu0, "read_cpu": cpu2 - cpu1, "read_blocks": read.npartitions, "write_layers": layer_tasks,
             "own_pickled_bytes": own}
@@ -346,9 +348,9 @@ def cluster(n_workers: int) -> Any:
 
 
 def measure(client: Any, where: str, label: str, shards: int, mode: str, repeat: int,
-            sizes: GraphSize, keep: bool = False, source: bool = False) -> dict[str, Any]:
-    write_read(client, where, min(shards, 1024), mode, GraphSize(), keep)  # warm-up (imports, pools), untimed
-    runs = [write_read(client, where, shards, mode, sizes, keep, source) for _ in range(repeat)]
+            sizes: GraphSize, delete: bool = False, source: bool = False) -> dict[str, Any]:
+    write_read(client, where, min(shards, 1024), mode, GraphSize(), delete)  # warm-up (imports, pools), untimed
+    runs = [write_read(client, where, shards, mode, sizes, delete, source) for _ in range(repeat)]
     return summarize(label, runs, shards)
 
 
@@ -362,6 +364,12 @@ def file_system(path: str) -> str:
     return f"{best_mount[1]} at {best_mount[0]}"
 
 
+def deletion(args: argparse.Namespace) -> str:
+    if args.keep:
+        return "kept (delete it later)"
+    return "each deleted after its run" if args.delete_each else "deleted together at the end"
+
+
 def run_cluster(args: argparse.Namespace) -> None:
     import distributed
 
@@ -370,12 +378,12 @@ def run_cluster(args: argparse.Namespace) -> None:
     try:
         with cluster(2) as c, distributed.Client(c) as client:
             print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat}, arrays in {where} "
-                  f"({file_system(where)}), {'kept (delete it later)' if args.keep else 'each deleted after its run'}",
+                  f"({file_system(where)}), {deletion(args)}",
                   flush=True)
             for shards in args.flat:
                 sizes = GraphSize()
                 rows.append(measure(client, where, f"ungrouped {shards} shards", shards, "ungrouped", args.repeat,
-                                    sizes, args.keep, args.source))
+                                    sizes, args.delete_each, args.source))
                 rows[-1]["graph_sizes"] = sizes.sizes[:2]
                 print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
                       f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
@@ -383,7 +391,8 @@ def run_cluster(args: argparse.Namespace) -> None:
             grouped += [(n, "task_size", f"task_size='auto' {n} shards (shard blocks)") for n in args.task_size]
             for shards, mode, label in grouped:
                 sizes = GraphSize()
-                rows.append(measure(client, where, label, shards, mode, args.repeat, sizes, args.keep, args.source))
+                rows.append(measure(client, where, label, shards, mode, args.repeat, sizes, args.delete_each,
+                                    args.source))
                 rows[-1]["graph_sizes"] = sizes.sizes[:2]
                 print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
                       f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
@@ -405,7 +414,7 @@ def run_workers(args: argparse.Namespace) -> None:
                 client.wait_for_workers(n_workers)
                 print(f"loadavg {loadavg()}  {n_workers} workers x 1 thread", flush=True)
                 rows.append(measure(client, where, f"{n_workers} workers, {args.shards} shards ungrouped",
-                                    args.shards, "ungrouped", args.repeat, GraphSize(), args.keep))
+                                    args.shards, "ungrouped", args.repeat, GraphSize(), args.delete_each))
     finally:
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
@@ -431,8 +440,11 @@ def main() -> None:
         s = sub.add_parser(name)
         s.add_argument("--repeat", type=int, default=3)
         s.add_argument("--dir", default=None, help="where the arrays are written (default: the temp dir)")
-        s.add_argument("--keep", action="store_true",
-                       help="delete no array (not after each run, not at the end): delete the printed directory later")
+        kept = s.add_mutually_exclusive_group()
+        kept.add_argument("--keep", action="store_true",
+                          help="delete no array (not after each run, not at the end): delete the printed directory later")
+        kept.add_argument("--delete-each", action="store_true",
+                          help="delete each array right after its run (default: all at the end)")
     sub.choices["cluster"].add_argument("--flat", type=int, nargs="*", default=[1024, 4096, 16384])
     sub.choices["cluster"].add_argument("--grouped", type=int, nargs="*", default=[65536])
     sub.choices["cluster"].add_argument("--task-size", type=int, nargs="*", default=[16384],
