@@ -27,7 +27,8 @@ shard). Grouped: a source of ``array.chunk-size`` blocks of whole shards (dask's
 with the shards as previous chunks: 5760 x 5760 at 65,536 shards, one write task each) and
 ``from_zarr(path, chunks="auto").sum()``; also a shard-sized source written with
 ``task_size="auto"`` (``--task-size`` shards: its source is still one task per shard). Every written array is compared bit for bit on the cluster
-(untimed). Reports medians over ``--repeat`` runs with min and max, per shard costs, and
+(untimed). Every row is warmed up first, then the rows run in turn, ``--repeat`` rounds.
+Reports medians over the rounds with min and max, each row against the first ungrouped one, per shard costs, and
 the graph bytes the client sends (distributed's "Sending large graph" size), and the
 workers' CPU seconds (user + system) per write and read. ``--dir``:
 where the arrays go (default the temp dir; ``/dev/shm`` takes the disk out). The arrays
@@ -371,36 +372,42 @@ def deletion(args: argparse.Namespace) -> str:
 
 
 def run_cluster(args: argparse.Namespace) -> None:
+    """Every row's warm-up, then ``--repeat`` rounds of one run of each row in turn (so a
+    change in the machine's speed during the invocation reaches every row alike)."""
     import distributed
 
     where = tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir)
-    rows = []
+    rows = [(n, "ungrouped", f"ungrouped {n} shards") for n in args.flat]
+    rows += [(n, "grouped", f"grouped {n} shards (auto blocks)") for n in args.grouped]
+    rows += [(n, "task_size", f"task_size='auto' {n} shards (shard blocks)") for n in args.task_size]
+    results = []
     try:
         with cluster(2) as c, distributed.Client(c) as client:
-            print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat}, arrays in {where} "
-                  f"({file_system(where)}), {deletion(args)}",
-                  flush=True)
-            for shards in args.flat:
-                sizes = GraphSize()
-                rows.append(measure(client, where, f"ungrouped {shards} shards", shards, "ungrouped", args.repeat,
-                                    sizes, args.delete_each, args.source))
-                rows[-1]["graph_sizes"] = sizes.sizes[:2]
-                print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
-                      f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
-            grouped = [(n, "grouped", f"grouped {n} shards (auto blocks)") for n in args.grouped]
-            grouped += [(n, "task_size", f"task_size='auto' {n} shards (shard blocks)") for n in args.task_size]
-            for shards, mode, label in grouped:
-                sizes = GraphSize()
-                rows.append(measure(client, where, label, shards, mode, args.repeat, sizes, args.delete_each,
-                                    args.source))
-                rows[-1]["graph_sizes"] = sizes.sizes[:2]
-                print(f"  graph sent (write, read): {sizes.sizes[:2]}; zarrdask's own objects pickled (bytes, "
-                      f"once per graph): {rows[-1]['own_pickled_bytes']}  loadavg {loadavg()}", flush=True)
+            print(f"loadavg {loadavg()}  2 workers x 1 thread, repeat {args.repeat} (rows interleaved), arrays in "
+                  f"{where} ({file_system(where)}), {deletion(args)}", flush=True)
+            for shards, mode, _ in rows:  # warm-up (imports, pools), untimed
+                write_read(client, where, min(shards, 1024), mode, GraphSize(), args.delete_each)
+            sizes = [GraphSize() for _ in rows]
+            runs: list[list[dict[str, Any]]] = [[] for _ in rows]
+            for _ in range(args.repeat):
+                for k, (shards, mode, _) in enumerate(rows):
+                    runs[k].append(write_read(client, where, shards, mode, sizes[k], args.delete_each, args.source))
+            for k, (shards, _, label) in enumerate(rows):
+                results.append(summarize(label, runs[k], shards))
+                results[-1]["graph_sizes"] = sizes[k].sizes[:2]
+                print(f"  graph sent (write, read): {sizes[k].sizes[:2]}; zarrdask's own objects pickled (bytes, "
+                      f"once per graph): {results[-1]['own_pickled_bytes']}", flush=True)
+            base = next((r for r, (_, mode, _) in zip(results, rows) if mode == "ungrouped"), None)
+            for r, (_, mode, label) in zip(results, rows):
+                if base is not None and mode != "ungrouped":
+                    print(f"{label} / {base['label']}: write {r['write']['median'] / base['write']['median']:.2f}x, "
+                          f"read {r['read']['median'] / base['read']['median']:.2f}x", flush=True)
+            print(f"loadavg {loadavg()}", flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 def run_workers(args: argparse.Namespace) -> None:
