@@ -3,6 +3,7 @@
 
     python benchmarks/bench_scale.py plan     [--shards 1e6 1e7 1e8]
     python benchmarks/bench_scale.py pieces
+    python benchmarks/bench_scale.py task     [--repeat 5] [--dir /dev/shm]
     python benchmarks/bench_scale.py cluster  [--repeat 3] [--flat 1024 4096 16384] [--grouped 65536]
                                               [--task-size 16384] [--dir DIR] [--keep | --delete-each] [--source]
     python benchmarks/bench_scale.py workers  [--repeat 3] [--shards 4096] [--many 16]
@@ -18,6 +19,9 @@ allocations per phase). Only metadata touches the disk.
 
 ``pieces``: the client and worker cost of one grouped write task of 8,192 source blocks
 (``PlanWrites.task`` building it, ``write_region`` assembling its buffer), against one copy.
+
+``task``: one task of the grouped row below in this process: its source block (8,100
+shards) computed fresh, then written on one thread; the time per shard.
 
 ``cluster``: ``distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1)``.
 Float32 arrays of shards of 64 x 64 (16 KiB, inner chunks 32 x 32, default codecs) whose
@@ -178,6 +182,34 @@ def run_plan(args: argparse.Namespace) -> None:
                           f"{traced['phases'][name]['traced_peak_mib']:8.2f} MiB   RSS after {ph['rss_peak_mib']:6.0f} MiB")
     if args.json:
         Path(args.json).write_text(json.dumps([r for r in rows], indent=1))
+
+
+# -------------------------------------------------------------------------------- task
+
+
+def run_task(args: argparse.Namespace) -> None:
+    """One grouped write task's work in this process, as a worker does it: the source block
+    of the 65,536-shard row (5760 x 5760, 8,100 shards) computed fresh, then written with
+    ``a[...] = block`` on one thread (a worker of one thread encodes 4 KiB inner chunks
+    serially too)."""
+    n = side(8100)
+    x = values((n, n), (n, n))
+    where = tempfile.mkdtemp(prefix="bench-scale-task-", dir=args.dir)
+    print(f"loadavg {loadavg()}  arrays in {where} ({file_system(where)})")
+    try:
+        for i in range(args.repeat):
+            t0 = time.perf_counter()
+            block = x.compute(scheduler="sync")
+            t1 = time.perf_counter()
+            a = zarrdask.create_array(os.path.join(where, f"a{i}.zarr"), shape=(n, n), dtype="f4", chunks=INNER,
+                                      shards=SHARD, fill_value=0, threads=1)
+            a[...] = block
+            t2 = time.perf_counter()
+            del block  # (the next block reuses its memory, as on a worker)
+            print(f"source {t1 - t0:.3f} s   write {t2 - t1:.3f} s ({(t2 - t1) / 8100 * 1e6:.0f} us per shard)",
+                  flush=True)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 # -------------------------------------------------------------------------------- pieces
@@ -443,6 +475,10 @@ def main() -> None:
     plan = sub.add_parser("plan")
     plan.add_argument("--shards", nargs="+", default=["1e6", "1e7", "1e8"])
     sub.add_parser("pieces")
+    task = sub.add_parser("task")
+    task.add_argument("--repeat", type=int, default=5)
+    task.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                      help="where the arrays are written (default: /dev/shm where there is one)")
     for name in ("cluster", "workers"):
         s = sub.add_parser(name)
         s.add_argument("--repeat", type=int, default=3)
@@ -463,7 +499,8 @@ def main() -> None:
     for s in sub.choices.values():
         s.add_argument("--json", default=None, help="also write the results here")
     args = p.parse_args()
-    {"plan": run_plan, "pieces": run_pieces, "cluster": run_cluster, "workers": run_workers}[args.command](args)
+    {"plan": run_plan, "pieces": run_pieces, "task": run_task, "cluster": run_cluster,
+     "workers": run_workers}[args.command](args)
 
 
 if __name__ == "__main__":
