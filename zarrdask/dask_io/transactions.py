@@ -18,7 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import dask
+from dask.base import tokenize
 from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph
+from dask.task_spec import List, Task, TaskRef
 
 from ..errors import InvalidModeError, StoreError
 from ..storage.base import Store
@@ -57,9 +60,13 @@ def run_writes(graphs: Sequence[Any], progress: bool = False, client: Any = None
         merge_written(graph, result)
 
 
-def combined(graphs: Sequence[Any]) -> Any:
-    """One ``Delayed`` of several writes into one store: their changes merged."""
-    return dask.delayed(merge_changes)(list(graphs))
+def combined(graphs: Sequence[Delayed]) -> Delayed:
+    """One ``Delayed`` of several writes into one store: their changes merged, in one task
+    over the writes' own graphs, which stay as they are (lazy layers are not built on the
+    client: ``dask.delayed`` would optimise and materialise every task of them)."""
+    name = "zarrdask-merge-" + tokenize(*(g.key for g in graphs))
+    layer = {name: Task(name, merge_changes, List(*(TaskRef(g.key) for g in graphs)))}
+    return Delayed(name, HighLevelGraph.from_collections(name, layer, dependencies=list(graphs)))
 
 
 def check_travels(function: str, store: Any, *, client: Any = None) -> None:

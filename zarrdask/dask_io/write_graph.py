@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 import dask
 import dask.array as da
 import numpy as np
-from dask.delayed import Delayed, delayed
+from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
@@ -60,7 +60,7 @@ from ..plan.write_plan import AxisGroup
 from ..storage.transactional import changes, merge_changes
 from .staging import (STAGING_DIR, BlockPieces, StagedPiece, Staging, Written, finish_staging, read_into,
                       stage_block, staging_refusal)
-from .transactions import Writes, check_forkable
+from .transactions import Writes, check_forkable, combined
 
 __all__ = ["AxisCuts", "BlockStages", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces",
            "PlanWrites", "axis_cuts", "cut_piece", "gathered", "write_graph", "write_region"]
@@ -145,8 +145,8 @@ def gathered(tasks: list[Delayed], into: Any) -> Writes:
     :data:`FAN_IN`."""
     level = tasks
     while len(level) > FAN_IN:
-        level = [delayed(merge_changes)(level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
-    top = delayed(merge_changes)(level)
+        level = [combined(level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    top = combined(level)
     return Writes(top.key, top.dask, into)
 
 
