@@ -15,8 +15,13 @@ target that worker processes cannot receive.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any, Union
+
+from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.task_spec import Task
 
 from ..core.api import open as open_node
 from ..core.array import Array
@@ -133,8 +138,6 @@ def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step:
     """Write the array's metadata now; the delayed writes that copy its data (each
     computing to the changes to merge into ``dst``'s session, see
     :mod:`zarrdask.dask_io.transactions`)."""
-    from dask import delayed
-
     if step.bytes_copied:
         if meta.zarr_format == array.zarr_format:
             _copy_documents(src, dst, array.path, rel, _ARRAY_DOCS[meta.zarr_format])
@@ -142,13 +145,22 @@ def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step:
             write_node(dst, rel, meta)
         keys = sorted(step.source_keys)
         moved = {k: join_path(rel, k[len(array.path):].lstrip("/")) for k in keys}
-        tasks = [delayed(_copy_keys)(src, dst, {k: moved[k] for k in keys[i:i + _BATCH]})
-                 for i in range(0, len(keys), _BATCH)]
+        tasks = _copy_tasks(src, dst, [{k: moved[k] for k in keys[i:i + _BATCH]} for i in range(0, len(keys), _BATCH)])
         return [gathered(tasks, dst)] if tasks else []
     from ..dask_io import from_zarr, to_zarr
 
     write_node(dst, rel, meta, created=True)
     return [to_zarr(from_zarr(array), Array(dst, rel, meta), mode="r+", compute=False)]
+
+
+def _copy_tasks(src: Store, dst: Store, batches: list[dict[str, str]]) -> list[Delayed]:
+    """One task per batch of keys (source key -> target key), in one layer made directly:
+    ``dask.delayed`` walked and tokenized every batch's keys (a quarter of a 16,384-shard
+    copy's time)."""
+    name = f"zarrdask-copy-{uuid.uuid4().hex}"
+    layer = {(name, i): Task((name, i), _copy_keys, src, dst, batch) for i, batch in enumerate(batches)}
+    graph = HighLevelGraph({name: MaterializedLayer(layer)}, {name: set()})
+    return [Delayed((name, i), graph, layer=name) for i in range(len(batches))]
 
 
 def _copy_keys(src: Store, dst: Store, keys: Mapping[str, str]) -> Any:
