@@ -85,8 +85,10 @@ class ChunkSource(ABC):
 
     @property
     def _write_item_bytes(self) -> int:
-        """The decoded bytes of what a write encodes as one item: an inner chunk when
-        sharded, else a unit (the first one's, on a rectilinear grid)."""
+        """The decoded bytes of what a write encodes in one call: an inner chunk when
+        sharded (a shard's inner chunks go to the executor in runs, but each is one
+        GIL-free encode, which is what the threshold weighs), else a unit (the first
+        one's, on a rectilinear grid)."""
         sizes = [n for n in self.read_shape if isinstance(n, int)]
         if len(sizes) != len(self.read_shape):  # a rectilinear grid's extents per dimension
             sizes = list(self.spec.shape)
