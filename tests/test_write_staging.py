@@ -243,6 +243,39 @@ def test_remove_temporary_files_removes_what_a_killed_staged_write_left(tmp_path
     assert not list(Path(url).rglob("*staging*")) and zarrdask.open_array(url).shape == data.shape
 
 
+def test_verify_finds_staged_pieces_in_its_one_listing_of_each_array(tmp_path, monkeypatch):
+    """``verify`` lists each array's keys once (on an object store a listing is many
+    requests) and finds staged leftovers there, also below an array whose metadata it
+    cannot read."""
+    from zarrdask.storage.local import LocalStore
+
+    data = np.arange(40 * 30, dtype="f4").reshape(40, 30)
+    url = str(tmp_path / "g.zarr")
+    zarrdask.open_group(url, mode="w")
+    target = zarrdask.create_array(url + "/a", shape=data.shape, dtype="f4", chunks=(5, 5), shards=(10, 10))
+    source = da.from_array(data, chunks=(13, 13))
+    job = write_graph(source, target, make_write_plan(data.shape, source.chunks, (10, 10)), staging=True)
+    graph = dict(job.__dask_graph__())
+    dask.get(graph, [k for k in graph if isinstance(k, tuple) and "stage" in str(k[0])])  # killed after staging
+    left = sorted("a/" + str(p.relative_to(url + "/a")) for p in Path(url, "a").rglob("*")
+                  if p.is_file() and "staging" in str(p))
+    listed: list[str] = []
+    original = LocalStore.list_prefix
+
+    def counted(self, prefix=""):
+        listed.append(prefix)
+        return original(self, prefix)
+
+    monkeypatch.setattr(LocalStore, "list_prefix", counted)
+    report = zarrdask.verify(url)
+    assert sorted(f.key for f in report.findings if f.kind == "temporary") == left and report.ok is False
+    assert listed.count("a") == 1 and "" not in listed[1:], listed  # (the first: is anything stored at all)
+    Path(url, "a", "zarr.json").write_text('{"zarr_format": 3, "node_type": "array"}')  # unreadable now
+    report = zarrdask.verify(url)
+    assert sorted(f.key for f in report.findings if f.kind == "temporary") == left
+    assert any(f.kind == "metadata" and f.key.startswith("a/") for f in report.findings)
+
+
 def test_a_staged_write_to_s3_is_bit_exact_and_leaves_nothing(s3_endpoint, s3_url):
     """On the loopback S3 server: pieces in bands (copies: s3fs takes one buffer per value)."""
     from _s3 import s3_storage_options

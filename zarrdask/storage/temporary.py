@@ -25,7 +25,7 @@ from .base import Store
 from .fsspec_store import FsspecStore, fs_protocols
 from .local import LocalStore, is_temporary_name
 
-__all__ = ["STAGING_DIR", "temporary_files", "remove_temporary_files"]
+__all__ = ["STAGING_DIR", "atomic_files", "is_staged", "temporary_files", "remove_temporary_files"]
 
 STAGING_DIR = ".zarrdask-staging"  # below an array's path: the staged pieces of a Dask write in progress
 
@@ -34,15 +34,15 @@ def temporary_files(store: Store, prefix: str = "") -> list[str]:
     """The keys of leftover temporary files below ``prefix`` (atomic writes' and staged
     pieces), sorted."""
     prefix = prefix.strip("/")
-    return sorted({*_atomic_files(store, prefix), *staged_keys(store, prefix)})
+    return sorted({*atomic_files(store, prefix), *(k for k in store.list_prefix(prefix) if is_staged(k))})
 
 
-def staged_keys(store: Store, prefix: str = "") -> list[str]:
-    """The keys below ``prefix`` inside a ``.zarrdask-staging`` directory."""
-    return [k for k in store.list_prefix(prefix) if STAGING_DIR in k.split("/")]
+def is_staged(key: str) -> bool:
+    """Whether ``key`` lies inside a ``.zarrdask-staging`` directory (a staged piece)."""
+    return STAGING_DIR in key.split("/")
 
 
-def _atomic_files(store: Store, prefix: str) -> list[str]:
+def atomic_files(store: Store, prefix: str) -> list[str]:
     """The leftover temporary files of atomic writes below ``prefix`` (local stores only)."""
     if isinstance(store, LocalStore):
         top = os.path.join(store.root, *prefix.split("/")) if prefix else store.root

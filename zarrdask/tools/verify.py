@@ -32,7 +32,7 @@ from ..metadata.v3 import ArrayMetadataV3
 from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path
-from ..storage.temporary import STAGING_DIR, temporary_files
+from ..storage.temporary import atomic_files, is_staged
 from .verify_display import report_html, report_text
 
 __all__ = ["Finding", "VerifyReport", "verify"]
@@ -125,12 +125,8 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     for group_path, meta in nodes.items():
         if meta.node_type == "group":
             report.findings.extend(_check_consolidated(s, group_path, nodes))
-    leftover = temporary_files(s, path)
-    staged = {k for k in leftover if STAGING_DIR in k.split("/")}
-    report.findings = [f for f in report.findings if not (f.kind == "orphan" and f.key in staged)]
-    report.findings.extend(
-        Finding(k, "temporary", "staged piece left by an interrupted Dask write (to_zarr's staging)" if k in staged
-                else "leftover temporary file of an interrupted write") for k in leftover)
+    report.findings.extend(Finding(k, "temporary", "leftover temporary file of an interrupted write")
+                           for k in atomic_files(s, path))
     if fix:
         _fix(s, report)
     report.findings.sort(key=lambda f: (f.key, f.kind))
@@ -151,6 +147,7 @@ def _walk(store: Store, root: str, report: VerifyReport) -> dict[str, NodeMetada
                 meta = read_node(store, path, zarr_format, consolidated=False)
             except MetadataError as exc:
                 report.findings.append(Finding(exc.key or join_path(path, _MARKERS[0]), "metadata", _problems(exc)))
+                report.findings.extend(_staged(k) for k in store.list_prefix(path) if is_staged(k))
                 continue
             except NodeNotFoundError:
                 meta = None  # a node of the other format: its keys belong to nothing here
@@ -183,6 +180,7 @@ def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyRep
         array = Array(store, path, meta).with_options(threads=1)
     except MetadataError as exc:
         report.findings.append(Finding(exc.key or join_path(path, "zarr.json"), "metadata", _problems(exc)))
+        report.findings.extend(_staged(k) for k in store.list_prefix(path) if is_staged(k))
         return []
     report.arrays += 1
     units = array.units
@@ -194,6 +192,8 @@ def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyRep
     for key in units.store.list_prefix(path):
         if key in expected:
             stored.append(key)
+        elif is_staged(key):
+            report.findings.append(_staged(key))
         elif key not in docs:
             report.findings.append(Finding(key, "orphan", f"belongs to no chunk of array {path or '/'!r} "
                                                           f"(grid {tuple(a.count for a in array.unit_grid)})"))
@@ -202,6 +202,10 @@ def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyRep
     if sample is not None and sample < len(stored):
         stored = sorted(random.sample(stored, sample))
     return [_Unit(units, key, expected[key]) for key in stored]
+
+
+def _staged(key: str) -> Finding:
+    return Finding(key, "temporary", "staged piece left by an interrupted Dask write (to_zarr's staging)")
 
 
 def _check_unit(unit: _Unit) -> Finding | None:
