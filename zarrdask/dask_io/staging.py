@@ -73,9 +73,9 @@ class StagedPiece(NamedTuple):
 
 
 def stage_piece(block: np.ndarray, slices: tuple[slice, ...], staging: Staging, key: str) -> StagedPiece:
-    """One piece task of a staged write: ``slices`` of ``block`` written to the staging
-    store in bands of about :data:`STAGED_BATCH` bytes (see :class:`StagedPiece`), so the
-    block can be freed and nothing waits in memory. One band at a time, so the task holds
+    """One piece of a staged write: ``slices`` of ``block`` written to the staging store
+    in bands of about :data:`STAGED_BATCH` bytes (see :class:`StagedPiece`), so the block
+    can be freed and nothing waits in memory. One band at a time, so the stage task holds
     the block and at most one band's copy; a store that writes a value from parts gets the
     band's rows as views of the block, without a copy."""
     piece = np.asarray(block)[slices]

@@ -271,6 +271,7 @@ def plan_write(
     Nothing is written.
     """
     target_bytes = task_bytes("zarrdask.plan_write", task_size)
+    staging_choice("zarrdask.plan_write", staging)
     array = open_source(target, path=path, storage_options=storage_options, function="zarrdask.plan_write")
     if not isinstance(x, da.Array):
         x = np.asarray(x)
@@ -278,7 +279,6 @@ def plan_write(
     source = _as_dask(x, array, slices)
     plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices,
                            task_bytes=target_bytes, itemsize=array.dtype.itemsize)
-    staging_choice("zarrdask.plan_write", staging)
     return plan.summary(array.dtype.itemsize, staging,
                         can_stage=staging_refusal(source.dtype, array.store) is None)
 

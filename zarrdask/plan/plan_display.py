@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from .display import Fact, document, fact_table, format_bytes, rows_table, section
+from .write_plan import CUT_BYTES
 
 __all__ = ["read_plan_html", "read_plan_text", "write_summary_html", "write_summary_text"]
 
@@ -46,6 +47,17 @@ class ReadPlan(Protocol):
     def summary(self) -> ReadCounts: ...
 
 
+class CutPieces(Protocol):
+    """How cut blocks reach a write's tasks (``write_plan.Pieces``)."""
+
+    @property
+    def cut(self) -> bool: ...
+    @property
+    def staged(self) -> bool: ...
+    @property
+    def waiting_bytes(self) -> int: ...
+
+
 class WritePlanSummary(Protocol):
     """What the display reads of ``write_plan.WritePlanSummary``."""
 
@@ -72,7 +84,7 @@ class WritePlanSummary(Protocol):
     @property
     def aligned(self) -> bool: ...
     @property
-    def pieces(self) -> Any: ...
+    def pieces(self) -> CutPieces: ...
     @property
     def max_units_per_task(self) -> int: ...
     @property
@@ -134,7 +146,7 @@ def _pieces(s: WritePlanSummary) -> str:
     if s.aligned or not s.write_tasks:
         return "no cut blocks"
     if not p.cut:
-        return "cut blocks read whole by each task (blocks under 16 MiB)"
+        return f"cut blocks read whole by each task (blocks under {format_bytes(CUT_BYTES)})"
     if p.staged:
         return (f"cut blocks' pieces staged in the store (else {format_bytes(p.waiting_bytes)} would wait in memory "
                 "for the next block row)")

@@ -227,6 +227,11 @@ class WritePlan:
         return _make_task(tuple((i, groups[i]) for i, groups in zip(index, self.axes)))
 
     @property
+    def _largest_task_elements(self) -> int:
+        """The elements of the largest write task's region (each axis's longest group)."""
+        return math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes)
+
+    @property
     def aligned(self) -> bool:
         """No source block boundary falls inside a unit (no task gathers pieces of a cut block)."""
         return len(self) > 0 and all(_axis_aligned(groups, axis) for groups, axis in zip(self.axes, self.grid))
@@ -239,7 +244,7 @@ class WritePlan:
         + largest task buffer); ``can_stage``: False where the target cannot hold the
         pieces (object dtypes, transactional sessions)."""
         largest_block = itemsize * math.prod(max(c, default=0) for c in self.source_chunks)
-        task = itemsize * math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes)
+        task = itemsize * self._largest_task_elements
         first = max((g.stop - g.start for g in self.axes[0]), default=0) if self.axes else 0
         waiting = itemsize * first * math.prod(s.stop - s.start for s in self.region[1:])
         if self.aligned or not len(self):
@@ -268,7 +273,7 @@ class WritePlan:
             source_blocks=math.prod(sum(1 for c in chunks if c) for chunks in self.source_chunks) if tasks else 0,
             max_blocks_per_task=math.prod(max(p, default=0) for p in per_axis_pieces),
             mean_blocks_per_task=math.prod(sum(p) / len(p) for p in per_axis_pieces) if tasks else 0.0,
-            max_task_bytes=itemsize * math.prod(max((g.stop - g.start for g in groups), default=0) for groups in self.axes),
+            max_task_bytes=itemsize * self._largest_task_elements,
             bytes_written=itemsize * total_volume,
             bytes_read=itemsize * (total_volume - full_volume),
             aligned=self.aligned,
