@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .display import Fact, document, fact_table, format_bytes, rows_table, section
-from .write_plan import CUT_BYTES
 
 __all__ = ["read_plan_html", "read_plan_text", "write_summary_html", "write_summary_text"]
 
@@ -146,7 +145,7 @@ def _pieces(s: WritePlanSummary) -> str:
     if s.aligned or not s.write_tasks:
         return "no cut blocks"
     if not p.cut:
-        return f"cut blocks read whole by each task (blocks under {format_bytes(CUT_BYTES)})"
+        return "cut blocks read whole by each task (blocks under 16 MiB)"  # write_plan.CUT_BYTES (no import: a cycle)
     if p.staged:
         return (f"cut blocks' pieces staged in the store (else {format_bytes(p.waiting_bytes)} would wait in memory "
                 "for the next block row)")
