@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dask
 import numpy as np
+import pytest
 from dask._task_spec import List, Task, TaskRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -147,3 +148,21 @@ def test_the_copy_floor_benchmark_copies_what_a_cached_read_returns(tmp_path) ->
 
     bench_copy_floor.copy_pass(shards, results, 3, shard_shape, 3, ThreadPoolExecutor(2))
     np.testing.assert_array_equal(results[0], zarrdask.open_array(path)[0:3])
+
+
+def test_the_placed_floor_places_what_the_array_holds(tmp_path) -> None:
+    """zstd_floor.py --placed decodes each unit into place: its untimed check (every block
+    against zarrdask's read of it) passes on sharded and unsharded arrays, and catches
+    frames placed in the wrong slots."""
+    import zstd_floor
+
+    data = np.random.default_rng(7).random((8, 32, 48), dtype=np.float32)
+    for name, options in (("sharded", {"chunks": (2, 8, 16), "shards": (4, 16, 48)}), ("plain", {"chunks": (4, 16, 16)})):
+        path = str(tmp_path / name)
+        zarrdask.create_array(path, shape=data.shape, dtype=data.dtype,
+                              compressors=[{"name": "zstd", "configuration": {"level": 1}}], **options)[...] = data
+        units = zstd_floor.inner_chunks(path)
+        assert len(zstd_floor.placed_sums(path, units, 2, 2)) == 2
+    shuffled = [list(reversed(frames)) for frames in zstd_floor.inner_chunks(str(tmp_path / "sharded"))]
+    with pytest.raises(SystemExit, match="is not the array's"):
+        zstd_floor.placed_sums(str(tmp_path / "sharded"), shuffled, 1, 2)
