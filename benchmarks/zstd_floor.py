@@ -113,23 +113,25 @@ def placed_sums(path: str, shards: list[list[memoryview]], repeat: int, threads:
     unit = array.shards or array.chunks
     grid = tuple(u // c for u, c in zip(unit, chunk))
     ndim = len(unit)
-    order = [axis for pair in zip(range(ndim), range(ndim, 2 * ndim)) for axis in pair]  # (g0, c0, g1, c1, ...)
+    order = [*range(0, 2 * ndim, 2), *range(1, 2 * ndim, 2)]  # (g0, c0, g1, c1, ...) -> (*grid, *chunk)
     local = threading.local()
 
     def place(frames: list[memoryview]) -> np.ndarray:
         stack = getattr(local, "stack", None)
         if stack is None:
-            stack = local.stack = np.empty((*grid, *chunk), array.dtype)
-        whole = frames[0].obj  # (the unit's bytes: frames back to back decode in one call)
+            stack = local.stack = np.empty((len(frames), *chunk), array.dtype)
+        whole = frames[0].obj  # (the unit's bytes)
         starts = [_offset(f, whole) for f in frames]
-        if all(starts[k] + frames[k].nbytes == starts[k + 1] for k in range(len(frames) - 1)):
-            numcodecs_zstd.decompress(memoryview(whole)[starts[0]: starts[-1] + frames[-1].nbytes], stack)
+        ranks = sorted(range(len(frames)), key=starts.__getitem__)  # (the frames in the file's order)
+        if all(starts[a] + frames[a].nbytes == starts[b] for a, b in zip(ranks, ranks[1:])):
+            first, last = ranks[0], ranks[-1]  # back to back: one call, in the file's order
+            numcodecs_zstd.decompress(memoryview(whole)[starts[first]: starts[last] + frames[last].nbytes], stack)
         else:
-            flat = stack.reshape(len(frames), -1)
-            for k, frame in enumerate(frames):
-                numcodecs_zstd.decompress(frame, flat[k])
+            for row, k in enumerate(ranks):
+                numcodecs_zstd.decompress(frames[k], stack[row])
         block = np.empty(unit, array.dtype)
-        block.reshape([n for pair in zip(grid, chunk) for n in pair])[...] = stack.transpose(order)
+        slots = block.reshape([n for pair in zip(grid, chunk) for n in pair]).transpose(order)  # (*grid, *chunk)
+        slots[np.unravel_index(ranks, grid)] = stack  # (one copy, each chunk into its place)
         return block
 
     for (coords, _), frames in zip(unit_files(path), shards):
@@ -143,6 +145,7 @@ def placed_sums(path: str, shards: list[list[memoryview]], repeat: int, threads:
             list(pool.map(lambda frames: float(place(frames).sum()), shards))
             times.append(time.perf_counter() - t0)
     return times
+
 
 if __name__ == "__main__":
     main()

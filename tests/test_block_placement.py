@@ -4,7 +4,8 @@ slab path is a shortcut kept for its benchmark (benchmarks/README.md), so these
 properties prove it equal to the chunk-by-chunk path and to the values written, over
 generated arrays: 1-3 dimensions, shards clipped at the array's edge, transposes before
 the sharding codec and inside it, several inner chains and data types, absent chunks,
-and slab limits from one chunk to the whole shard. ``decode_into`` is proved equal to
+inner chunks in any order in the shard's bytes (zarr-python writes Morton order), and slab
+limits from one chunk to the whole shard. ``decode_into`` is proved equal to
 ``decode`` for every chain, bad input included.
 """
 
@@ -24,6 +25,7 @@ import zarrdask.core.units.shards as shards
 from _util import draw_shard_geometry
 from zarrdask.codecs import decompress
 from zarrdask.codecs.base import ChunkSpec
+from zarrdask.codecs.sharding import MISSING
 from zarrdask.codecs.pipeline import CodecPipeline
 from zarrdask.core import output
 from zarrdask.core.units import block_placement
@@ -64,7 +66,7 @@ def sharded_cases(draw):
     codecs = ([_transpose(outer)] if outer is not None else []) + [sharding]
     return dict(shape=shape, shard=shard, codecs=codecs, dtype=draw(st.sampled_from(DTYPES)),
                 seed=draw(st.integers(0, 2**16)), holes=draw(st.booleans()),
-                slab=draw(st.sampled_from([1, 64, 1000, 1 << 22])))
+                slab=draw(st.sampled_from([1, 64, 1000, 1 << 22])), reorder=draw(st.booleans()))
 
 
 def _values(rng, dtype, shape, holes):
@@ -109,6 +111,8 @@ def _check_case(case):
                               codecs=case["codecs"], fill_value=0)
     values = _values(np.random.default_rng(case["seed"]), case["dtype"], case["shape"], case["holes"])
     a[...] = values
+    if case.get("reorder"):
+        _reorder_inner_chunks(store, a, np.random.default_rng(case["seed"]))
     reopened = zarrdask.open_array(store)
     assert any(u.block for u in reopened.units.plan(_whole(reopened)).units)
     whole = reopened[...]
@@ -118,6 +122,24 @@ def _check_case(case):
     assert by_chunk.tobytes() == whole.tobytes()
     # one thread per call (a Dask task) and zarrdask's pool take the same path
     assert zarrdask.open_array(store, threads=1)[...].tobytes() == whole.tobytes()
+
+
+def _reorder_inner_chunks(store, array, rng):
+    """Rewrite every shard with its inner chunks' bytes in a random order (the index follows)."""
+    codec = array.units.pipeline.sharding
+    start = codec.index_size if codec.index_location == "start" else 0
+    for key in [k for k in store.list_prefix("") if not k.endswith("zarr.json")]:
+        blob = store.get(key)
+        table = codec.index_of(blob, key).table().reshape(-1, 2).copy()
+        present = np.flatnonzero(table[:, 0] != MISSING)
+        frames = {int(p): blob[int(table[p, 0]): int(table[p, 0] + table[p, 1])] for p in present}
+        offset, body = start, []
+        for p in rng.permutation(present).tolist():
+            table[p, 0] = offset
+            body.append(frames[p])
+            offset += len(frames[p])
+        index = bytes(codec.index_pipeline.encode(table.reshape(*codec.grid_shape, 2)))
+        store.set(key, index + b"".join(body) if start else b"".join(body) + index)
 
 
 def _whole(array):
