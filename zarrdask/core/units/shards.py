@@ -3,8 +3,8 @@
 A partial read takes the inner chunks it needs with their bytes from ``shard_fetch.py``
 (the shard index with one ranged request, cached per array; only the needed ranges,
 neighbours coalesced, all shards in one store call); a whole shard is one GET. Each chunk
-is decoded once and copied straight into the caller's output (or, through the
-decoded-chunk cache, into the shard it holds). Writes encode inner chunks in parallel
+is decoded once and copied straight into the caller's output (reads through the
+decoded-chunk cache are ``shard_cache.py``'s). Writes encode inner chunks in parallel
 and put each shard once; a partly covered shard is read, modified and written inside the
 same call. The index format itself (parse, build, split, assemble) is the sharding
 codec's (``codecs/sharding.py``).
@@ -27,24 +27,21 @@ from ...codecs.sharding import ShardIndex, ShardingCodec
 from ...errors import CodecError
 from ...indexing import Projection, Selection, c_order_stop
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
-from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides, shard_placements
+from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides
 from ...storage.base import Buffer, Store, Value
 from ..executor import run_all
 from ..output import scratch
 from ..cache import ArrayCache, ArrayKey
-from ..held_shard import HeldShard
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
-from .copies import Copy, held_copies, place_copies
 from .options import ArrayOptions
 from .puts import UnitPuts
+from .shard_cache import CachedShardReads
 from .shard_fetch import InnerJob, ShardFetch
 
 __all__ = ["ShardedChunkSource"]
 
 
-#: a shard is held as one array once a read wants 1 / _HELD_FROM of its inner chunks
-_HELD_FROM = 4
 #: inner chunks decoded per call, into a held shard or a partial read's stack (a batch is one
 #: task for the threads): up to this many, of at most _DECODE_BATCH_BYTES together (one
 #: chunk when larger), so small chunks share a call and large ones spread over the threads
@@ -97,8 +94,8 @@ class ShardedChunkSource(ChunkSource):
         self.read_shape = self.inner_shape
         self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
         self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
-        self._held_placements: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, ChunkPlacement]] = {}
         self.fetch = ShardFetch(store, self._codec_at, self._shard_bytes, options, pool_key)
+        self._cached = CachedShardReads(self)
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
         self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
                                     sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
@@ -186,111 +183,6 @@ class ShardedChunkSource(ChunkSource):
                 placement = job.placement
                 job.target[placement.out_index] = chunk.transpose(order)[placement.chunk_index]
 
-    def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache. A shard small beside the budget is held as one
-        array (``_read_held``) once a read wants a quarter of its chunks or more, or once it
-        is held: holding a whole shard for the few chunks of a time series at a point would
-        map (and count) all of it. Other shards are held chunk by chunk
-        (``_read_chunks_cached``); a shard held both ways decodes a chunk twice at most."""
-        ticket = cache.ticket()
-        itemsize = self.spec.dtype.dtype.itemsize
-        small = [i for i, u in enumerate(units) if cache.holds_shard(math.prod(u.extent) * itemsize)]
-        held: dict[int, HeldShard | None] = {}
-        for i, shard in zip(small, cache.get_shards([units[i].key for i in small])):
-            unit = units[i]
-            inside = len(self._placements_at(unit.coords, unit.extent))
-            if shard is not None or unit.block or _HELD_FROM * len(unit.chunks) >= inside:
-                held[i] = shard
-        if len(held) < len(units):
-            rest = [i for i in range(len(units)) if i not in held]
-            self._read_chunks_cached([units[i] for i in rest], [targets[i] for i in rest], cache)
-        if held:
-            self._read_held([units[i] for i in held], [targets[i] for i in held], list(held.values()), cache, ticket)
-
-    def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], found: list[HeldShard | None],
-                   cache: ArrayCache, ticket: int) -> None:
-        """Read through held shards (``core/held_shard.py``; ``found``: those held, None for
-        the rest, made here): the inner chunks missing from them are claimed, decoded into
-        their slots (``_fill_held``) and settled, then each unit's part is copied out of its
-        held shard (``copies.held_copies``). ``ticket``: the pool's clock before ``found`` was
-        looked up."""
-        new = [i for i, shard in enumerate(found) if shard is None]
-        if new:  # (their memory is mapped in one call each, on both threads: faults would contend)
-            for i, shard in zip(new, run_all(self._new_held, [units[i] for i in new], self.options.threads,
-                                             min_parallel=2)):
-                cache.put_shard(units[i].key, shard, ticket)
-                found[i] = shard
-        shards = cast("list[HeldShard]", found)
-        waiting = list(range(len(units)))
-        misses = 0
-        while waiting:  # (chunks another read was decoding and gave up are claimed again)
-            fills: list[tuple[UnitRead, HeldShard, list[int]]] = []
-            claimed: list[tuple[HeldShard, list[int]]] = []
-            busy: list[tuple[int, list[int]]] = []
-            for i in waiting:
-                mine, others = shards[i].claim(units[i].chunks)
-                if mine:
-                    fills.append((units[i], shards[i], mine))
-                    claimed.append((shards[i], mine))
-                    misses += len(mine)
-                if others:
-                    busy.append((i, others))
-            try:
-                if fills:
-                    self._fill_held(fills)
-            except BaseException:
-                for shard, mine in claimed:
-                    shard.settle(mine, False)
-                raise
-            kept = cache.current(ticket)
-            for shard, mine in claimed:
-                shard.settle(mine, kept)
-            waiting = [i for i, others in busy if shards[i].wait(others)]
-        cache.tally(sum(len(u.chunks) for u in units) - misses, misses)
-        copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data,
-                                                                                       self._inverse)]
-        place_copies(copies, self.options.threads, self._placed_bytes(units))
-
-    def _new_held(self, unit: UnitRead) -> HeldShard:
-        """An empty held shard for ``unit``'s shard."""
-        grid = tuple(-(-e // c) for e, c in zip(unit.extent, self.inner_shape))
-        return HeldShard(grid, self.inner.spec.shape, self.spec.dtype.dtype,
-                         math.prod(self._codec_at(unit.coords).grid_shape), math.prod(grid))
-
-    def _fill_held(self, fills: list[tuple[UnitRead, HeldShard, list[int]]]) -> None:
-        """Decode the inner chunks at the claimed positions of each shard straight into its
-        held shard's slots: fetched as the unit's plan says (a shard wanted whole, or read
-        whole by the plan, with one GET), then decoded in batches on the threads."""
-        reads = []
-        for unit, _, positions in fills:
-            placements = self._placements_at(unit.coords, unit.extent)
-            every = len(positions) == len(placements)
-            reads.append(UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole or every,
-                                  chunks=[placements[p] for p in positions], extent=unit.extent))
-        gets = [i for i, r in enumerate(reads) if r.whole]
-        ranged = [i for i, r in enumerate(reads) if not r.whole]
-        jobs = self.fetch.whole([reads[i] for i in gets], [fills[i][1].slots for i in gets])
-        if ranged:
-            jobs += self.fetch.ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
-        batches: list[tuple[HeldShard, list[InnerJob]]] = []
-        at, per = 0, self._decode_batch
-        for i in gets + ranged:  # (jobs come unit by unit, in this order)
-            count = len(reads[i].chunks)
-            batches.extend((fills[i][1], jobs[k: min(k + per, at + count)]) for k in range(at, at + count, per))
-            at += count
-        run_all(self._decode_slots, batches, self.options.threads, min_parallel=2)
-
-    def _decode_slots(self, batch: tuple[HeldShard, list[InnerJob]]) -> None:
-        """Decode fetched inner chunks of one shard into their slots of its held shard (fill
-        values, or an error, for those absent from the shard)."""
-        shard, jobs = batch
-        slots = [sum(c * n for c, n in zip(job.placement.coords, shard.strides)) for job in jobs]
-        present = [k for k, job in enumerate(jobs) if job.data is not None]
-        for k, job in enumerate(jobs):
-            if job.data is None:
-                self._missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
-        self._decode_into([jobs[k] for k in present], shard.slots, [slots[k] for k in present])
-
     def _decode_into(self, jobs: list[InnerJob], out: np.ndarray, slots: Sequence[int],
                      stops: Sequence[int | None] | None = None) -> None:
         """Decode fetched inner chunks (all present) with one call into ``out`` at ``slots``
@@ -301,66 +193,9 @@ class ShardedChunkSource(ChunkSource):
             failed = jobs[0] if exc.item is None else jobs[exc.item]
             raise with_key(exc, failed.key, None if exc.item is None else failed.placement.coords) from exc
 
-    def _placements_at(self, coords: tuple[int, ...], extent: tuple[int, ...]) -> dict[int, ChunkPlacement]:
-        """Every inner chunk inside the array of the shard at ``coords`` (its extent
-        ``extent``), by position: its region of the shard and its part inside the array."""
-        strides = self._strides_at(coords)
-        found = self._held_placements.get((extent, strides))
-        if found is None:
-            found = self._held_placements[(extent, strides)] = {
-                p.position: p for p in shard_placements(extent, self.inner_shape, strides)}
-        return found
-
-    def _read_chunks_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray],
-                            cache: ArrayCache) -> None:
-        """Read through the decoded-chunk cache chunk by chunk: inner chunks held are copied
-        out, and the rest fetched as the plan says (a shard read whole with one GET, so its
-        chunks are of one version of it; else through the shard index, neighbours
-        coalesced), each decoded into an array of its own, held (the sharding codec's axis
-        order; a hit is transposed back as a view) and copied out."""
-        ticket = cache.ticket()
-        order = None if self._inverse == tuple(range(len(self._inverse))) else self._inverse
-        found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
-        hits: list[Copy] = []
-        pending: list[UnitRead] = []
-        pending_targets: list[np.ndarray] = []
-        at = 0
-        for unit, target in zip(units, targets):
-            chunks = found[at: at + len(unit.chunks)]
-            at += len(unit.chunks)
-            missed = []
-            for placement, chunk in zip(unit.chunks, chunks):
-                if chunk is None:
-                    missed.append(placement)
-                else:
-                    hits.append(Copy(target, placement, chunk if order is None else chunk.transpose(order)))
-            if missed:
-                pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
-                pending_targets.append(target)
-        place_copies(hits, self.options.threads, self._placed_bytes(units))
-        if not pending:
-            return
-        gets = [i for i, u in enumerate(pending) if u.whole]
-        ranged = [i for i, u in enumerate(pending) if not u.whole]
-        jobs = self.fetch.whole([pending[i] for i in gets], [pending_targets[i] for i in gets])
-        if ranged:
-            jobs += self.fetch.ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
-
-        def held(job: InnerJob, data: bytes | memoryview) -> np.ndarray:
-            chunk = self._decode_fresh(data)
-            cache.put(job.key, job.placement.position, chunk, ticket)
-            return chunk if order is None else chunk.transpose(order)
-
-        run_all(lambda job: self._decode_job(job, held), jobs, self.options.threads)
-
-    def _decode_fresh(self, data: bytes | memoryview) -> np.ndarray:
-        """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
-        inner = self.inner
-        if inner.decodes_into:
-            fresh = np.empty((1, *inner.spec.shape), dtype=self.spec.dtype.dtype)
-            inner.decode_into([data], fresh)
-            return fresh[0, ...]
-        return np.array(inner.decode(data), order="C", copy=True)
+    def _read_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
+        """Held shards and held inner chunks (``shard_cache.py``)."""
+        self._cached.read(units, targets, cache)
 
     def _decode_unit(self, unit: UnitRead, target: np.ndarray, blob: bytes | None, threads: int | None) -> None:
         """Decode the inner chunks ``unit`` needs from a whole shard held in memory into
@@ -431,19 +266,6 @@ class ShardedChunkSource(ChunkSource):
 
         run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
                 min_parallel=2)
-
-    def _decode_job(self, job: InnerJob, decode: Callable[[InnerJob, bytes | memoryview], np.ndarray]) -> None:
-        """Decode one fetched inner chunk with ``decode`` (into an array of its own, in the
-        array's axis order: the cache holds it) and copy its part into place."""
-        placement = job.placement
-        if job.data is None:
-            self._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
-            return
-        try:
-            chunk = decode(job, job.data)
-        except CodecError as exc:
-            raise with_key(exc, job.key, placement.coords) from exc
-        job.target[placement.out_index] = chunk[placement.chunk_index]
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:

@@ -1,0 +1,245 @@
+"""Sharded reads through the decoded-chunk cache (``core/cache.py``).
+
+A shard small beside the budget is held as one array of its inner chunks side by side
+(``core/held_shard.py``) once a read wants a quarter of its chunks or more, or once it is
+held; other shards are held chunk by chunk. What is missing is fetched as the read's plan
+says and decoded by the source's codecs; what is held is copied out (``copies.py``). The
+uncached reads, and the fetching and decoding both share, are ``shards.py``'s."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
+
+import numpy as np
+
+from ...codecs.base import ChunkSpec
+from ...codecs.pipeline import CodecPipeline
+from ...codecs.sharding import ShardingCodec
+from ...errors import CodecError
+from ...plan.fetch_plan import ChunkPlacement, UnitRead, shard_placements
+from ..cache import ArrayCache
+from ..executor import run_all
+from ..held_shard import HeldShard
+from .base import with_key
+from .copies import Copy, held_copies, place_copies
+from .options import ArrayOptions
+from .shard_fetch import InnerJob, ShardFetch
+
+__all__ = ["CachedShardReads", "ShardSource"]
+
+#: a shard is held as one array once a read wants 1 / _HELD_FROM of its inner chunks
+_HELD_FROM = 4
+
+
+class ShardSource(Protocol):
+    """What the cached reads use of a sharded chunk source (``shards.ShardedChunkSource``)."""
+
+    fetch: ShardFetch
+    inner: CodecPipeline
+    spec: ChunkSpec
+    inner_shape: tuple[int, ...]
+    options: ArrayOptions
+    _inverse: tuple[int, ...]
+
+    @property
+    def _decode_batch(self) -> int: ...
+
+    def _codec_at(self, coords: tuple[int, ...]) -> ShardingCodec: ...
+
+    def _strides_at(self, coords: tuple[int, ...]) -> tuple[int, ...]: ...
+
+    def _missing(self, what: str, target: np.ndarray, index: Any) -> None: ...
+
+    def _decode_into(self, jobs: list[InnerJob], out: np.ndarray, slots: Sequence[int],
+                     stops: Sequence[int | None] | None = None) -> None: ...
+
+    def _placed_bytes(self, units: Sequence[UnitRead]) -> int: ...
+
+
+class CachedShardReads:
+    """The reads of one sharded source through its array's decoded-chunk cache."""
+
+    def __init__(self, source: ShardSource) -> None:
+        self._source = source
+        self._held_placements: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, ChunkPlacement]] = {}
+
+    def read(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], cache: ArrayCache) -> None:
+        """Read through the decoded-chunk cache. A shard small beside the budget is held as one
+        array (``_read_held``) once a read wants a quarter of its chunks or more, or once it
+        is held: holding a whole shard for the few chunks of a time series at a point would
+        map (and count) all of it. Other shards are held chunk by chunk
+        (``_read_chunks_cached``); a shard held both ways decodes a chunk twice at most."""
+        ticket = cache.ticket()
+        itemsize = self._source.spec.dtype.dtype.itemsize
+        small = [i for i, u in enumerate(units) if cache.holds_shard(math.prod(u.extent) * itemsize)]
+        held: dict[int, HeldShard | None] = {}
+        for i, shard in zip(small, cache.get_shards([units[i].key for i in small])):
+            unit = units[i]
+            inside = len(self._placements_at(unit.coords, unit.extent))
+            if shard is not None or unit.block or _HELD_FROM * len(unit.chunks) >= inside:
+                held[i] = shard
+        if len(held) < len(units):
+            rest = [i for i in range(len(units)) if i not in held]
+            self._read_chunks_cached([units[i] for i in rest], [targets[i] for i in rest], cache)
+        if held:
+            self._read_held([units[i] for i in held], [targets[i] for i in held], list(held.values()), cache, ticket)
+
+    def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], found: list[HeldShard | None],
+                   cache: ArrayCache, ticket: int) -> None:
+        """Read through held shards (``core/held_shard.py``; ``found``: those held, None for
+        the rest, made here): the inner chunks missing from them are claimed, decoded into
+        their slots (``_fill_held``) and settled, then each unit's part is copied out of its
+        held shard (``copies.held_copies``). ``ticket``: the pool's clock before ``found`` was
+        looked up."""
+        new = [i for i, shard in enumerate(found) if shard is None]
+        if new:  # (their memory is mapped in one call each, on both threads: faults would contend)
+            for i, shard in zip(new, run_all(self._new_held, [units[i] for i in new], self._source.options.threads,
+                                             min_parallel=2)):
+                cache.put_shard(units[i].key, shard, ticket)
+                found[i] = shard
+        shards = cast("list[HeldShard]", found)
+        waiting = list(range(len(units)))
+        misses = 0
+        while waiting:  # (chunks another read was decoding and gave up are claimed again)
+            fills: list[tuple[UnitRead, HeldShard, list[int]]] = []
+            claimed: list[tuple[HeldShard, list[int]]] = []
+            busy: list[tuple[int, list[int]]] = []
+            for i in waiting:
+                mine, others = shards[i].claim(units[i].chunks)
+                if mine:
+                    fills.append((units[i], shards[i], mine))
+                    claimed.append((shards[i], mine))
+                    misses += len(mine)
+                if others:
+                    busy.append((i, others))
+            try:
+                if fills:
+                    self._fill_held(fills)
+            except BaseException:
+                for shard, mine in claimed:
+                    shard.settle(mine, False)
+                raise
+            kept = cache.current(ticket)
+            for shard, mine in claimed:
+                shard.settle(mine, kept)
+            waiting = [i for i, others in busy if shards[i].wait(others)]
+        cache.tally(sum(len(u.chunks) for u in units) - misses, misses)
+        copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data,
+                                                                                       self._source._inverse)]
+        place_copies(copies, self._source.options.threads, self._source._placed_bytes(units))
+
+    def _new_held(self, unit: UnitRead) -> HeldShard:
+        """An empty held shard for ``unit``'s shard."""
+        grid = tuple(-(-e // c) for e, c in zip(unit.extent, self._source.inner_shape))
+        return HeldShard(grid, self._source.inner.spec.shape, self._source.spec.dtype.dtype,
+                         math.prod(self._source._codec_at(unit.coords).grid_shape), math.prod(grid))
+
+    def _fill_held(self, fills: list[tuple[UnitRead, HeldShard, list[int]]]) -> None:
+        """Decode the inner chunks at the claimed positions of each shard straight into its
+        held shard's slots: fetched as the unit's plan says (a shard wanted whole, or read
+        whole by the plan, with one GET), then decoded in batches on the threads."""
+        reads = []
+        for unit, _, positions in fills:
+            placements = self._placements_at(unit.coords, unit.extent)
+            every = len(positions) == len(placements)
+            reads.append(UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole or every,
+                                  chunks=[placements[p] for p in positions], extent=unit.extent))
+        gets = [i for i, r in enumerate(reads) if r.whole]
+        ranged = [i for i, r in enumerate(reads) if not r.whole]
+        jobs = self._source.fetch.whole([reads[i] for i in gets], [fills[i][1].slots for i in gets])
+        if ranged:
+            jobs += self._source.fetch.ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
+        batches: list[tuple[HeldShard, list[InnerJob]]] = []
+        at, per = 0, self._source._decode_batch
+        for i in gets + ranged:  # (jobs come unit by unit, in this order)
+            count = len(reads[i].chunks)
+            batches.extend((fills[i][1], jobs[k: min(k + per, at + count)]) for k in range(at, at + count, per))
+            at += count
+        run_all(self._decode_slots, batches, self._source.options.threads, min_parallel=2)
+
+    def _decode_slots(self, batch: tuple[HeldShard, list[InnerJob]]) -> None:
+        """Decode fetched inner chunks of one shard into their slots of its held shard (fill
+        values, or an error, for those absent from the shard)."""
+        shard, jobs = batch
+        slots = [sum(c * n for c, n in zip(job.placement.coords, shard.strides)) for job in jobs]
+        present = [k for k, job in enumerate(jobs) if job.data is not None]
+        for k, job in enumerate(jobs):
+            if job.data is None:
+                self._source._missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
+        self._source._decode_into([jobs[k] for k in present], shard.slots, [slots[k] for k in present])
+
+    def _placements_at(self, coords: tuple[int, ...], extent: tuple[int, ...]) -> dict[int, ChunkPlacement]:
+        """Every inner chunk inside the array of the shard at ``coords`` (its extent
+        ``extent``), by position: its region of the shard and its part inside the array."""
+        strides = self._source._strides_at(coords)
+        found = self._held_placements.get((extent, strides))
+        if found is None:
+            found = self._held_placements[(extent, strides)] = {
+                p.position: p for p in shard_placements(extent, self._source.inner_shape, strides)}
+        return found
+
+    def _read_chunks_cached(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray],
+                            cache: ArrayCache) -> None:
+        """Read through the decoded-chunk cache chunk by chunk: inner chunks held are copied
+        out, and the rest fetched as the plan says (a shard read whole with one GET, so its
+        chunks are of one version of it; else through the shard index, neighbours
+        coalesced), each decoded into an array of its own, held (the sharding codec's axis
+        order; a hit is transposed back as a view) and copied out."""
+        ticket = cache.ticket()
+        order = None if self._source._inverse == tuple(range(len(self._source._inverse))) else self._source._inverse
+        found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
+        hits: list[Copy] = []
+        pending: list[UnitRead] = []
+        pending_targets: list[np.ndarray] = []
+        at = 0
+        for unit, target in zip(units, targets):
+            chunks = found[at: at + len(unit.chunks)]
+            at += len(unit.chunks)
+            missed = []
+            for placement, chunk in zip(unit.chunks, chunks):
+                if chunk is None:
+                    missed.append(placement)
+                else:
+                    hits.append(Copy(target, placement, chunk if order is None else chunk.transpose(order)))
+            if missed:
+                pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
+                pending_targets.append(target)
+        place_copies(hits, self._source.options.threads, self._source._placed_bytes(units))
+        if not pending:
+            return
+        gets = [i for i, u in enumerate(pending) if u.whole]
+        ranged = [i for i, u in enumerate(pending) if not u.whole]
+        jobs = self._source.fetch.whole([pending[i] for i in gets], [pending_targets[i] for i in gets])
+        if ranged:
+            jobs += self._source.fetch.ranges([pending[i] for i in ranged], [pending_targets[i] for i in ranged])
+
+        def held(job: InnerJob, data: bytes | memoryview) -> np.ndarray:
+            chunk = self._decode_fresh(data)
+            cache.put(job.key, job.placement.position, chunk, ticket)
+            return chunk if order is None else chunk.transpose(order)
+
+        run_all(lambda job: self._decode_job(job, held), jobs, self._source.options.threads)
+
+    def _decode_fresh(self, data: bytes | memoryview) -> np.ndarray:
+        """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
+        inner = self._source.inner
+        if inner.decodes_into:
+            fresh = np.empty((1, *inner.spec.shape), dtype=self._source.spec.dtype.dtype)
+            inner.decode_into([data], fresh)
+            return fresh[0, ...]
+        return np.array(inner.decode(data), order="C", copy=True)
+
+    def _decode_job(self, job: InnerJob, decode: Callable[[InnerJob, bytes | memoryview], np.ndarray]) -> None:
+        """Decode one fetched inner chunk with ``decode`` (into an array of its own, in the
+        array's axis order: the cache holds it) and copy its part into place."""
+        placement = job.placement
+        if job.data is None:
+            self._source._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
+            return
+        try:
+            chunk = decode(job, job.data)
+        except CodecError as exc:
+            raise with_key(exc, job.key, placement.coords) from exc
+        job.target[placement.out_index] = chunk[placement.chunk_index]
