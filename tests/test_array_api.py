@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import pickle
 import threading
 from collections.abc import Mapping
@@ -250,13 +251,14 @@ def test_large_results_are_private_mappings_that_behave_like_arrays(monkeypatch,
 def test_large_result_mappings_are_reused_only_once_no_array_uses_them(monkeypatch):
     """A result mapping goes back to the pool when its last array (views included) is
     gone, and the next large result reuses it; while any view lives it is never handed
-    out again; the idle mappings stay within RESULT_IDLE_BYTES."""
+    out again; the idle mappings stay within RESULT_IDLE_MAX_BYTES."""
     import gc
 
     import zarrdask.core.output as output_module
 
     monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
     monkeypatch.setattr(output_module, "RESULT_IDLE_BYTES", 3 * 8192)
+    monkeypatch.setattr(output_module, "RESULT_IDLE_MAX_BYTES", 3 * 8192)
     monkeypatch.setattr(output_module, "_idle_results", [])
     f8 = np.dtype("f8")
     first = output_module.output_array((1024,), f8)
@@ -277,10 +279,53 @@ def test_large_result_mappings_are_reused_only_once_no_array_uses_them(monkeypat
     many = [output_module.output_array((1024,), f8) for _ in range(5)]
     del many, second, third
     gc.collect()
-    assert sum(m.nbytes for m in output_module._idle_results) <= 3 * 8192
+    assert sum(m.mapping.nbytes for m in output_module._idle_results) <= 3 * 8192
     idle = len(output_module._idle_results)
     big = output_module.output_array((4096,), f8)  # no idle mapping is big enough: a new one
     assert len(output_module._idle_results) == idle and big.nbytes == 32768
+
+
+def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkeypatch):
+    """Mappings freed beyond RESULT_IDLE_BYTES are reused while they wait, and released
+    (oldest first, down to RESULT_IDLE_BYTES) once idle for RESULT_DECAY_SECONDS; nothing
+    beyond RESULT_IDLE_MAX_BYTES is kept at all; a forked child starts with none."""
+    import gc
+    import time
+
+    import zarrdask.core.output as output_module
+
+    monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
+    monkeypatch.setattr(output_module, "RESULT_IDLE_BYTES", 8192)
+    monkeypatch.setattr(output_module, "RESULT_IDLE_MAX_BYTES", 4 * 8192)
+    monkeypatch.setattr(output_module, "RESULT_DECAY_SECONDS", 0.3)
+    monkeypatch.setattr(output_module, "_idle_results", [])
+    f8 = np.dtype("f8")
+
+    def idle_bytes():
+        return sum(m.mapping.nbytes for m in output_module._idle_results)
+
+    results = [output_module.output_array((1024,), f8) for _ in range(6)]
+    addresses = {r.ctypes.data for r in results}
+    del results
+    gc.collect()
+    assert idle_bytes() == 4 * 8192  # (two of the six unmapped at once: over the maximum)
+    again = output_module.output_array((1024,), f8)  # reused while it waits
+    assert again.ctypes.data in addresses
+    del again
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while idle_bytes() > 8192 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert idle_bytes() == 8192
+    assert output_module._release_timer is None
+    if hasattr(os, "fork"):
+        kept = output_module.output_array((1024,), f8)
+        del kept
+        gc.collect()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if not output_module._idle_results and output_module._release_timer is None else 1)
+        assert os.waitpid(pid, 0)[1] == 0
 
 
 def test_prefault_keeps_values_already_written():

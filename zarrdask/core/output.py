@@ -14,10 +14,12 @@ mapping, for three reasons:
   while the read decodes into it, instead of being faulted page by page by the decoding
   threads. Populating only maps zeroed pages where none is mapped yet, so it never
   touches values a decoder has already written.
-* Once the last array over a mapping is gone, the mapping is kept for the next result
-  while the idle ones stay under :data:`RESULT_IDLE_BYTES`: a Dask graph's blocks and a
-  notebook's successive slabs then reuse pages already mapped, where fresh ones cost their
-  page faults again on every result. (Measurements: benchmarks/README.md.)
+* Once the last array over a mapping is gone, the mapping is kept for the next result: a
+  Dask graph's blocks, a notebook's successive slabs and a loop of large reads then reuse
+  pages already mapped, where fresh ones cost their page faults again on every result.
+  Up to :data:`RESULT_IDLE_BYTES` stay until reused; beyond that, up to
+  :data:`RESULT_IDLE_MAX_BYTES`, each is unmapped :data:`RESULT_DECAY_SECONDS` after it
+  went idle, as allocators decay their unused pages. (Measurements: benchmarks/README.md.)
 """
 
 from __future__ import annotations
@@ -29,14 +31,17 @@ import mmap
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import TooLargeError
 
-__all__ = ["FRESH_PAGES_BYTES", "HUGEPAGE_HINT_BYTES", "MEMORY_BYTES", "RESULT_IDLE_BYTES", "SCRATCH_IDLE_BYTES",
+__all__ = ["FRESH_PAGES_BYTES", "HUGEPAGE_HINT_BYTES", "MEMORY_BYTES", "RESULT_DECAY_SECONDS", "RESULT_IDLE_BYTES",
+           "RESULT_IDLE_MAX_BYTES", "SCRATCH_IDLE_BYTES",
            "format_bytes", "held_array", "output_array", "scratch"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
@@ -95,23 +100,96 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return array
 
 
-#: mappings of results no array uses any more, kept for the next ones, at most this many bytes
+#: idle mappings of results no array uses any more are kept for the next ones: this many
+#: bytes of them until they are reused ...
 RESULT_IDLE_BYTES = 128 << 20
-_idle_results: list[np.ndarray] = []  # (uint8 arrays over their mmap objects)
-_idle_results_lock = threading.Lock()
+#: ... and, beyond that, each for this many seconds after its last array went (as an
+#: allocator's decay: a loop of large reads reuses pages, a pause gives them back) ...
+RESULT_DECAY_SECONDS = 5.0
+#: ... up to this many idle bytes in all (a sixteenth of the machine's memory)
+RESULT_IDLE_MAX_BYTES = max(RESULT_IDLE_BYTES, MEMORY_BYTES // 16)
+
+
+class _Idle(NamedTuple):
+    """An idle result mapping (a uint8 array over its mmap object) and when it went idle
+    (``time.monotonic()``)."""
+
+    mapping: np.ndarray
+    since: float
+
+
+_idle_results: list[_Idle] = []
+_idle_results_lock = threading.RLock()  # (a result freed by the garbage collector inside a locked step)
+_release_timer: threading.Timer | None = None
 
 
 def _take_idle(nbytes: int) -> np.ndarray | None:
     """The smallest idle mapping of ``nbytes`` to twice that, taken out of the pool."""
     with _idle_results_lock:
-        fits = [i for i, m in enumerate(_idle_results) if nbytes <= m.nbytes <= 2 * nbytes]
-        return _idle_results.pop(min(fits, key=lambda i: _idle_results[i].nbytes)) if fits else None
+        fits = [i for i, m in enumerate(_idle_results) if nbytes <= m.mapping.nbytes <= 2 * nbytes]
+        return _idle_results.pop(min(fits, key=lambda i: _idle_results[i].mapping.nbytes)).mapping if fits else None
+
+
+def _give_back(mapping: np.ndarray) -> None:
+    """Keep a mapping whose last array is gone, unless the pool would pass
+    :data:`RESULT_IDLE_MAX_BYTES` (it is then unmapped); what lies beyond
+    :data:`RESULT_IDLE_BYTES` is released after :data:`RESULT_DECAY_SECONDS`."""
+    with _idle_results_lock:
+        total = sum(m.mapping.nbytes for m in _idle_results) + mapping.nbytes
+        if total > RESULT_IDLE_MAX_BYTES:
+            return
+        _idle_results.append(_Idle(mapping, time.monotonic()))
+        if total > RESULT_IDLE_BYTES:
+            _release_later(RESULT_DECAY_SECONDS)
+
+
+def _release_later(delay: float) -> None:
+    """Run :func:`_release_stale` in ``delay`` seconds, unless a run is pending (lock held)."""
+    global _release_timer
+    if _release_timer is not None:
+        return
+    timer = threading.Timer(delay, _release_stale)
+    timer.daemon = True
+    try:
+        timer.start()
+    except RuntimeError:  # (the interpreter is shutting down)
+        return
+    _release_timer = timer
+
+
+def _release_stale() -> None:
+    """Unmap idle mappings beyond :data:`RESULT_IDLE_BYTES`, oldest first, that have been
+    idle for :data:`RESULT_DECAY_SECONDS`; come back for the younger ones."""
+    global _release_timer
+    dropped = []
+    with _idle_results_lock:
+        _release_timer = None
+        now = time.monotonic()
+        _idle_results.sort(key=lambda m: m.since)
+        total = sum(m.mapping.nbytes for m in _idle_results)
+        while _idle_results and total > RESULT_IDLE_BYTES and now - _idle_results[0].since >= RESULT_DECAY_SECONDS:
+            dropped.append(_idle_results.pop(0))
+            total -= dropped[-1].mapping.nbytes
+        if total > RESULT_IDLE_BYTES:
+            _release_later(max(0.01, RESULT_DECAY_SECONDS - (now - _idle_results[0].since)))
+    del dropped  # (unmapped here, outside the lock)
+
+
+def _forget_idle_results() -> None:
+    """In a forked child: no idle mappings (the parent's are the parent's) and no timer."""
+    global _idle_results_lock, _release_timer
+    _idle_results_lock = threading.RLock()
+    _release_timer = None
+    _idle_results.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_idle_results)
 
 
 class _Lease:
     """The owner numpy sees under a result over a mapping (every view of the result holds
-    it): when the last array goes, the mapping goes back to the pool, or is unmapped when
-    the pool is full."""
+    it): when the last array goes, the mapping goes back to the pool (``_give_back``)."""
 
     __slots__ = ("_mapping", "__array_interface__")
 
@@ -121,10 +199,7 @@ class _Lease:
                                     "data": (mapping.ctypes.data, False)}
 
     def __del__(self) -> None:
-        mapping = self._mapping
-        with _idle_results_lock:
-            if sum(m.nbytes for m in _idle_results) + mapping.nbytes <= RESULT_IDLE_BYTES:
-                _idle_results.append(mapping)
+        _give_back(self._mapping)
 
 
 #: numpy advises huge pages for arrays from this size on
