@@ -103,9 +103,9 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 #: idle mappings of results no array uses any more are kept for the next ones: this many
 #: bytes of them until they are reused ...
 RESULT_IDLE_BYTES = 128 << 20
-#: ... and, beyond that, each for this many seconds after its last array went (as an
-#: allocator's decay: a loop of large reads reuses pages, a pause gives them back) ...
-RESULT_DECAY_SECONDS = 5.0
+#: ... and, beyond that, each for this many seconds after its last array went (jemalloc's
+#: default decay of unused pages: a loop of large reads reuses them, a pause gives them back) ...
+RESULT_DECAY_SECONDS = 10.0
 #: ... up to this many idle bytes in all (a sixteenth of the machine's memory)
 RESULT_IDLE_MAX_BYTES = max(RESULT_IDLE_BYTES, MEMORY_BYTES // 16)
 
