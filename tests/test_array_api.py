@@ -7,6 +7,8 @@ import json
 import mmap
 import os
 import pickle
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -288,7 +290,8 @@ def test_large_result_mappings_are_reused_only_once_no_array_uses_them(monkeypat
 def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkeypatch):
     """Mappings freed beyond RESULT_IDLE_BYTES are reused while they wait, and released
     (oldest first, down to RESULT_IDLE_BYTES) once idle for RESULT_DECAY_SECONDS; nothing
-    beyond RESULT_IDLE_MAX_BYTES is kept at all; a forked child starts with none."""
+    beyond RESULT_IDLE_MAX_BYTES is kept at all; a forked child starts with none. A process
+    whose large results go at exit ends at once (no thread is started from ``__del__``)."""
     import gc
     import time
 
@@ -317,15 +320,20 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
     while idle_bytes() > 8192 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert idle_bytes() == 8192
-    assert output_module._release_timer is None
+    assert output_module._releaser is not None and output_module._releaser.daemon
     if hasattr(os, "fork"):
         kept = output_module.output_array((1024,), f8)
         del kept
         gc.collect()
         pid = os.fork()
         if pid == 0:
-            os._exit(0 if not output_module._idle_results and output_module._release_timer is None else 1)
+            os._exit(0 if not output_module._idle_results and output_module._releaser is None else 1)
         assert os.waitpid(pid, 0)[1] == 0
+    script = ("import numpy as np, zarrdask.core.output as o\n"
+              "o.FRESH_PAGES_BYTES = o.RESULT_IDLE_BYTES = 4096\n"
+              "kept = [o.output_array((4096,), np.dtype('f8')) for _ in range(3)]\n"
+              "del kept[0]\n")  # (one given back while running, two at exit)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
 
 
 def test_prefault_keeps_values_already_written():

@@ -87,6 +87,7 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     try:
         if not _mapped(nbytes, dtype, FRESH_PAGES_BYTES):
             return np.empty(shape, dtype=dtype)
+        _start_releaser()
         mapping = _take_idle(nbytes)
         fresh = mapping is None
         if mapping is None:
@@ -120,7 +121,8 @@ class _Idle(NamedTuple):
 
 _idle_results: list[_Idle] = []
 _idle_results_lock = threading.RLock()  # (a result freed by the garbage collector inside a locked step)
-_release_timer: threading.Timer | None = None
+_idle_changed = threading.Condition(_idle_results_lock)
+_releaser: threading.Thread | None = None  # (unmaps what has decayed; started by output_array)
 
 
 def _take_idle(nbytes: int) -> np.ndarray | None:
@@ -132,54 +134,53 @@ def _take_idle(nbytes: int) -> np.ndarray | None:
 
 def _give_back(mapping: np.ndarray) -> None:
     """Keep a mapping whose last array is gone, unless the pool would pass
-    :data:`RESULT_IDLE_MAX_BYTES` (it is then unmapped); what lies beyond
-    :data:`RESULT_IDLE_BYTES` is released after :data:`RESULT_DECAY_SECONDS`."""
+    :data:`RESULT_IDLE_MAX_BYTES` or the interpreter is shutting down (it is then
+    unmapped); what lies beyond :data:`RESULT_IDLE_BYTES` the releaser unmaps after
+    :data:`RESULT_DECAY_SECONDS`. (Called from ``__del__``: starts no thread.)"""
+    if sys.is_finalizing():
+        return
     with _idle_results_lock:
         total = sum(m.mapping.nbytes for m in _idle_results) + mapping.nbytes
         if total > RESULT_IDLE_MAX_BYTES:
             return
         _idle_results.append(_Idle(mapping, time.monotonic()))
         if total > RESULT_IDLE_BYTES:
-            _release_later(RESULT_DECAY_SECONDS)
+            _idle_changed.notify()
 
 
-def _release_later(delay: float) -> None:
-    """Run :func:`_release_stale` in ``delay`` seconds, unless a run is pending (lock held)."""
-    global _release_timer
-    if _release_timer is not None:
-        return
-    timer = threading.Timer(delay, _release_stale)
-    timer.daemon = True
-    try:
-        timer.start()
-    except RuntimeError:  # (the interpreter is shutting down)
-        return
-    _release_timer = timer
-
-
-def _release_stale() -> None:
-    """Unmap idle mappings beyond :data:`RESULT_IDLE_BYTES`, oldest first, that have been
-    idle for :data:`RESULT_DECAY_SECONDS`; come back for the younger ones."""
-    global _release_timer
-    dropped = []
+def _start_releaser() -> None:
+    """Start the daemon thread that unmaps decayed mappings, unless it runs."""
+    global _releaser
     with _idle_results_lock:
-        _release_timer = None
-        now = time.monotonic()
-        _idle_results.sort(key=lambda m: m.since)
-        total = sum(m.mapping.nbytes for m in _idle_results)
-        while _idle_results and total > RESULT_IDLE_BYTES and now - _idle_results[0].since >= RESULT_DECAY_SECONDS:
-            dropped.append(_idle_results.pop(0))
-            total -= dropped[-1].mapping.nbytes
-        if total > RESULT_IDLE_BYTES:
-            _release_later(max(0.01, RESULT_DECAY_SECONDS - (now - _idle_results[0].since)))
-    del dropped  # (unmapped here, outside the lock)
+        if _releaser is None or not _releaser.is_alive():
+            _releaser = threading.Thread(target=_release_decayed, name="zarrdask-release", daemon=True)
+            _releaser.start()
+
+
+def _release_decayed() -> None:
+    """The releaser: unmap idle mappings beyond :data:`RESULT_IDLE_BYTES`, oldest first,
+    once idle for :data:`RESULT_DECAY_SECONDS`; sleep until the next one is due, or until
+    a mapping is given back."""
+    with _idle_changed:
+        while True:
+            now = time.monotonic()
+            _idle_results.sort(key=lambda m: m.since)
+            total = sum(m.mapping.nbytes for m in _idle_results)
+            dropped = []
+            while total > RESULT_IDLE_BYTES and now - _idle_results[0].since >= RESULT_DECAY_SECONDS:
+                dropped.append(_idle_results.pop(0))
+                total -= dropped[-1].mapping.nbytes
+            del dropped  # (unmapped)
+            due = RESULT_DECAY_SECONDS - (now - _idle_results[0].since) if total > RESULT_IDLE_BYTES else None
+            _idle_changed.wait(due)
 
 
 def _forget_idle_results() -> None:
-    """In a forked child: no idle mappings (the parent's are the parent's) and no timer."""
-    global _idle_results_lock, _release_timer
+    """In a forked child: no idle mappings (the parent's are the parent's), no releaser."""
+    global _idle_results_lock, _idle_changed, _releaser
     _idle_results_lock = threading.RLock()
-    _release_timer = None
+    _idle_changed = threading.Condition(_idle_results_lock)
+    _releaser = None
     _idle_results.clear()
 
 
