@@ -17,8 +17,8 @@ mapping, for three reasons:
 * Once the last array over a mapping is gone, the mapping is kept for the next result: a
   Dask graph's blocks, a notebook's successive slabs and a loop of large reads then reuse
   pages already mapped, where fresh ones cost their page faults again on every result.
-  Up to :data:`RESULT_IDLE_BYTES` stay until reused; beyond that, up to
-  :data:`RESULT_IDLE_MAX_BYTES`, each is unmapped :data:`RESULT_DECAY_SECONDS` after it
+  Up to :data:`RESULT_IDLE_BYTES` stay until reused; one more beyond that (at most
+  :data:`RESULT_IDLE_MAX_BYTES` in all) is unmapped :data:`RESULT_DECAY_SECONDS` after it
   went idle, as allocators decay their unused pages. (Measurements: benchmarks/README.md.)
 """
 
@@ -104,10 +104,11 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 #: idle mappings of results no array uses any more are kept for the next ones: this many
 #: bytes of them until they are reused ...
 RESULT_IDLE_BYTES = 128 << 20
-#: ... and, beyond that, each for this many seconds after its last array went (jemalloc's
-#: default decay of unused pages: a loop of large reads reuses them, a pause gives them back) ...
+#: ... and one more mapping beyond that (a loop of large reads reuses it, a Dask graph's many
+#: blocks do not pile up), for this many seconds after its last array went (jemalloc's
+#: default decay of unused pages: a pause gives them back) ...
 RESULT_DECAY_SECONDS = 10.0
-#: ... up to this many idle bytes in all (a sixteenth of the machine's memory)
+#: ... with at most this many idle bytes in all (a sixteenth of the machine's memory)
 RESULT_IDLE_MAX_BYTES = max(RESULT_IDLE_BYTES, MEMORY_BYTES // 16)
 
 
@@ -133,15 +134,17 @@ def _take_idle(nbytes: int) -> np.ndarray | None:
 
 
 def _give_back(mapping: np.ndarray) -> None:
-    """Keep a mapping whose last array is gone, unless the pool would pass
-    :data:`RESULT_IDLE_MAX_BYTES` or the interpreter is shutting down (it is then
-    unmapped); what lies beyond :data:`RESULT_IDLE_BYTES` the releaser unmaps after
-    :data:`RESULT_DECAY_SECONDS`. (Called from ``__del__``: starts no thread.)"""
+    """Keep a mapping whose last array is gone while the idle ones are within
+    :data:`RESULT_IDLE_BYTES` and all stay within :data:`RESULT_IDLE_MAX_BYTES` (else, or
+    once the interpreter is shutting down, it is unmapped); what lies beyond
+    :data:`RESULT_IDLE_BYTES` the releaser unmaps after :data:`RESULT_DECAY_SECONDS`.
+    (Called from ``__del__``: starts no thread.)"""
     if sys.is_finalizing():
         return
     with _idle_results_lock:
-        total = sum(m.mapping.nbytes for m in _idle_results) + mapping.nbytes
-        if total > RESULT_IDLE_MAX_BYTES:
+        held = sum(m.mapping.nbytes for m in _idle_results)
+        total = held + mapping.nbytes
+        if held > RESULT_IDLE_BYTES or total > RESULT_IDLE_MAX_BYTES:
             return
         _idle_results.append(_Idle(mapping, time.monotonic()))
         if total > RESULT_IDLE_BYTES:
