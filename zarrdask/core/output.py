@@ -164,18 +164,19 @@ def _release_decayed() -> None:
     """The releaser: unmap idle mappings beyond :data:`RESULT_IDLE_BYTES`, oldest first,
     once idle for :data:`RESULT_DECAY_SECONDS`; sleep until the next one is due, or until
     a mapping is given back."""
-    with _idle_changed:
-        while True:
+    while True:
+        dropped = []
+        with _idle_changed:
             now = time.monotonic()
             _idle_results.sort(key=lambda m: m.since)
             total = sum(m.mapping.nbytes for m in _idle_results)
-            dropped = []
             while total > RESULT_IDLE_BYTES and now - _idle_results[0].since >= RESULT_DECAY_SECONDS:
                 dropped.append(_idle_results.pop(0))
                 total -= dropped[-1].mapping.nbytes
-            del dropped  # (unmapped)
-            due = RESULT_DECAY_SECONDS - (now - _idle_results[0].since) if total > RESULT_IDLE_BYTES else None
-            _idle_changed.wait(due)
+            if not dropped:
+                _idle_changed.wait(RESULT_DECAY_SECONDS - (now - _idle_results[0].since)
+                                   if total > RESULT_IDLE_BYTES else None)
+        del dropped  # (unmapped here, outside the lock: a read taking a mapping does not wait for it)
 
 
 def _forget_idle_results() -> None:
