@@ -297,10 +297,11 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
 
     import zarrdask.core.output as output_module
 
+    gc.collect()  # results earlier tests left in cycles go back to the real pool, not this test's
     monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
     monkeypatch.setattr(output_module, "RESULT_IDLE_BYTES", 8192)
     monkeypatch.setattr(output_module, "RESULT_IDLE_MAX_BYTES", 4 * 8192)
-    monkeypatch.setattr(output_module, "RESULT_DECAY_SECONDS", 0.3)
+    monkeypatch.setattr(output_module, "RESULT_DECAY_SECONDS", 2.0)  # (longer than a slow gc.collect)
     monkeypatch.setattr(output_module, "_idle_results", [])
     f8 = np.dtype("f8")
 
@@ -309,13 +310,11 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
 
     results = [output_module.output_array((1024,), f8) for _ in range(6)]
     addresses = {r.ctypes.data for r in results}
-    del results
-    gc.collect()
+    del results  # (freed at once: no cycles)
     assert idle_bytes() == 2 * 8192  # (the kept bytes and one more; four unmapped at once)
     again = output_module.output_array((1024,), f8)  # reused while it waits
     assert again.ctypes.data in addresses
     del again
-    gc.collect()
     deadline = time.monotonic() + 10
     while idle_bytes() > 8192 and time.monotonic() < deadline:
         time.sleep(0.05)
