@@ -240,11 +240,25 @@ class ShardingCodec(ArrayBytesCodec):
                              [c.without_checksums() for c in self.index_codecs], self.index_location)
 
     # -- layout ---------------------------------------------------------------------
-    def index_request(self) -> ByteRequest:
-        """The byte request that fetches only the index."""
+    def index_request(self, reach: int = 0) -> ByteRequest:
+        """The byte request that fetches the index, and with it up to ``reach`` bytes of the
+        shard's chunks beside it (a shard no larger comes whole: :meth:`index_from`)."""
+        size = max(self.index_size, reach)
         if self.index_location == "end":
-            return SuffixRange(self.index_size)
-        return ByteRange(0, self.index_size)
+            return SuffixRange(size)
+        return ByteRange(0, size)
+
+    def index_from(self, data: Buffer, key: str, reach: int = 0) -> tuple[ShardIndex, Buffer | None]:
+        """The index from the answer to ``index_request(reach)``, and the whole shard when the
+        answer holds it: fewer bytes than were asked for are the whole object (a suffix or a
+        range past the end ends at the object's end), checked as a shard held in memory."""
+        if reach > self.index_size:
+            if len(data) < reach:
+                return self.index_of(data, key), data
+            if len(data) == reach:
+                view = memoryview(data)
+                data = view[-self.index_size:] if self.index_location == "end" else view[: self.index_size]
+        return self.read_index(data, key), None
 
     @property
     def _data_start(self) -> int:

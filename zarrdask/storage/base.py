@@ -158,6 +158,12 @@ class Store(ABC):
             return iter(())
         return self._iter_ranges(checked)
 
+    def reach(self) -> int:
+        """How many bytes one request may ask for beyond what a reader needs, when the rest
+        could save it another request: about what the store sends in the time of a round
+        trip (remote stores measure it: ``link.py``); 0 where requests cost next to nothing."""
+        return 0
+
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         """Fetch many whole values in one batched call (``None`` where missing)."""
         return self.get_ranges([(k, ByteRange(0, None)) for k in keys])

@@ -31,6 +31,7 @@ from fsspec.spec import AbstractFileSystem
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads
 from ..compat.fsspec import async_cat_file, async_pipe_file
+from .link import link_to
 from .local import MISSING_ERRORS, is_temporary_name, temporary_name
 from .requests import Requests
 from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
@@ -66,7 +67,6 @@ class FsspecStore(StreamedReads, Store):
     ) -> None:
         self.retry = retry
         self.concurrency = concurrency
-        self._requests = Requests(concurrency, retry)
         self.storage_options = dict(storage_options or {})
         if isinstance(url_or_fs, AbstractFileSystem):
             if self.storage_options:
@@ -86,6 +86,8 @@ class FsspecStore(StreamedReads, Store):
         protocols = fs_protocols(fs)
         self._local = "file" in protocols or "local" in protocols
         self._async = bool(getattr(fs, "async_impl", False)) and not self._local
+        self._link = link_to(self.url) if self._async else None
+        self._requests = Requests(concurrency, retry, self._link)
         self.read_only = read_only or bool({"http", "https"} & set(protocols))
 
     @property
@@ -102,6 +104,9 @@ class FsspecStore(StreamedReads, Store):
     def on_local_disk(self) -> bool:
         """Whether the filesystem is the local one (``file://``)."""
         return self._local
+
+    def reach(self) -> int:
+        return 0 if self._link is None else self._link.reach()
 
     def directory(self, prefix: str) -> str:
         """The filesystem path of the directory of keys below ``prefix``."""

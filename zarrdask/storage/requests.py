@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
+from .link import Link
 from .retry import RetryPolicy, is_transient
 
 __all__ = ["Requests", "background_loop"]
@@ -23,13 +25,15 @@ T = TypeVar("T")
 
 
 class Requests:
-    """``stream(loop, requests)``: run request factories concurrently on ``loop``."""
+    """``stream(loop, requests)``: run request factories concurrently on ``loop``; each
+    response of bytes is timed for ``link`` (see ``link.py``), when one is given."""
 
-    def __init__(self, concurrency: int, retry: RetryPolicy | None) -> None:
+    def __init__(self, concurrency: int, retry: RetryPolicy | None, link: Link | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy(attempts=1)
+        self.link = link
         self._slots: asyncio.Semaphore | None = None
         self._lock = threading.Lock()
 
@@ -46,7 +50,11 @@ class Requests:
         while True:
             try:
                 async with slots:
-                    return await request()
+                    start = time.perf_counter()
+                    result = await request()
+                    if self.link is not None and isinstance(result, (bytes, bytearray, memoryview)):
+                        self.link.observe(len(result), time.perf_counter() - start)
+                    return result
             except Exception as exc:
                 failures += 1
                 if failures >= self.retry.attempts or not is_transient(exc):

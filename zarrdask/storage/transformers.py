@@ -78,6 +78,9 @@ class WrapperStore(Store):
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         return self.inner._iter_ranges([(self._inner_key(k), r) for k, r in requests])
 
+    def reach(self) -> int:
+        return self.inner.reach()
+
     def _set(self, key: str, value: Buffer) -> None:
         self.inner._set(self._inner_key(key), value)
 

@@ -1,7 +1,7 @@
 """Fetching the bytes of shards' inner chunks: each shard's index (checked, kept in an
-:class:`IndexCache`, the missing ones fetched with one batched ranged request), then every
-needed chunk's byte range, neighbours coalesced, all shards in one batch; or whole shards,
-one GET each. The one place that reads a shard's bytes; decoding them is ``shards.py``'s."""
+:class:`IndexCache`, the missing ones fetched with one batched ranged request, which on a
+remote store also brings small shards whole), then every other needed chunk's byte range,
+neighbours coalesced, all shards in one batch; or whole shards, one GET each. The one place that reads a shard's bytes; decoding them is ``shards.py``'s."""
 
 from __future__ import annotations
 
@@ -63,6 +63,11 @@ class ShardFetch:
         """Shard indexes from the cache, the rest with one batched ranged request. Another
         open of the array writing in this process makes the cached ones stale: the cache is
         emptied then, and an index fetched across such a write is not kept."""
+        return self._indexes(units, 0)[0]
+
+    def _indexes(self, units: Sequence[UnitRead], reach: int) -> tuple[list[ShardIndex | None], dict[int, Buffer]]:
+        """:meth:`indexes`, each request asking for up to ``reach`` bytes in all beside the
+        indexes (shared among them); the shards that came whole with their index, by position."""
         stamp = last_write(self._pool_key)
         if stamp != self._stamp:
             self.cache.clear()
@@ -70,38 +75,51 @@ class ShardFetch:
         indexes = [self.cache.get(u.key) for u in units]
         todo = [i for i, idx in enumerate(indexes) if idx is None]
         codecs = {i: self._codec_at(units[i].coords) for i in todo}
-        requests = [(units[i].key, codecs[i].index_request()) for i in todo]
+        each = reach // max(len(todo), 1)
+        requests = [(units[i].key, codecs[i].index_request(each)) for i in todo]
+        wholes: dict[int, Buffer] = {}
         for i, raw in zip(todo, self.store.get_ranges(requests)):
             if raw is None:
                 continue
             key = units[i].key
             try:
-                index = codecs[i].read_index(raw, key)
+                index, whole = codecs[i].index_from(raw, key, each)
             except CodecError as exc:
                 raise with_key(exc, key) from exc
             indexes[i] = index
+            if whole is not None:
+                wholes[i] = whole
             if last_write(self._pool_key) == stamp:
                 self.cache.put(key, index)
-        return indexes
+        return indexes, wholes
 
     def ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[InnerJob]:
         """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
-        one batched request), then every needed range, neighbours coalesced, in one batch."""
+        one batched request that brings small shards whole: ``Store.reach``), then every
+        needed range of the others, neighbours coalesced, in one batch."""
         jobs: list[InnerJob] = []
         requests: list[tuple[str, ByteRange]] = []
         shards: list[_ShardRanges] = []
-        for unit, target, index in zip(units, targets, self.indexes(units)):
+        indexes, wholes = self._indexes(units, self.store.reach())
+        for i, (unit, target, index) in enumerate(zip(units, targets, indexes)):
             key = unit.key
             inner = [InnerJob(key, placement, target) for placement in unit.chunks]
             jobs.extend(inner)
             if index is None:
                 continue
+            whole = memoryview(wholes[i]) if i in wholes else None
             ranges, pending = [], []
             for job in inner:
                 where = index.locate(job.placement.position)
-                if where is not None:
+                if where is None:
+                    continue
+                if whole is not None:
+                    job.data = whole[where[0]: where[1]]
+                else:
                     ranges.append(where)
                     pending.append(job)
+            if not pending:
+                continue
             merged = coalesce_ranges(ranges, self._options.coalesce_gap, self._options.coalesce_max)
             requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
             shards.append(_ShardRanges(ranges, merged, pending))
