@@ -14,6 +14,11 @@ small arrays, adding ``delay`` to every request. Each library reads the same byt
 * group open: open the group and the metadata of its 50 arrays (TensorStore, without
   consolidated metadata, opens each array).
 
+The full read's floor, measured in the same rounds: no reader that decodes the array on
+this machine's cores can end before the open's round trip (the metadata says which keys to
+ask for), then a request's round trip (the first byte of data), then libzstd over every
+inner chunk on all cores (bytes already in memory, no output written): the sum of the three.
+
 Medians of R interleaved repetitions (times), and the requests the server answered in one
 repetition. zarr-python reads through its FsspecStore (fsspec's HTTP filesystem).
 The DataTree-write request counts come from ``--datatree`` (S3, moto behind the server).
@@ -41,6 +46,7 @@ sys.path.insert(1, str(HERE.parent))  # the working tree's zarrdask
 sys.path.insert(2, str(HERE.parent / "tests"))  # the loopback server
 
 import numpy as np  # noqa: E402
+import zstd_floor  # noqa: E402
 from _http import LoopbackServer  # noqa: E402
 from harness import make_data  # noqa: E402
 from libs import Layout  # noqa: E402
@@ -169,6 +175,49 @@ def datatree_write(repeat: int, delay: float) -> None:
         print(f"  {lib:12s} {op:14s} {statistics.median(t for t, _ in runs):7.2f} s  {runs[0][1]:4d} requests")
 
 
+def full_read_floor(url: str, root: str) -> Callable[[], tuple[float, float, float]]:
+    """A function timing the full read's floor (see the module docstring): the open's round
+    trip, a data request's round trip (one byte of the first shard, on the same connection),
+    and libzstd over every inner chunk in memory on one thread per core."""
+    import http.client
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import urlsplit
+
+    import zstandard
+
+    frames = zstd_floor.inner_chunks(os.path.join(root, "a.zarr"))
+    pool = ThreadPoolExecutor(os.cpu_count() or 1)
+    local = threading.local()
+    host = urlsplit(url).netloc
+
+    def decode(shard: list[memoryview]) -> None:
+        d = getattr(local, "d", None) or setattr(local, "d", zstandard.ZstdDecompressor()) or local.d
+        for frame in shard:
+            d.decompress(frame)
+
+    def get(connection: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> None:
+        connection.request("GET", path, headers=headers)
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.status in (200, 206), answer.status
+
+    def measure() -> tuple[float, float, float]:
+        connection = http.client.HTTPConnection(host)
+        try:
+            t0 = time.perf_counter()
+            get(connection, "/a.zarr/zarr.json", {})
+            t1 = time.perf_counter()
+            get(connection, "/a.zarr/c/0/0/0", {"Range": "bytes=0-0"})
+            t2 = time.perf_counter()
+        finally:
+            connection.close()
+        list(pool.map(decode, frames))
+        return t1 - t0, t2 - t1, time.perf_counter() - t2
+
+    return measure
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=5)
@@ -195,7 +244,11 @@ def main() -> None:
                     "zarr-python": zarr_python_ops(url)}
             times = {(lib, op): [] for lib, ops in libs.items() for op in ops}
             counts = {}
+            floor, floors = full_read_floor(url, root), []
             for rep in range(args.repeat + 1):  # round 0 warms up and checks
+                parts = floor()
+                if rep:
+                    floors.append(parts)
                 order = list(libs)[rep % 3:] + list(libs)[: rep % 3]
                 for op in libs["zarrdask"]:
                     for lib in order:
@@ -225,6 +278,12 @@ def main() -> None:
         reqs = " / ".join(str(sum(counts[lib, op].values())) for lib in libs)
         print(f"  {op:24s} {med['zarrdask']:9.3f} {med['tensorstore']:12.3f} {med['tensorstore'] / med['zarrdask']:5.2f}x"
               f" {med['zarr-python']:12.3f} {med['zarr-python'] / med['zarrdask']:5.2f}x   {reqs}")
+    opening, first, decoding = (statistics.median(p[k] for p in floors) for k in range(3))
+    least = statistics.median(sum(p) for p in floors)
+    target = min(statistics.median(times[lib, "full read"]) for lib in ("tensorstore", "zarr-python")) / 1.2
+    print(f"  full read floor: {least:.3f} s = open {opening * 1e3:.1f} ms + first data {first * 1e3:.1f} ms + "
+          f"libzstd on {os.cpu_count()} threads {decoding * 1e3:.1f} ms (medians); 1.2x the best peer would be "
+          f"{target:.3f} s ({'below' if target < least else 'above'} the floor)")
 
 
 if __name__ == "__main__":
