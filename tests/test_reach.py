@@ -58,6 +58,11 @@ def test_stores_on_one_host_share_a_link_and_local_stores_reach_nothing(tmp_path
     assert link_to("http://127.0.0.1:1/a") is not link_to("http://127.0.0.1:2/a")
     assert zarrdask.storage.LocalStore(str(tmp_path)).reach() == 0
     assert FsspecStore(str(tmp_path)).reach() == 0
+    remote = FsspecStore("http://127.0.0.1:3/a.zarr")
+    remote._link.observe(10, 0.020)
+    remote._link.observe(1 << 20, 0.030)
+    assert remote.reach() == pytest.approx(0.020 * (1 << 20) / 0.010, abs=2)
+    assert zarrdask.storage.PrefixedStore(remote, "x").reach() == remote.reach()  # wrappers ask their inner store
 
 
 # -- reads over HTTP --------------------------------------------------------------------------
@@ -72,7 +77,8 @@ def _codecs(inner, location: str) -> list[dict]:
     """A sharding chain with its index at ``location``."""
     return [{"name": "sharding_indexed", "configuration": {
         "chunk_shape": list(inner), "index_location": location,
-        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                   {"name": "zstd", "configuration": {"level": 1}}],
         "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]
 
 

@@ -31,6 +31,7 @@ from zarrdask.storage import (
     register_storage_transformer,
     split_coalesced,
 )
+from zarrdask.storage.link import MAX_REACH_BYTES, MIN_REACH_BYTES
 from zarrdask.storage.transformers import WrapperStore
 from zarrdask.storage.write_behind import WriteBehindStore
 
@@ -55,6 +56,7 @@ class ReadableStoreTests:
     (writable, empty) or override ``store`` (already populated with DATA)."""
 
     expect_local = False  # Store.is_local
+    expect_reach = False  # Store.reach() measured from the requests (remote stores), else 0
 
     @pytest.fixture
     def store(self, empty_store: Store) -> Store:
@@ -160,6 +162,17 @@ class ReadableStoreTests:
         """Stores in this process's memory or on local disk say so (readers then fetch from
         several threads instead of batching); wrappers say what their inner store says."""
         assert store.is_local is self.expect_local
+
+    def test_reach(self, store: Store) -> None:
+        """What one request may bring beyond what a reader needs: what the link sends in a
+        round trip on remote stores (64 KiB before anything is measured, 64 MiB at most),
+        nothing where a request costs next to nothing; wrappers say what their inner says."""
+        reach = store.reach()
+        if self.expect_reach:
+            assert MIN_REACH_BYTES <= reach <= MAX_REACH_BYTES
+        else:
+            assert reach == 0
+        assert open_store(store, mode="r").reach() == reach
 
     def test_identity(self, store: Store) -> None:
         assert isinstance(store.url, str) and store.url
@@ -452,6 +465,7 @@ class TestZipStore(ReadableStoreTests):
 
 @pytest.mark.s3
 class TestS3Store(StoreTests):
+    expect_reach = True
     race_payload = 20_000  # moto is slow: smaller values, fewer reads
     race_reads = 10
 
@@ -582,6 +596,7 @@ CONTRACT = {
     "set": "test_set_overwrite_and_buffers", "set_many": "test_set_many", "delete": "test_delete",
     "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",
     "writes_parts": "test_set_parts", "is_local": "test_is_local", "url": "test_identity",
+    "reach": "test_reach",
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,

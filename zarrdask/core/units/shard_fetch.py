@@ -1,7 +1,8 @@
 """Fetching the bytes of shards' inner chunks: each shard's index (checked, kept in an
 :class:`IndexCache`, the missing ones fetched with one batched ranged request, which on a
 remote store also brings small shards whole), then every other needed chunk's byte range,
-neighbours coalesced, all shards in one batch; or whole shards, one GET each. The one place that reads a shard's bytes; decoding them is ``shards.py``'s."""
+neighbours coalesced, all shards in one batch; or whole shards, one GET each. The one
+place that reads a shard's bytes; decoding them is ``shards.py``'s."""
 
 from __future__ import annotations
 
