@@ -180,21 +180,12 @@ def full_read_floor(url: str, root: str) -> Callable[[], tuple[float, float, flo
     trip, a data request's round trip (one byte of the first shard, on the same connection),
     and libzstd over every inner chunk in memory on one thread per core."""
     import http.client
-    import threading
     from concurrent.futures import ThreadPoolExecutor
     from urllib.parse import urlsplit
 
-    import zstandard
-
     frames = zstd_floor.inner_chunks(os.path.join(root, "a.zarr"))
     pool = ThreadPoolExecutor(os.cpu_count() or 1)
-    local = threading.local()
     host = urlsplit(url).netloc
-
-    def decode(shard: list[memoryview]) -> None:
-        d = getattr(local, "d", None) or setattr(local, "d", zstandard.ZstdDecompressor()) or local.d
-        for frame in shard:
-            d.decompress(frame)
 
     def get(connection: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> None:
         connection.request("GET", path, headers=headers)
@@ -212,7 +203,7 @@ def full_read_floor(url: str, root: str) -> Callable[[], tuple[float, float, flo
             t2 = time.perf_counter()
         finally:
             connection.close()
-        list(pool.map(decode, frames))
+        list(pool.map(zstd_floor.decode_frames, frames))
         return t1 - t0, t2 - t1, time.perf_counter() - t2
 
     return measure

@@ -58,6 +58,18 @@ def inner_chunks(path: str) -> list[list[memoryview]]:
     return shards
 
 
+_local = threading.local()
+
+
+def decode_frames(frames: list[memoryview]) -> None:
+    """libzstd over ``frames``, the output discarded (a decompression context per thread)."""
+    d = getattr(_local, "d", None)
+    if d is None:
+        d = _local.d = zstandard.ZstdDecompressor()
+    for frame in frames:
+        d.decompress(frame)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copy", default="zarrdask", help="which library's copy of the array (default zarrdask)")
@@ -68,15 +80,7 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     path = args.path or os.path.join(here, "data", "sharded", args.copy)
     shards = inner_chunks(path)
-    local = threading.local()
-
-    def decode(frames: list[memoryview]) -> None:
-        d = getattr(local, "d", None)
-        if d is None:
-            d = local.d = zstandard.ZstdDecompressor()
-        for frame in frames:
-            d.decompress(frame)
-
+    decode = decode_frames
     cores = os.cpu_count() or 1
     times: dict[int, list[float]] = {1: [], cores: []}
     with ThreadPoolExecutor(cores) as pool:
