@@ -56,6 +56,7 @@ class ReadableStoreTests:
     (writable, empty) or override ``store`` (already populated with DATA)."""
 
     expect_local = False  # Store.is_local
+    expect_guard: str | None = None  # Store.guard
     expect_reach = False  # Store.reach() measured from the requests (remote stores), else 0
 
     @pytest.fixture
@@ -174,6 +175,11 @@ class ReadableStoreTests:
             assert reach == 0
         assert open_store(store, mode="r").reach() == reach
 
+    def test_guard(self, store: Store) -> None:
+        """How the store guards a read-modify-write; wrappers say what their inner says."""
+        assert store.guard == self.expect_guard
+        assert open_store(store, mode="r").guard == store.guard
+
     def test_identity(self, store: Store) -> None:
         assert isinstance(store.url, str) and store.url
         assert store.url in repr(store)
@@ -241,6 +247,39 @@ class StoreTests(ReadableStoreTests):
         assert list(store.list_prefix("")) == []
         assert store.list_dir("")[0] == []
 
+    def test_update(self, store: Store) -> None:
+        """An update reads its keys and commits new values (None deletes); on a guarded store
+        threads bumping one counter by read-modify-write lose no bump (a commit that finds
+        the key changed stores nothing and says so; the bump is then read and merged again)."""
+        with store.update(["a/b/d", "u/new", "a/e"]) as update:
+            assert update.values == {"a/b/d": b"xyz", "u/new": None, "a/e": b""}
+            assert update.commit({"a/b/d": b"changed", "u/new": [b"n", b"ew"], "a/e": None}) == set()
+        assert store.get_many(["a/b/d", "u/new", "a/e"]) == [b"changed", b"new", None]
+        with store.update(["u/new"]):
+            pass  # nothing committed: nothing changes, nothing left behind
+        assert store.get("u/new") == b"new" and sorted(store.list_prefix("u")) == ["u/new"]
+        if store.guard not in ("lock", "compare"):
+            return
+        bumps, threads = 15, 4
+
+        def bump() -> None:
+            for _ in range(bumps):
+                while True:
+                    with store.update(["count"]) as u:
+                        value = int(u.values["count"] or b"0")
+                        if not u.commit({"count": str(value + 1).encode()}):
+                            break
+
+        workers = [threading.Thread(target=bump) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert store.get("count") == str(bumps * threads).encode()
+        local_root = getattr(store, "root", None)
+        if isinstance(local_root, str) and os.path.isdir(local_root):
+            assert not [n for _, _, files in os.walk(local_root) for n in files if n.endswith(".tmp")]
+
     def test_no_leftover_temp_files(self, store: Store) -> None:
         for i in range(5):
             store.set("t/k", bytes([i]) * 10)
@@ -278,6 +317,7 @@ class StoreTests(ReadableStoreTests):
 
 class TestLocalStore(StoreTests):
     expect_local = True
+    expect_guard = "lock"
 
     @pytest.fixture
     def empty_store(self, tmp_path) -> Store:
@@ -318,6 +358,7 @@ class TestLocalStore(StoreTests):
 
 class TestMemoryStore(StoreTests):
     expect_local = True
+    expect_guard = "compare"
 
     @pytest.fixture
     def empty_store(self) -> Store:
@@ -339,6 +380,8 @@ class TestMemoryStore(StoreTests):
 
 
 class TestFsspecMemory(StoreTests):
+    expect_guard = "compare"
+
     @pytest.fixture
     def empty_store(self) -> Store:
         return FsspecStore(f"memory://zarrdask-{uuid.uuid4().hex}")
@@ -358,6 +401,8 @@ class TestFsspecMemory(StoreTests):
 
 
 class TestFsspecLocal(StoreTests):
+    expect_guard = "lock"
+
     @pytest.fixture
     def empty_store(self, tmp_path) -> Store:
         return FsspecStore(f"file://{tmp_path}/root")
@@ -369,6 +414,7 @@ class TestFsspecLocal(StoreTests):
 
 class TestPrefixedStore(StoreTests):
     expect_local = True
+    expect_guard = "compare"
 
     @pytest.fixture
     def empty_store(self) -> Store:
@@ -384,6 +430,7 @@ class TestPrefixedStore(StoreTests):
 
 class TestPrefixedLocalStore(StoreTests):
     expect_local = True
+    expect_guard = "lock"
 
     @pytest.fixture
     def empty_store(self, tmp_path) -> Store:
@@ -401,6 +448,7 @@ class TestWrapperStore(StoreTests):
     """The plain forwarding wrapper (the base of storage transformers)."""
 
     expect_local = True
+    expect_guard = "compare"
 
     @pytest.fixture
     def empty_store(self) -> Store:
@@ -409,6 +457,7 @@ class TestWrapperStore(StoreTests):
 
 class TestReadOnlyWrapper(ReadableStoreTests):
     expect_local = True
+    expect_guard = "compare"
 
     @pytest.fixture
     def store(self) -> Store:
@@ -419,6 +468,8 @@ class TestReadOnlyWrapper(ReadableStoreTests):
 
 class TestZipStore(ReadableStoreTests):
     """A zip is written once (mode "w", then closed) and read afterwards."""
+
+    expect_guard = None
 
     @pytest.fixture
     def store(self, tmp_path) -> Store:
@@ -466,6 +517,7 @@ class TestZipStore(ReadableStoreTests):
 @pytest.mark.s3
 class TestS3Store(StoreTests):
     expect_reach = True
+    expect_guard = "compare"
     race_payload = 20_000  # moto is slow: smaller values, fewer reads
     race_reads = 10
 
@@ -493,6 +545,8 @@ class TestZarrPythonMemoryStore(StoreTests):
     """zarr-python's own MemoryStore, accepted as a store (tests/test_zarr_python_stores.py
     runs whole arrays, Dask and xarray through it)."""
 
+    expect_guard = "compare"
+
     @pytest.fixture
     def empty_store(self) -> Store:
         import zarr.storage
@@ -508,12 +562,19 @@ class TestZarrPythonMemoryStore(StoreTests):
         clone.set("a/b/d", b"new")
         assert store.get("a/b/d") == b"xyz"
 
+    def test_guard(self, store: Store) -> None:
+        """How the store guards a read-modify-write; wrappers say what their inner says."""
+        assert store.guard == self.expect_guard
+        assert open_store(store, mode="r").guard == store.guard
+
     def test_identity(self, store: Store) -> None:
         assert store.url.startswith("memory://") and store.url in repr(store)
         assert store == open_store(store.inner, mode="w") and hash(store) == hash(open_store(store.inner, mode="w"))
 
 
 class TestZarrPythonLocalStore(StoreTests):
+    expect_guard = None
+
     @pytest.fixture
     def empty_store(self, tmp_path) -> Store:
         import zarr.storage
@@ -534,6 +595,7 @@ class TestWriteBehindStore(StoreTests):
     counts the requests it saves)."""
 
     expect_local = True
+    expect_guard = "compare"
 
     @pytest.fixture
     def empty_store(self) -> Store:
@@ -596,7 +658,7 @@ CONTRACT = {
     "set": "test_set_overwrite_and_buffers", "set_many": "test_set_many", "delete": "test_delete",
     "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",
     "writes_parts": "test_set_parts", "is_local": "test_is_local", "url": "test_identity",
-    "reach": "test_reach",
+    "reach": "test_reach", "guard": "test_guard", "update": "test_update",
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,

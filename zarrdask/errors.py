@@ -31,6 +31,8 @@ __all__ = [
     "InvalidKeyError",
     "StoreError",
     "ReadOnlyError",
+    "WriteConflictError",
+    "UnguardedWriteError",
     "InvalidStoreError",
     "InvalidValueError",
     "SelectionError",
@@ -187,6 +189,11 @@ class InvalidStoreError(StoreError, ValueError):
     """Something that cannot be opened as a store (unknown protocol, wrong type, ...)."""
 
 
+class WriteConflictError(StoreError):
+    """Other writers kept changing a key while a partial write of it was read, merged and
+    committed, through every retry."""
+
+
 class ReadOnlyError(StoreError, PermissionError):
     """A write to a store or array opened read-only."""
 
@@ -209,6 +216,11 @@ class ShapeMismatchError(ZarrdaskError, ValueError):
 
 class ChunkAlignmentError(ZarrdaskError, ValueError):
     """Dask chunks that cannot be written safely in the requested way."""
+
+
+class UnguardedWriteError(ChunkAlignmentError):
+    """A write of part of a chunk or shard into a store that can neither write conditionally
+    nor hold a lock on the key: another writer's part could be lost, so nothing was written."""
 
 
 class DatasetError(ZarrdaskError, ValueError):
@@ -243,3 +255,9 @@ class NodeMismatchError(ContainsNodeError, TypeError):
 class StaleConsolidatedMetadataWarning(UserWarning):
     """A group's consolidated metadata disagrees with the store (a member it lacks, or
     one whose own document says otherwise); the store's own documents were used."""
+
+
+class InterruptedWriteWarning(UserWarning):
+    """A node holds the record of a write call that did not finish (killed, interrupted
+    or failed): its data may be partly written. Running the same call again completes it;
+    ``zarrdask.verify`` lists every such record."""

@@ -18,12 +18,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from types import TracebackType
+from typing import Any, Literal, Union
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "normalize_key", "node_path",
-           "new_node_path", "join_path"]
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "Guard", "Update",
+           "normalize_key", "node_path", "new_node_path", "join_path"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 # A value may also be given as a list of buffers (its concatenation), so that a shard is
@@ -123,10 +124,57 @@ def split_listing(prefix: str, keys: Iterable[str]) -> tuple[list[str], list[str
     return sorted(values), sorted(dirs)
 
 
+#: How a store keeps a read-modify-write of a key from losing another writer's change:
+#: ``"lock"``: the key is locked from the read to the commit (a lock file per key on local
+#: disk); ``"compare"``: the commit is conditional on the key being unchanged (S3 ``If-Match``,
+#: in-memory identity); ``"session"``: the store's own transaction detects conflicting writers
+#: when it commits (Icechunk).
+Guard = Literal["lock", "compare", "session"]
+
+
+class Update:
+    """A read-modify-write of some keys, made safe the way the store can (``Store.guard``).
+
+    ``values`` holds each key's value (``None``: absent) as the update began; ``commit`` stores
+    each new value (``None``: delete) where the key is still that value and returns the keys
+    another writer changed meanwhile (nothing was stored for them: read and merge them again).
+    Use it as a context manager: leaving it releases what it holds. This base class guards
+    nothing: it is what a store without a guard does when the caller accepts that."""
+
+    def __init__(self, store: Store, keys: Sequence[str]) -> None:
+        self.store = store
+        self.keys = list(keys)
+        self.values: dict[str, bytes | None] = {}
+
+    def begin(self) -> None:
+        """Read the keys (and take what guards them)."""
+        self.values = dict(zip(self.keys, self.store.get_many(self.keys)))
+
+    def commit(self, values: Mapping[str, Value | None]) -> set[str]:
+        """Store ``values`` (a subset of ``keys``); the keys that changed since ``begin``."""
+        self.store.set_many({k: v for k, v in values.items() if v is not None})
+        self.store.delete_many([k for k, v in values.items() if v is None])
+        return set()
+
+    def close(self) -> None:
+        """Release what the update holds (nothing, here)."""
+
+    def __enter__(self) -> Update:
+        self.begin()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
 class Store(ABC):
     """Abstract key/value byte store. Backends override the ``_`` methods."""
 
     read_only: bool = False
+    #: how this store guards a read-modify-write of a key against other writers (``None``:
+    #: it cannot; partial writes of chunks and shards are then refused unless asked for)
+    guard: Guard | None = None
     #: True when ``_set`` accepts a list of buffers (and writes them without joining).
     writes_parts: bool = False
     #: True for stores in this process's memory or on local disk: a request costs microseconds,
@@ -229,6 +277,17 @@ class Store(ABC):
         """Remove every key below ``prefix`` (the whole store for ``""``)."""
         self._check_writable(prefix)
         self.delete_many(list(self.list_prefix(prefix)))
+
+    def update(self, keys: Iterable[str]) -> Update:
+        """A read-modify-write of ``keys`` (``with store.update(keys) as u: ... u.commit(new)``),
+        guarded as ``guard`` says; unguarded (a plain read, then plain writes) where it is None."""
+        checked = sorted({normalize_key(k) for k in keys})
+        for key in checked:
+            self._check_writable(key)
+        return self._update(checked)
+
+    def _update(self, keys: list[str]) -> Update:
+        return Update(self, keys)
 
     def _check_writable(self, key: str) -> None:
         if self.read_only:

@@ -2,12 +2,12 @@
 
 This is the benchmark hot path, so it avoids fsspec: whole values are read with
 one ``open``/``read``, byte ranges with ``os.pread`` on one descriptor per key per
-batch, and writes go to a unique temporary file in the target directory that is
-then ``os.replace``-d onto the key, so a reader sees the old or the new value,
-never a torn one. (Writes are not fsync-ed: atomic, not durable across a crash.)
-A write is four system calls (create, one gathered write, close, rename) on a bare
-descriptor: Python's file object added a stat, a terminal check, a seek and its buffer,
-about 3 us of a 16 KiB shard's 16-20 us on tmpfs (benchmarks/README.md, issue 28).
+batch, and a write goes into the key's lock file (``key_lock.py``: one name per key,
+locked with ``flock``), which is then ``os.replace``-d onto the key, so a reader sees the
+old or the new value, never a torn one, and no two writers of a key interleave. (Writes
+are not fsync-ed: atomic, not durable across a crash.) A write is a few system calls on
+a bare descriptor (open, lock, two stats, one gathered write, rename, close): Python's file
+object added a stat, a terminal check, a seek and its buffer (benchmarks/README.md, issue 28).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, Value
+from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value
+from .key_lock import SUPPORTED, KeyLock, is_lock_name
 
 __all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name", "temporary_name"]
 
@@ -30,8 +31,9 @@ MISSING_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
 def is_temporary_name(name: str) -> bool:
-    """Whether a file name is one of an atomic write in progress (``.<name>.<hex>.tmp``)."""
-    return name[:1] == "." and name.endswith(".tmp") and _TMP_NAME.match(name) is not None
+    """Whether a file name is one of an atomic write in progress: a key's lock file
+    (``key_lock.py``) or a uniquely named temporary file (``.<name>.<hex>.tmp``)."""
+    return name[:1] == "." and name.endswith(".tmp") and (is_lock_name(name) or _TMP_NAME.match(name) is not None)
 
 
 class _Names:
@@ -117,11 +119,57 @@ def _read_at(fd: int, offset: int, length: int) -> bytes:
     return b"".join(parts)
 
 
+class _LockedUpdate(Update):
+    """The keys locked (in sorted order, so writers of overlapping sets never deadlock) before
+    they are read, each unlocked by its commit or when the update ends."""
+
+    store: LocalStore
+
+    def __init__(self, store: LocalStore, keys: list[str]) -> None:
+        super().__init__(store, keys)
+        self._locks: dict[str, KeyLock] = {}
+
+    def begin(self) -> None:
+        try:
+            for key in self.keys:
+                self._locks[key] = KeyLock(self.store.path_of(key)).acquire()
+        except BaseException as e:
+            self.close()
+            if isinstance(e, OSError):
+                raise StoreError(f"cannot lock key {key!r} in {self.store.root!r}: {e}") from e
+            raise
+        self.values = dict(zip(self.keys, self.store.get_many(self.keys)))
+
+    def commit(self, values: Mapping[str, Value | None]) -> set[str]:
+        parents = set()
+        for key, value in values.items():
+            lock = self._locks.pop(key)
+            try:
+                if value is None:
+                    lock.remove()
+                    parents.add(os.path.dirname(lock.path))
+                else:
+                    lock.publish(lambda fd, v=value: _write_all(fd, v))  # type: ignore[misc]
+            except OSError as e:
+                raise StoreError(f"cannot write key {key!r} in {self.store.root!r}: {e}") from e
+        self.store._prune(parents)
+        return set()
+
+    def close(self) -> None:
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
+
+
 class LocalStore(Store):
-    """A directory on the local filesystem; key ``a/b/c`` is the file ``root/a/b/c``."""
+    """A directory on the local filesystem; key ``a/b/c`` is the file ``root/a/b/c``.
+
+    Every write of a key holds the key's lock (``key_lock.py``), and a read-modify-write
+    holds it from its read to its commit (``guard = "lock"``)."""
 
     writes_parts = True
     is_local = True
+    guard = "lock" if SUPPORTED else None
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))
@@ -216,6 +264,16 @@ class LocalStore(Store):
 
     # -- writes ----------------------------------------------------------------
     def _set(self, key: str, value: Value) -> None:
+        if not SUPPORTED:
+            self._set_unlocked(key, value)
+            return
+        try:
+            KeyLock(self.path_of(key)).acquire().publish(lambda fd: _write_all(fd, value))
+        except OSError as e:
+            raise StoreError(f"cannot write key {key!r} in {self.root!r}: {e}") from e
+
+    def _set_unlocked(self, key: str, value: Value) -> None:
+        """Where keys cannot be locked: a uniquely named temporary file renamed onto the key."""
         path = self.path_of(key)
         directory, name = os.path.split(path)
         tmp = os.path.join(directory, temporary_name(name))
@@ -251,14 +309,22 @@ class LocalStore(Store):
         parents: set[str] = set()
         for key in keys:
             path = self.path_of(key)
+            if not os.path.lexists(path):
+                continue
             try:
-                os.unlink(path)
+                if SUPPORTED:
+                    KeyLock(path).acquire().remove()
+                else:
+                    os.unlink(path)
             except MISSING_ERRORS:
                 continue
             except OSError as e:
                 raise StoreError(f"cannot delete key {key!r} in {self.root!r}: {e}") from e
             parents.add(os.path.dirname(path))
         self._prune(parents)
+
+    def _update(self, keys: list[str]) -> Update:
+        return _LockedUpdate(self, keys) if SUPPORTED else Update(self, keys)
 
     def _prune(self, directories: set[str]) -> None:
         """Remove directories left empty by a delete, deepest first, up to (not including) root."""

@@ -7,17 +7,42 @@ worker) unpickles an *empty* store of that name, never the contents.
 
 from __future__ import annotations
 
+import threading
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from .base import Buffer, ByteRange, ByteRequest, Store
+from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value
 
 __all__ = ["MemoryStore", "slice_request"]
 
 
 class _Bucket(dict):
-    """A dict that can be weakly referenced (for anonymous stores)."""
+    """A dict that can be weakly referenced (for anonymous stores), with the lock its
+    writes take so that a conditional write compares and stores in one step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+
+class _IdentityUpdate(Update):
+    """Commits where the key still holds the very object read (no ABA: the update keeps it)."""
+
+    store: MemoryStore
+
+    def commit(self, values: Mapping[str, Value | None]) -> set[str]:
+        data = self.store._data
+        changed = set()
+        with data.lock:
+            for key, value in values.items():
+                if data.get(key) is not self.values[key]:
+                    changed.add(key)
+                elif value is None:
+                    data.pop(key, None)
+                else:
+                    data[key] = bytes(b"".join(value) if isinstance(value, list) else value)
+        return changed
 
 
 _NAMED: dict[str, _Bucket] = {}
@@ -42,6 +67,7 @@ class MemoryStore(Store):
     """
 
     is_local = True
+    guard = "compare"
 
     def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
         if name is None:
@@ -69,10 +95,16 @@ class MemoryStore(Store):
         return out
 
     def _set(self, key: str, value: Buffer) -> None:
-        self._data[key] = bytes(value)
+        value = bytes(value)
+        with self._data.lock:
+            self._data[key] = value
 
     def _delete(self, key: str) -> None:
-        self._data.pop(key, None)
+        with self._data.lock:
+            self._data.pop(key, None)
+
+    def _update(self, keys: list[str]) -> Update:
+        return _IdentityUpdate(self, keys)
 
     def _exists(self, key: str) -> bool:
         return key in self._data

@@ -10,17 +10,18 @@ are the simplest ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from .base import Buffer, ByteRequest, Store, join_path, normalize_key
+from .base import Buffer, ByteRequest, Store, Update, Value, join_path, normalize_key
 
 __all__ = [
     "StorageTransformerFactory",
     "register_storage_transformer",
     "get_storage_transformer",
     "WrapperStore",
+    "InnerUpdate",
     "PrefixedStore",
     "ReadOnlyStore",
 ]
@@ -62,6 +63,10 @@ class WrapperStore(Store):
         self.read_only = inner.read_only
         self.writes_parts = inner.writes_parts
         self.is_local = inner.is_local
+        self.guard = inner.guard
+
+    def _update(self, keys: list[str]) -> Update:
+        return InnerUpdate(self, keys)
 
     def _inner_key(self, key: str) -> str:
         return key
@@ -114,6 +119,26 @@ class WrapperStore(Store):
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.url, self.read_only))
+
+
+class InnerUpdate(Update):
+    """An update of a wrapper's keys: the inner store's update of the keys they map to."""
+
+    store: WrapperStore
+
+    def begin(self) -> None:
+        inner_keys = [self.store._inner_key(k) for k in self.keys]
+        self._inner = self.store.inner._update(inner_keys)
+        self._inner.begin()
+        self.values = dict(zip(self.keys, (self._inner.values[k] for k in inner_keys)))
+
+    def commit(self, values: Mapping[str, Value | None]) -> set[str]:
+        changed = self._inner.commit({self.store._inner_key(k): v for k, v in values.items()})
+        return {self.store._outer_key(k) for k in changed}
+
+    def close(self) -> None:
+        if hasattr(self, "_inner"):
+            self._inner.close()
 
 
 class PrefixedStore(WrapperStore):

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
-from .base import Buffer, ByteRequest, StreamedReads, SuffixRange, split_listing
-from .transformers import WrapperStore
+from .base import Buffer, ByteRequest, StreamedReads, SuffixRange, Update, split_listing
+from .transformers import InnerUpdate, WrapperStore
 
 __all__ = ["WriteBehindStore"]
 
@@ -118,6 +118,14 @@ class WriteBehindStore(StreamedReads, WrapperStore):
             self.inner._delete_many(keys)
             return
         self._pending.update(dict.fromkeys(keys))
+
+    def _update(self, keys: list[str]) -> Update:
+        """Keys this writer holds, or knows the inner store lacks (new nodes), are updated here
+        and sent with the rest; any other key is updated in the inner store at once, guarded
+        there, since another writer may be changing it."""
+        if self._holding and (any(k in self._pending for k in keys) or all(self._absent(k) for k in keys)):
+            return Update(self, keys)
+        return InnerUpdate(self, keys)
 
     def delete_prefix(self, prefix: str) -> None:
         self.survey(prefix)

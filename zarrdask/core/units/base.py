@@ -6,9 +6,12 @@ A kind (``chunks.py``, ``shards.py``) adds how one stored value is decoded and w
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -16,7 +19,7 @@ import numpy as np
 from ...codecs.base import ChunkSpec
 from ...codecs.protocol import ChunkPipeline
 from ...codecs.sharding import fill_test
-from ...errors import CodecError, MissingChunkError, ZarrdaskError
+from ...errors import CodecError, MissingChunkError, UnguardedWriteError, WriteConflictError, ZarrdaskError
 from ...indexing import Projection, Selection, basic_selection
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_coords, chunk_slices, stored_shape
 from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read
@@ -29,10 +32,17 @@ from .checksums import carries_checksum
 from .copies import Copy, place_copies
 from .interface import StorageStatistics, UnitShape
 from .options import ArrayOptions
+from .puts import UnitPuts
 
-__all__ = ["ChunkSource", "with_key"]
+__all__ = ["ChunkSource", "UnitWriter", "with_key"]
 
 T = TypeVar("T")
+
+#: ``writer(indices, old, puts)``: encode the units ``indices`` of a write (``old``: the stored
+#: bytes of those read first, by index) and hand each to ``puts``
+UnitWriter = Callable[[Sequence[int], Mapping[int, "bytes | None"], UnitPuts], None]
+#: how often a guarded read-modify-write is tried before other writers are reported
+_ATTEMPTS = 64
 
 
 def with_key(exc: CodecError, key: str, inner: tuple[int, ...] | None = None) -> CodecError:
@@ -201,6 +211,69 @@ class ChunkSource(ABC):
         """Write ``values`` over ``selection``: every touched unit read (when partly
         covered), modified, encoded and put once, inside this call."""
 
+    def _write_units(self, keys: Sequence[str], full: Sequence[bool], writer: UnitWriter) -> None:
+        """Write the units of one call: those ``full`` (covered whole) with plain puts, then
+        the others by a read-modify-write the store guards (``Store.update``): each commits
+        only if no other writer changed it since it was read, else it is read, merged and
+        committed again. Where the store cannot guard it the write is refused before
+        anything is stored, unless ``lock`` serialises the writers or ``safe_chunks=False``."""
+        whole = [i for i, f in enumerate(full) if f]
+        partly = [i for i, f in enumerate(full) if not f]
+        if partly:
+            self._check_guarded([keys[i] for i in partly])
+        try:
+            if whole:
+                puts = UnitPuts(self.store)
+                writer(whole, {}, puts)
+                puts.finish()
+            for attempt in range(_ATTEMPTS):
+                if not partly:
+                    break
+                with self.store.update([keys[i] for i in partly]) as update:
+                    puts = UnitPuts(self.store, hold=True)
+                    writer(partly, {i: update.values[keys[i]] for i in partly}, puts)
+                    changed = update.commit(puts.held)
+                partly = [i for i in partly if keys[i] in changed]
+                if partly:  # others wrote those units meanwhile: back off, then merge again
+                    time.sleep(random.uniform(0, min(1.0, 0.005 * 2 ** attempt)))
+            if partly:
+                raise WriteConflictError(
+                    f"array {self.path or '/'}: other writers kept changing {_named(self._noun, keys, partly)} while this write "
+                    f"merged its part into them, {_ATTEMPTS} times; nothing of those was stored (the rest was). "
+                    "Write again, or give the writers of those units a shared lock (lock=)")
+        finally:
+            self.forget(keys)
+
+    def check_region(self, region: tuple[slice, ...]) -> None:
+        if self.store.guard is not None or self.options.lock is not None or not self.options.safe_chunks:
+            return
+        axes = []  # per axis: the units met, and those met in part
+        for s, axis in zip(region, self.grid):
+            met = [k for k, _, _ in axis.overlapping(s.start, s.stop)] if s.stop > s.start else []
+            cut = [k for k in met if not s.start <= axis.bounds(k)[0] <= axis.bounds(k)[1] <= s.stop]
+            axes.append((met, cut))
+        for a, (_, cut) in enumerate(axes):
+            if cut:  # a few units cut along axis ``a`` named (with every unit met along the others)
+                keys = [self.key(c) for c in itertools.islice(itertools.product(
+                    *(cut if b == a else met for b, (met, _) in enumerate(axes))), 3)]
+                self._check_guarded(keys)
+
+    @property
+    def _noun(self) -> str:
+        return "chunk" if self.shards is None else "shard"
+
+    def _check_guarded(self, keys: list[str]) -> None:
+        store = self.store
+        if store.guard is not None or self.options.lock is not None or not self.options.safe_chunks:
+            return
+        raise UnguardedWriteError(
+            f"array {self.path or '/'}: this write covers part of {_named(self._noun, keys, range(len(keys)))}, and "
+            f"{store!r} can neither write conditionally nor lock a key, so another writer's part of those "
+            f"{self._noun}s could be lost. Nothing was written. Write whole {self._noun}s (a selection or region "
+            f"aligned to the {self._noun} shape {self.unit_shape}), or give every writer one lock "
+            "(lock=zarrdask.FileLock(path) on one machine, a distributed.Lock on a cluster), or pass "
+            f"safe_chunks=False when no other writer touches these {self._noun}s at the same time")
+
     def _new_chunk(self, shape: tuple[int, ...]) -> np.ndarray:
         chunk = np.empty(shape, dtype=self.spec.dtype.dtype)
         chunk[...] = self.fill
@@ -267,6 +340,14 @@ class ChunkSource(ABC):
     @property
     def carries_checksum(self) -> bool:
         return carries_checksum(self.pipeline.to_json())
+
+
+def _named(noun: str, keys: Sequence[str], indices: Iterable[int]) -> str:
+    """``shards 'k1', 'k2' and 3 more``: the stored units at ``indices``."""
+    chosen = [keys[i] for i in indices]
+    shown = ", ".join(repr(k) for k in chosen[:3])
+    more = f" and {len(chosen) - 3} more" if len(chosen) > 3 else ""
+    return f"{noun}{'' if len(chosen) == 1 else 's'} {shown}{more}"
 
 
 def _no_strides(coords: tuple[int, ...]) -> tuple[int, ...]:

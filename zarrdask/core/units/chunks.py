@@ -3,7 +3,7 @@ when array->array codecs before the sharding codec do more than permute axes).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -40,23 +40,21 @@ class PlainChunkSource(ChunkSource):
     def write(self, selection: Selection, values: np.ndarray) -> None:
         projections = list(selection.project(self.grid))
         keys = [self.key(p.coords) for p in projections]
-        partial = [i for i, p in enumerate(projections) if not p.full]
-        existing = dict(zip(partial, self.store.get_many([keys[i] for i in partial])))
 
-        def encode(i: int) -> None:
-            blob, coords = existing.get(i), projections[i].coords
-            pipeline = self._pipeline_at(coords)
-            try:
-                old = None if blob is None else (lambda: pipeline.decode(blob))
-                chunk = self._updated_chunk(stored_shape(self.grid, coords), projections[i], values, old)
-            except CodecError as exc:
-                raise with_key(exc, keys[i]) from exc
-            puts.put(keys[i], pipeline.encode(chunk) if self._keep(chunk) else None)
+        def write_units(indices: Sequence[int], existing: Mapping[int, bytes | None], puts: UnitPuts) -> None:
+            def encode(i: int) -> None:
+                blob, coords = existing.get(i), projections[i].coords
+                pipeline = self._pipeline_at(coords)
+                try:
+                    old = None if blob is None else (lambda: pipeline.decode(blob))
+                    chunk = self._updated_chunk(stored_shape(self.grid, coords), projections[i], values, old)
+                except CodecError as exc:
+                    raise with_key(exc, keys[i]) from exc
+                puts.put(keys[i], pipeline.encode(chunk) if self._keep(chunk) else None)
 
-        puts = UnitPuts(self.store)
-        self._encode_all(encode, range(len(projections)))
-        puts.finish()
-        self.forget(keys)
+            self._encode_all(encode, indices)
+
+        self._write_units(keys, [p.full for p in projections], write_units)
 
 
 @contextmanager

@@ -85,6 +85,11 @@ class StoredUnits(Protocol):
     def write(self, selection: Selection, values: np.ndarray) -> None:
         """Write ``values`` (the selection's shape) over ``selection``."""
 
+    def check_region(self, region: tuple[slice, ...]) -> None:
+        """Refuse (UnguardedWriteError) a write of ``region`` (step-1 slices) that would cover
+        part of a unit the store cannot guard, as ``write`` would, before a graph of many
+        writes stores anything."""
+
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         """Remove the units at ``coords`` from the store (and from any cache of them)."""
 

@@ -31,7 +31,11 @@ class ArrayOptions:
     ``progress``: writes show a progress bar (chunks encoded; see ``core.progress``).
     ``lock``: held around every write call (``acquire()``/``release()``: a ``distributed.Lock``, a
     :class:`~zarrdask.core.locks.FileLock`), for processes writing parts of the same chunk or shard
-    outside Dask. Without it such writes are unsafe: one writer's part can be lost.
+    outside Dask. Without it they are still safe where the store guards a read-modify-write of a
+    key (``Store.guard``: local files, S3, memory, Icechunk); elsewhere they are refused.
+    ``safe_chunks``: False lets a write of part of a chunk or shard go ahead unguarded into a store
+    that cannot guard it (HTTP, a zarr-python store on disk): for when no other writer touches
+    those chunks at the same time (xarray's keyword of the same name: the same promise).
     ``verify_checksums``: check every crc32c on read (False skips the check, for speed).
     ``cache_bytes``: the budget of the process's decoded-chunk cache this array reads through
     (int bytes or a string such as ``"512 MiB"``; 0: off; None: the ``zarrdask.cache-bytes``
@@ -47,6 +51,7 @@ class ArrayOptions:
     coalesce_max: int = 1 << 26
     progress: bool = False
     lock: WriteLock | None = None
+    safe_chunks: bool = True
     verify_checksums: bool = True
     cache_bytes: int | str | None = None
 

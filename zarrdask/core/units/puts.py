@@ -4,7 +4,8 @@ On a local store the thread that encoded a unit puts it at once, so the file wri
 one unit overlap the encoding of the next instead of running one after another at the
 end of the call. A remote store gets them together in one ``set_many`` at the end, whose
 requests run concurrently. Units that encode to nothing (fill value, empty shard) are
-deleted at the end either way.
+deleted at the end either way. The puts of a guarded read-modify-write are held
+(``hold=True``) and handed to the store's update to commit together (``held``).
 """
 
 from __future__ import annotations
@@ -19,24 +20,30 @@ __all__ = ["UnitPuts"]
 class UnitPuts:
     """The puts and deletes of one write call (thread-safe)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, hold: bool = False) -> None:
         self.store = store
-        self._pending: dict[str, Value] = {}
+        self.hold = hold
+        self._pending: dict[str, Value | None] = {}
         self._deletes: list[str] = []
         self._lock = threading.Lock()
 
     def put(self, key: str, value: Value | None) -> None:
         """Store ``value`` at ``key`` (now on a local store), or delete the key when None."""
-        if value is not None and self.store.is_local:
+        if value is not None and self.store.is_local and not self.hold:
             self.store.set(key, value)
             return
         with self._lock:
-            if value is None:
+            if value is None and not self.hold:
                 self._deletes.append(key)
             else:
                 self._pending[key] = value
 
+    @property
+    def held(self) -> dict[str, Value | None]:
+        """What a held write stores at each key (None: delete)."""
+        return self._pending
+
     def finish(self) -> None:
         """The puts gathered for a remote store, then the deletes."""
-        self.store.set_many(self._pending)
+        self.store.set_many({k: v for k, v in self._pending.items() if v is not None})
         self.store.delete_many(self._deletes)

@@ -271,29 +271,41 @@ class ShardedChunkSource(ChunkSource):
     def write(self, selection: Selection, values: np.ndarray) -> None:
         shards = list(selection.project(self.grid))
         keys = [self.key(p.coords) for p in shards]
-        partly = [i for i, p in enumerate(shards) if not p.full]
-        existing: dict[int, dict[tuple[int, ...], memoryview]] = {}
-        for i, blob in zip(partly, self.store.get_many([keys[i] for i in partly])):
-            if blob is not None:
-                try:
-                    existing[i] = self._codec_at(shards[i].coords).split(self._shard_bytes(blob), keys[i])
-                except CodecError as exc:
-                    raise with_key(exc, keys[i]) from exc
+        inner_parts: dict[tuple[object, ...], list[Projection]] = {}  # (shards selected alike share them)
+
+        def write_units(indices: Sequence[int], blobs: Mapping[int, bytes | None], puts: UnitPuts) -> None:
+            existing: dict[int, dict[tuple[int, ...], memoryview]] = {}
+            for i, blob in blobs.items():
+                if blob is not None:
+                    try:
+                        existing[i] = self._codec_at(shards[i].coords).split(self._shard_bytes(blob), keys[i])
+                    except CodecError as exc:
+                        raise with_key(exc, keys[i]) from exc
+            self._write_shards(shards, keys, indices, existing, values, puts, inner_parts)
+
+        self.fetch.cache.invalidate(keys)
+        self._write_units(keys, [p.full for p in shards], write_units)
+        self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
+
+    def _write_shards(self, shards: list[Projection], keys: list[str], indices: Sequence[int],
+                      existing: dict[int, dict[tuple[int, ...], memoryview]], values: np.ndarray, puts: UnitPuts,
+                      inner_parts: dict[tuple[object, ...], list[Projection]]) -> None:
+        """Encode the shards ``indices`` of a write (their stored inner chunks ``existing``
+        merged where a shard is covered in part) and hand each to ``puts``."""
         per = max(1, _WRITE_BATCH_BYTES // self._write_item_bytes)
         items: list[_InnerWrites] = []
-        inner_parts: dict[tuple[object, ...], list[Projection]] = {}  # (shards selected alike share them)
-        for i, p in enumerate(shards):
+        for i in indices:
+            p = shards[i]
             sub_values, old = values[p.out_index], existing.get(i, {})
             inner = self._inner_projections(p, inner_parts)
             items.extend(_InnerWrites(i, inner[k: k + per], sub_values, old) for k in range(0, len(inner), per))
 
         # Each shard is assembled and put by the thread that encodes its last run of inner chunks.
-        chunks: list[dict[tuple[int, ...], Buffer]] = [dict(existing.get(i, {})) for i in range(len(shards))]
-        remaining = [0] * len(shards)
+        chunks = {i: dict(existing.get(i, {})) for i in indices}
+        remaining = dict.fromkeys(indices, 0)
         for item in items:
             remaining[item.shard] += 1
         lock = threading.Lock()
-        puts = UnitPuts(self.store)
 
         def encode(item: _InnerWrites) -> None:
             i, sub_values, done = item.shard, item.values, []
@@ -318,11 +330,7 @@ class ShardedChunkSource(ChunkSource):
                 parts = self._codec_at(shards[i].coords).assemble_parts(chunks[i])
                 puts.put(keys[i], None if parts is None else self._stored_bytes(parts))
 
-        self.fetch.cache.invalidate(keys)
         self._encode_all(encode, items)
-        puts.finish()
-        self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
-        self.forget(keys)
 
     def _inner_projections(self, shard: Projection, known: dict[tuple[object, ...], list[Projection]]
                            ) -> list[Projection]:
