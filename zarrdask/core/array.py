@@ -16,7 +16,6 @@ import numpy as np
 from ..codecs.base import ChunkSpec
 from ..codecs.protocol import ChunkPipeline
 from ..errors import (
-    InvalidValueError,
     MetadataError,
     NodeMismatchError,
     Problem,
@@ -26,6 +25,7 @@ from ..errors import (
     UnknownExtensionError,
 )
 from ..keywords import missing_name
+from ..metadata.dtypes.casting import held_values
 from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.nczarr import nczarr_names
@@ -340,11 +340,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             raise ReadOnlyError(f"array {self.name!r} is read-only: it was opened with mode='r' (the default of "
                                 f"zarrdask.open and open_array); open it with mode='r+' to write")
         target_shape = selection.shape
-        try:
-            values = np.asarray(value, dtype=self.dtype)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise InvalidValueError(f"cannot store {type(value).__name__} values in a {self.dtype} array: {exc}") \
-                from None
+        values = held_values(value, self.dtype)  # (a value the dtype cannot hold: InvalidValueError)
         if values.shape != target_shape:
             try:
                 values = np.broadcast_to(values, target_shape)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BoundsError, InvalidValueError, SelectionError, ShapeMismatchError
+from ..metadata.dtypes.casting import held_values
 from ..metadata.grid import AxisGrid
 from ..indexing import (
     PointSelection,
@@ -62,7 +63,7 @@ def block_slices(selection: Any, grid: tuple[AxisGrid, ...]) -> tuple[slice, ...
 
 def point_values(value: Any, dtype: np.dtype, shape: tuple[int, ...], sel: PointSelection) -> np.ndarray:
     """Values for a coordinate selection of result ``shape``, flattened to its points."""
-    values = np.asarray(value, dtype=dtype)
+    values = held_values(value, dtype)
     try:
         return np.broadcast_to(values, shape).reshape(sel.shape)
     except ValueError:

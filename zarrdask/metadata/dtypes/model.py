@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import MetadataError, Problem
+from ...errors import InvalidValueError, MetadataError, Problem
+from .casting import cast_values
 
 __all__ = ["DataType", "FILL_PARSERS", "FILL_WRITERS", "JSON", "Loc", "StructField", "V3Factory", "with_expected"]
 
@@ -84,7 +85,8 @@ class DataType:
         return FILL_WRITERS[self.family](self, value)
 
     def cast_fill(self, value: Any) -> Any:
-        """Coerce a user-given Python/numpy fill value to this type's scalar."""
+        """A user-given Python/numpy fill value as this type's scalar; MetadataError when the
+        type cannot hold it exactly (300 for uint8, NaN or 1.5 for an integer type)."""
         if value is None:
             return self.default_fill()
         if self.family == "bytes" and isinstance(value, list):  # the JSON list of byte values
@@ -116,7 +118,12 @@ class DataType:
         try:
             if self.family in ("raw", "rawbytes"):
                 return np.void(bytes(value).ljust(self.dtype.itemsize, b"\0"))
-            return np.array(value).astype(self.dtype)[()]
+            return cast_values(np.asarray(value), self.dtype)[()]
+        except InvalidValueError as exc:  # (a value the type cannot hold exactly)
+            such = np.asarray(value).dtype
+            fix = f" such as {such}" if such.kind in "biufcMm" else ""
+            raise MetadataError([Problem(("fill_value",), f"{exc}; pass a fill_value that {self.dtype} holds, or a "
+                                                          f"data type that holds {value!r}{fix}")]) from None
         except (ValueError, TypeError, OverflowError) as exc:
             raise MetadataError([Problem(("fill_value",), f"{value!r} is not a valid {self.name} value: {exc}")]) from None
 

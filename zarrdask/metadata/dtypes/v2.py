@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import MetadataError, Problem
+from .casting import cast_values
 from .model import FILL_WRITERS, JSON, DataType, Loc, with_expected
 from .numeric import complex_to_json, fill_complex, float_to_json, parse_float, parse_int
 from .registry import dtype_names, nearest_dtype
@@ -60,8 +61,9 @@ def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) 
             return parse_float(dtype.dtype, value) if fam == "float" else dtype.dtype.type(value)
         if fam in ("int", "uint"):
             return parse_int(dtype.dtype, value)
-        if fam == "bool":
-            return np.bool_(value)
+        if fam == "bool":  # (a number must be 0 or 1; other values as zarr-python 2 took them: truth)
+            return cast_values(np.asarray(value), dtype.dtype)[()] if isinstance(value, int | float) else \
+                np.bool_(value)
         if fam in ("datetime", "timedelta"):
             return fill_time(dtype, value, loc)
         if fam == "utf32":
