@@ -239,6 +239,32 @@ def test_fsspec_async_file_methods():
         assert inspect.iscoroutinefunction(async_pipe_file(cls))
 
 
+def test_fsspec_conditional_write_names():
+    """What S3 and memory stores guard their read-modify-writes with (checked on s3fs and
+    fsspec 2026.9.0, botocore 1.43): s3fs's ``_call_s3`` coroutine with botocore's
+    conditional keywords (else S3 stores lose their guard), and the dict fsspec's memory
+    filesystem keeps its files in, shared by its instances (else memory stores over one
+    filesystem would not exclude each other)."""
+    import inspect
+
+    import fsspec
+    import s3fs
+
+    from zarrdask.compat.fsspec import memory_files, s3_call
+    from zarrdask.storage import FsspecStore
+
+    fs = s3fs.S3FileSystem(anon=True, skip_instance_cache=True)
+    assert inspect.iscoroutinefunction(s3_call(fs))
+    assert FsspecStore(fs).guard == "compare"
+    memory = fsspec.filesystem("memory")
+    files = memory_files(memory)
+    assert isinstance(files, dict) and files is memory_files(fsspec.filesystem("memory", skip_instance_cache=True))
+    memory.pipe_file("/zarrdask-compat/k", b"1")
+    assert "/zarrdask-compat/k" in files
+    memory.rm_file("/zarrdask-compat/k")
+    assert s3_call(memory) is None and memory_files(fsspec.filesystem("file")) is None
+
+
 # -- xarray's internals (outside its public and backend API) ---------------------------
 # The xarray modules the engine may import from outside compat/: xarray's public top level
 # and its documented backend API (BackendEntrypoint, BackendArray, AbstractDataStore, the

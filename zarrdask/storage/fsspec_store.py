@@ -9,8 +9,14 @@ URL. Reads can be consumed as they complete (``iter_ranges``), so a reader decod
 the first values while later ones are still in flight. A suffix range is a negative
 start: async filesystems send it as one ``Range: bytes=-N`` request, sync ones seek
 from the size of the open file. Sync filesystems (local, memory, zip) get one
-``cat_ranges`` / ``pipe`` call; on a local filesystem each write goes to a temporary
-file that is then renamed onto the key, so writes stay atomic.
+``cat_ranges`` / ``pipe`` call; on a local filesystem writes and deletes go through a
+:class:`~.local.LocalStore` on the same directory (atomic, and holding each key's lock).
+
+How a read-modify-write is guarded (``guard``, ``update``): on local disk by the key's
+lock, as LocalStore does (``"lock"``); on fsspec's memory filesystem by comparing under the
+lock every zarrdask writer of it holds (``"compare"``, ``in_process.py``); on S3 (s3fs) by
+conditional requests (``"compare"``, :class:`_S3Update`); anything else (HTTP, zip, GCS:
+gcsfs is not installed here to test its generation preconditions) has no guard.
 
 Stores pickle by their constructor arguments (URL, path, storage options,
 read-only flag), never by filesystem contents.
@@ -18,10 +24,11 @@ read-only flag), never by filesystem contents.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import fsspec
@@ -29,12 +36,13 @@ from fsspec.implementations.zip import ZipFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads
-from ..compat.fsspec import async_cat_file, async_pipe_file
+from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, Value
+from ..compat.fsspec import async_cat_file, async_pipe_file, memory_files, s3_call
+from .in_process import CompareUpdate, container_lock
 from .link import link_to
-from .local import MISSING_ERRORS, is_temporary_name, temporary_name
+from .local import MISSING_ERRORS, LocalStore, is_temporary_name
 from .requests import Requests
-from .retry import RetryPolicy, is_range_not_satisfiable, is_transient
+from .retry import RetryPolicy, is_changed, is_range_not_satisfiable, is_transient
 
 __all__ = ["FsspecStore", "ZipStore", "fs_protocols"]
 
@@ -89,6 +97,15 @@ class FsspecStore(StreamedReads, Store):
         self._link = link_to(self.url) if self._async else None
         self._requests = Requests(concurrency, retry, self._link)
         self.read_only = read_only or bool({"http", "https"} & set(protocols))
+        self._disk = LocalStore(root) if self._local else None
+        self._s3 = s3_call(fs) if self._async else None
+        files = memory_files(fs)
+        self._lock = container_lock(files) if files is not None else None
+        self._writing = self._lock or contextlib.nullcontext()
+        if self._disk is not None:
+            self.guard = self._disk.guard
+        elif self._s3 is not None or self._lock is not None:
+            self.guard = "compare"
 
     @property
     def root(self) -> str:
@@ -235,42 +252,43 @@ class FsspecStore(StreamedReads, Store):
                     url = self.fs.unstrip_protocol(self._base + keys[i])
                     raise StoreError(f"cannot write key {keys[i]!r} ({url}): {result}") from result
             return
+        if self._disk is not None:
+            self._disk.set_many(dict(zip(keys, data)))
+            return
         try:
-            if self._local:
-                for key, value in zip(keys, data):
-                    self._pipe_local(self._base + key, value)
-            else:
+            with self._writing:
                 self.fs.pipe({self._base + k: v for k, v in zip(keys, data)})
         except Exception as e:
             shown = ", ".join(repr(k) for k in keys[:5])
             raise StoreError(f"cannot write key(s) {shown} to {self.url}: {e}") from e
 
-    def _pipe_local(self, path: str, value: bytes) -> None:
-        """Write to a temporary file next to ``path``, then rename it onto ``path``."""
-        parent, name = path.rsplit("/", 1)
-        self.fs.makedirs(parent, exist_ok=True)
-        tmp = f"{parent}/{temporary_name(name)}"
-        self.fs.pipe_file(tmp, value)
-        try:
-            self.fs.mv(tmp, path)
-        except BaseException:
-            self.fs.rm_file(tmp)
-            raise
-
     def _delete(self, key: str) -> None:
         self._delete_many([key])
 
     def _delete_many(self, keys: list[str]) -> None:
+        if self._disk is not None:
+            self._disk.delete_many(keys)
+            return
         paths = [self._base + k for k in keys]
         shown = ", ".join(repr(k) for k in keys[:5])
-        try:
-            self._call(f"delete key(s) {shown}", lambda: self.fs.rm(paths))
-        except FileNotFoundError:  # some filesystems stop at the first missing path
-            for path in paths:
-                try:
-                    self._call(f"delete {path!r}", lambda path=path: self.fs.rm_file(path))
-                except FileNotFoundError:
-                    pass
+        with self._writing:
+            try:
+                self._call(f"delete key(s) {shown}", lambda: self.fs.rm(paths))
+            except FileNotFoundError:  # some filesystems stop at the first missing path
+                for path in paths:
+                    try:
+                        self._call(f"delete {path!r}", lambda path=path: self.fs.rm_file(path))
+                    except FileNotFoundError:
+                        pass
+
+    def _update(self, keys: list[str]) -> Update:
+        if self._disk is not None:
+            return self._disk.update(keys)
+        if self._s3 is not None:
+            return _S3Update(self, keys)
+        if self._lock is not None:
+            return CompareUpdate(self, keys, self._lock)
+        return Update(self, keys)
 
     # -- identity ----------------------------------------------------------------
     @property
@@ -296,6 +314,75 @@ class FsspecStore(StreamedReads, Store):
 
 def _rebuild(cls: type, args: tuple, kwargs: dict[str, Any]) -> Store:
     return cls(*args, **kwargs)
+
+
+class _S3Update(Update):
+    """A read-modify-write on S3 made conditional on what was read (``guard = "compare"``).
+
+    ``begin`` GETs each key (concurrently, retried like every request of the store) and keeps
+    the ETag of that very response; ``commit`` PUTs each value with ``If-Match: <ETag>``, or
+    ``If-None-Match: *`` where the key was absent, and deletes with a conditional
+    DeleteObject (``If-Match``: AWS general-purpose buckets since 2025-09, moto). A key S3
+    refuses (412 PreconditionFailed, 409 ConditionalRequestConflict, NoSuchKey: deleted
+    since) is returned as changed; any other failure is a StoreError naming the key. A key
+    absent when read and deleted now needs no request: the update changes nothing there,
+    as if it had run at its read. Values go in one PUT (S3 takes up to 5 GB): s3fs's
+    multipart upload would not carry ``If-Match``. An S3-compatible server that ignores the
+    conditions (some do, on DELETE especially) makes these plain writes."""
+
+    store: FsspecStore
+
+    def begin(self) -> None:
+        store, call = self.store, self.store._s3
+        assert call is not None
+
+        async def tagged(path: str) -> tuple[bytes, str] | None:
+            bucket, key, _ = store.fs.split_path(path)
+            try:
+                response = await call("get_object", Bucket=bucket, Key=key)
+            except FileNotFoundError:
+                return None
+            try:
+                return await response["Body"].read(), response["ETag"]
+            finally:
+                response["Body"].close()
+
+        self.tags: dict[str, str | None] = {}
+        paths = [store.key_prefix + k for k in self.keys]
+        for i, result in store._stream([lambda p=p: tagged(p) for p in paths]):
+            if isinstance(result, Exception):
+                raise StoreError(f"cannot read key {self.keys[i]!r} ({store.fs.unstrip_protocol(paths[i])}): "
+                                 f"{result}") from result
+            self.values[self.keys[i]], self.tags[self.keys[i]] = result or (None, None)
+
+    def commit(self, values: Mapping[str, Value | None]) -> set[str]:
+        store, call = self.store, self.store._s3
+        assert call is not None
+
+        async def conditional(path: str, value: bytes | None, tag: str | None) -> None:
+            bucket, key, _ = store.fs.split_path(path)
+            if value is not None:
+                condition = {"IfNoneMatch": "*"} if tag is None else {"IfMatch": tag}
+                await call("put_object", Bucket=bucket, Key=key, Body=value, **condition)
+            elif tag is not None:
+                await call("delete_object", Bucket=bucket, Key=key, IfMatch=tag)
+
+        keys = list(values)
+        paths = [store.key_prefix + k for k in keys]
+        data = [None if v is None else b"".join(v) if isinstance(v, list) else bytes(v) for v in values.values()]
+        calls = [lambda p=p, v=v, t=self.tags[k]: conditional(p, v, t) for p, v, k in zip(paths, data, keys)]
+        changed = set()
+        try:
+            for i, result in store._stream(calls):
+                if isinstance(result, Exception):
+                    if not is_changed(result):
+                        raise StoreError(f"cannot write key {keys[i]!r} ({store.fs.unstrip_protocol(paths[i])}): "
+                                         f"{result}") from result
+                    changed.add(keys[i])
+        finally:
+            for path in paths:
+                store.fs.invalidate_cache(path)
+        return changed
 
 
 class ZipStore(FsspecStore):

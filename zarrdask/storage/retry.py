@@ -4,7 +4,9 @@ Pure code. A failure is transient when it is a timeout, a dropped or refused con
 or an HTTP answer saying the server is overloaded or failed (5xx, 429, S3's ``SlowDown``
 and its kin); the libraries below fsspec raise these in their own classes, so they are
 recognised by status, error code or class name anywhere in the exception's chain,
-without importing those libraries. A missing key is never transient.
+without importing those libraries. A missing key is never transient. A conditional request
+refused because the object is no longer as it was read is not transient either: it is
+a change by another writer (``is_changed``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["RetryPolicy", "is_range_not_satisfiable", "is_transient"]
+__all__ = ["RetryPolicy", "is_changed", "is_range_not_satisfiable", "is_transient"]
 
 _TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
     "RequestTimeout", "RequestTimeoutException", "InternalError", "ServiceUnavailable", "BadGateway",
 })
+#: a failed precondition, a conditional write racing another (S3: retry after reading the ETag
+#: again), an object deleted since it was read
+_CHANGED_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"})
 _TRANSIENT_CLASSES = frozenset({
     "ClientConnectionError", "ServerDisconnectedError", "ServerTimeoutError", "ClientPayloadError",
     "ClientOSError", "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError",
@@ -69,6 +74,13 @@ def _answer(exc: BaseException) -> tuple[int | None, str | None]:
 def is_range_not_satisfiable(exc: BaseException) -> bool:
     """Whether the server answered HTTP 416 (a range past the end, or of an empty value)."""
     return any(_answer(e)[0] == 416 or _answer(e)[1] == "InvalidRange" for e in _chain(exc))
+
+
+def is_changed(exc: BaseException) -> bool:
+    """Whether a conditional request (S3 ``If-Match`` / ``If-None-Match``) failed because the
+    object is not as it was read: HTTP 412, S3's 409 ``ConditionalRequestConflict``, or the
+    object gone (``NoSuchKey``)."""
+    return any(status == 412 or code in _CHANGED_CODES for status, code in map(_answer, _chain(exc)))
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -11,17 +11,28 @@ itself was made with, so the library imports nothing of zarr-python.
 A store writing into a session (an Icechunk session's, see :mod:`.transactional`) pickles
 as a fork of the session, so it can travel to worker processes; the copy is ``forked``
 and its writes come back through :func:`.transactional.changes`.
+
+How a read-modify-write is guarded (``guard``): a session's store (Icechunk) by the session
+(``"session"``, the plain update): Icechunk refuses a commit whose branch moved since the
+session began (``ConflictError``); rebasing with ``ConflictDetector`` fails
+(``ChunkDoubleUpdate``) where both sessions wrote one chunk key, and succeeds where they
+wrote different ones (checked on icechunk 1.1.21). zarr-python's ``MemoryStore`` by
+comparing under the lock every zarrdask writer of that store object holds (``"compare"``,
+``in_process.py``). Any other (local files, fsspec, obstore) has no guard: zarr-python
+writes neither conditionally nor under a lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, split_listing
+from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, split_listing
+from .in_process import CompareUpdate, container_lock
 from .requests import Requests, background_loop
 from .transactional import fork_store, is_transactional
 
@@ -38,6 +49,11 @@ def is_zarr_python_store(obj: object) -> bool:
     return not isinstance(obj, Store) and all(hasattr(obj, m) for m in _METHODS) and (
         inspect.iscoroutinefunction(obj.get)  # type: ignore[attr-defined]
     )
+
+
+def _in_memory(inner: Any) -> bool:
+    """Whether ``inner`` is (a subclass of) zarr-python's ``MemoryStore``."""
+    return any(c.__name__ == "MemoryStore" and c.__module__.startswith("zarr.") for c in type(inner).__mro__)
 
 
 def _zarr_module(name: str) -> Any:
@@ -63,6 +79,12 @@ class ZarrPythonStore(StreamedReads, Store):
         self._range, self._offset, self._suffix = (
             store_module.RangeByteRequest, store_module.OffsetByteRequest, store_module.SuffixByteRequest)
         self._prototype = _zarr_module("zarr.core.buffer").default_buffer_prototype()
+        self._lock = container_lock(inner) if _in_memory(inner) else None
+        self._writing = self._lock or contextlib.nullcontext()
+        if forked or is_transactional(inner):
+            self.guard = "session"
+        elif self._lock is not None:
+            self.guard = "compare"
 
     # -- running coroutines --------------------------------------------------------------
     def _run(self, what: str, request: Any) -> Any:
@@ -123,9 +145,10 @@ class ZarrPythonStore(StreamedReads, Store):
         keys = list(items)
         make = self._prototype.buffer.from_bytes
         calls = [lambda k=k, v=items[k]: self.inner.set(k, make(bytes(v))) for k in keys]
-        for i, result in self._requests.stream(background_loop(), calls):
-            if isinstance(result, Exception):
-                raise StoreError(f"cannot write key {keys[i]!r} to {self.url}: {result}") from result
+        with self._writing:
+            for i, result in self._requests.stream(background_loop(), calls):
+                if isinstance(result, Exception):
+                    raise StoreError(f"cannot write key {keys[i]!r} to {self.url}: {result}") from result
 
     def _delete(self, key: str) -> None:
         self._delete_many([key])
@@ -134,11 +157,15 @@ class ZarrPythonStore(StreamedReads, Store):
         # chunks before the metadata documents of their nodes: a transactional store
         # (Icechunk) refuses to delete the chunks of an array whose zarr.json is gone
         documents = [k for k in keys if k.rsplit("/", 1)[-1] in _DOCUMENTS]
-        for batch in ([k for k in keys if k.rsplit("/", 1)[-1] not in _DOCUMENTS], documents):
-            calls = [lambda k=k: self.inner.delete(k) for k in batch]
-            for i, result in self._requests.stream(background_loop(), calls):
-                if isinstance(result, Exception) and not isinstance(result, FileNotFoundError):
-                    raise StoreError(f"cannot delete key {batch[i]!r} from {self.url}: {result}") from result
+        with self._writing:
+            for batch in ([k for k in keys if k.rsplit("/", 1)[-1] not in _DOCUMENTS], documents):
+                calls = [lambda k=k: self.inner.delete(k) for k in batch]
+                for i, result in self._requests.stream(background_loop(), calls):
+                    if isinstance(result, Exception) and not isinstance(result, FileNotFoundError):
+                        raise StoreError(f"cannot delete key {batch[i]!r} from {self.url}: {result}") from result
+
+    def _update(self, keys: list[str]) -> Update:
+        return Update(self, keys) if self._lock is None else CompareUpdate(self, keys, self._lock)
 
     # -- identity ----------------------------------------------------------------------
     @property
