@@ -18,6 +18,7 @@ from ..metadata.nodes import GroupMetadata, NodeMetadata
 from ..plan.fetch_plan import ReadPlan
 from ..storage import open_store
 from ..storage.base import Store, join_path, node_path
+from ..storage.records import warn_interrupted
 from .array import Array, ArrayOptions
 from .array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
 from .create import commit_array, plan_array
@@ -91,6 +92,7 @@ def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, 
     if set(spec) - set(_EXPECTED) - {"attributes"}:
         full = {"shape": array.shape, "dtype": array.dtype, **{k: v for k, v in spec.items() if k != "chunks"}}
         plan_array(store, path, ArraySpec(**full), meta.zarr_format, options, function)
+    warn_interrupted(store, path)
     return array
 
 
@@ -163,6 +165,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
         raise _not_an_array(function, s, path, meta)
     group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=_group_options(options))
     _check_consolidated(group, use_consolidated)
+    warn_interrupted(s, path, group=True)
     return group
 
 
@@ -233,6 +236,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
                                  + (" (mode='w' replaces it with a group)" if mode != "r" else ""))
     group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=options)
     _check_consolidated(group, use_consolidated)
+    warn_interrupted(s, path, group=True)
     return group
 
 

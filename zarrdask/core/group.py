@@ -29,6 +29,7 @@ from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
 from ..metadata.v3 import GroupMetadataV3
 from ..storage import open_store
 from ..storage.base import Store, join_path, normalize_key
+from ..storage.records import RECORDS_DIR, warn_interrupted
 from .array import Array, ArrayOptions
 from .cache import forget_below
 from .create import OVERWRITE_HINT, create_array, create_legacy, write_group
@@ -154,6 +155,7 @@ class Group(Node[GroupMetadata]):
                                   self._options)
         if self._consolidated is not None and name in self._consolidated:
             node.attach_consolidated(self._consolidated, name)
+        warn_interrupted(self._store, node.path)  # (where that is free: a stat on a local disk)
         return node
 
     def get(self, path: str, default: Any = None) -> Any:
@@ -478,7 +480,7 @@ def walk(store: Store, path: str, metadata: NodeMetadata, max_depth: int | None 
         children: list[str] = []
         for rel in level:
             _, dirs = store.list_dir(join_path(path, rel))
-            children.extend(join_path(rel, d) for d in dirs)
+            children.extend(join_path(rel, d) for d in dirs if d != RECORDS_DIR)
         metas = read_nodes(store, [join_path(path, c) for c in children], metadata.zarr_format)
         level = []
         for child, meta in zip(children, metas):

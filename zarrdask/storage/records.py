@@ -1,0 +1,193 @@
+"""Records of write calls in progress, so that one that never finished stays visible.
+
+A write call (``zarrdask.to_zarr``, ``Dataset.zarrdask.to_zarr``, ``zarrdask.copy``)
+writes a small JSON document at ``<node>/.zarrdask-writes/<id>.json`` before its first
+data byte and deletes it after its last: a call killed, interrupted or failed in
+between leaves it, and ``verify`` reports it, ``open`` warns of it. The directory is
+hidden below the node it is about, so other readers (zarr-python, TensorStore) see no
+node and no chunk there, and zarrdask's own listings skip it as they skip
+``.zarrdask-staging``.
+
+The id is a digest of the call, the node and the region written (never the time), so
+running the same call again writes and then deletes the same key; a finished array
+write also deletes older records of its node whose regions it covers. The document holds
+the call, the ISO time it started (UTC), host and pid, the region, the planned units
+and bytes, and the zarrdask version.
+
+Finding records costs a request, so ``open`` looks only where it is free: a stat on a
+local disk, a dictionary in memory; on other stores only a group's open looks, with one
+listing of its own records, once per group per process.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib.metadata
+import json
+import os
+import socket
+import warnings
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..errors import InterruptedWriteWarning
+from .base import Store, join_path
+from .fsspec_store import FsspecStore, ZipStore, fs_protocols
+from .local import LocalStore
+from .memory import MemoryStore
+from .transactional import in_session
+
+__all__ = ["RECORDS_DIR", "WriteRecord", "clear_record", "is_record", "keeps_records", "read_records",
+           "warn_interrupted", "write_record"]
+
+RECORDS_DIR = ".zarrdask-writes"  # below a node's path: the records of write calls not yet finished
+
+_shown: set[tuple[str, str, str]] = set()  # (store url, record key, started): warned of in this process
+_listed: set[tuple[str, str]] = set()  # (store url, node path): a remote group's records looked for
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    """One write call: what it is (``call``, ``node``, ``region``: JSON, e.g. ``[[start,
+    stop], ...]`` of an array), what it planned (``units``: storage units, None when not
+    counted; ``nbytes``: uncompressed bytes), and who ran it when (set by :meth:`stamped`)."""
+
+    call: str
+    node: str
+    region: Any
+    units: int | None
+    nbytes: int
+    started: str = ""
+    host: str = ""
+    pid: int = 0
+    version: str = ""
+
+    @property
+    def id(self) -> str:
+        """The same for the same call, node and region, so a rerun finds its record."""
+        what = json.dumps([self.call, self.node, self.region], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(what.encode()).hexdigest()[:20]
+
+    @property
+    def key(self) -> str:
+        return join_path(self.node, RECORDS_DIR, f"{self.id}.json")
+
+    def stamped(self) -> WriteRecord:
+        """This record as it starts now, here."""
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        return replace(self, started=now, host=socket.gethostname(), pid=os.getpid(), version=_version())
+
+    def describe(self) -> str:
+        """One line: which call, when, where, what region, how much was planned."""
+        planned = f"{self.units} storage units, " if self.units is not None else ""
+        return (f"{self.call} started {self.started} on {self.host} (pid {self.pid}, zarrdask {self.version}) "
+                f"did not finish: region {_region_text(self.region)}, {planned}{self.nbytes:,} bytes planned. "
+                "Run the same call again to complete it (that removes this record)")
+
+
+def _region_text(region: Any) -> str:
+    if isinstance(region, list) and all(isinstance(r, list) and len(r) == 2 for r in region):
+        return "[" + ", ".join(f"{a}:{b}" for a, b in region) + "]"
+    return json.dumps(region, sort_keys=True)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("zarrdask")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def is_record(key: str) -> bool:
+    """Whether ``key`` lies inside a ``.zarrdask-writes`` directory."""
+    return RECORDS_DIR in key.split("/")
+
+
+def keeps_records(store: Store) -> bool:
+    """Whether writes into ``store`` are recorded: not into a session (nothing is visible
+    before its commit, which the caller makes) nor a zip archive (never updated in place)."""
+    return not in_session(store) and not isinstance(_base(store), ZipStore)
+
+
+def write_record(store: Store, record: WriteRecord) -> WriteRecord:
+    """Store ``record``, stamped with now, this host and process unless it is already;
+    the stamped record."""
+    record = record if record.started else record.stamped()
+    store.set(record.key, json.dumps(asdict(record), sort_keys=True, indent=1).encode())
+    return record
+
+
+def clear_record(store: Store, record: WriteRecord) -> None:
+    """Delete ``record`` (its write finished) and, for an array's region, the node's older
+    records of regions inside it (those writes are complete now)."""
+    keys = [record.key]
+    if _bounds(record.region) is not None:
+        keys += [r.key for r in read_records(store, record.node) if _covers(record.region, r.region)]
+    store.delete_many(keys)
+
+
+def _bounds(region: Any) -> list[tuple[int, int]] | None:
+    if isinstance(region, list) and all(isinstance(r, list) and len(r) == 2 for r in region):
+        return [(int(a), int(b)) for a, b in region]
+    return None
+
+
+def _covers(outer: Any, inner: Any) -> bool:
+    a, b = _bounds(outer), _bounds(inner)
+    return a is not None and b is not None and len(a) == len(b) and all(
+        lo <= ilo and ihi <= hi for (lo, hi), (ilo, ihi) in zip(a, b))
+
+
+def read_records(store: Store, node: str) -> list[WriteRecord]:
+    """The records of the node at ``node`` (one listing), sorted by key; a record that
+    does not parse is read as one of an unknown call, so it is still reported."""
+    prefix = join_path(node, RECORDS_DIR)
+    keys = sorted(k for k in store.list_prefix(prefix) if k.endswith(".json"))
+    return [_parse(node, key, blob) for key, blob in zip(keys, store.get_many(keys)) if blob is not None]
+
+
+def _parse(node: str, key: str, blob: bytes) -> WriteRecord:
+    try:
+        doc = json.loads(blob)
+        return WriteRecord(**{k: doc[k] for k in WriteRecord.__dataclass_fields__ if k in doc})
+    except (ValueError, TypeError, KeyError):
+        return WriteRecord(f"an unreadable record ({key})", node, None, None, 0)
+
+
+def _base(store: Store) -> Store:
+    while isinstance(getattr(store, "inner", None), Store):
+        store = store.inner  # type: ignore[attr-defined]
+    return store
+
+
+def _free(store: Store, node: str) -> bool | None:
+    """Whether the node may hold records, when that costs no request (None: it would)."""
+    base = _base(store)
+    if isinstance(base, LocalStore):
+        return os.path.isdir(os.path.join(base.root, *node.split("/"), RECORDS_DIR))
+    if isinstance(base, FsspecStore) and base.on_local_disk:
+        return os.path.isdir(base.directory(join_path(node, RECORDS_DIR)))
+    if isinstance(base, MemoryStore) or (isinstance(base, FsspecStore) and "memory" in fs_protocols(base.fs)):
+        return True
+    return None
+
+
+def warn_interrupted(store: Store, node: str, *, group: bool = False) -> None:
+    """Warn (:class:`~zarrdask.errors.InterruptedWriteWarning`, once per record and
+    process) of the write calls at ``node`` that did not finish. Looks where that is free;
+    elsewhere only for a ``group``, once per group and process (one listing)."""
+    found = _free(store, node)
+    if found is None and group and (store.url, node) not in _listed:
+        _listed.add((store.url, node))
+        found = True
+    if not found:
+        return
+    new = [r for r in read_records(store, node) if (store.url, r.key, r.started) not in _shown]
+    if not new:
+        return
+    _shown.update((store.url, r.key, r.started) for r in new)
+    lines = "\n".join(f"  {r.key}: {r.describe()}" for r in new)
+    warnings.warn(f"{store.url}: {len(new)} write call(s) into the node {node or '/'!r} did not finish, so its data "
+                  f"may be partly written (zarrdask.verify lists every such record):\n{lines}",
+                  InterruptedWriteWarning, stacklevel=3)
