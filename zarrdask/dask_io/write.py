@@ -4,11 +4,14 @@ The write planner (:mod:`zarrdask.plan.write_plan`) gives every storage unit (sh
 sharded, else chunk) exactly one owner task; :mod:`.write_graph` turns the plan into
 lazy layers of ``zarrdask-write`` tasks that depend directly on the source blocks they
 need (no rechunk, no locks), gathered into one final key of a ``dask.delayed.Delayed``.
-Metadata (creating or resizing the array) is written eagerly, before any chunk task exists.
+Metadata (creating or resizing the array) is written eagerly, before any chunk task exists;
+the call's record (:mod:`zarrdask.storage.records`) by the graph's first task, and deleted by
+its last, so a write that never finishes stays visible to ``verify`` and ``open``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -24,7 +27,8 @@ from ..core.create import create_array
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
-from .transactions import check_read_after_write, check_travels, run_writes
+from ..storage.records import WriteRecord, keeps_records
+from .transactions import Writes, check_read_after_write, check_travels, run_writes
 from .dask_keywords import (ReadKeywords, WriteKeywords, merged, read_keywords, staging_choice, task_bytes,
                             write_keywords)
 from .read import from_zarr, open_location, open_source
@@ -35,7 +39,7 @@ from .write_graph import write_graph
 if TYPE_CHECKING:
     from ..storage import StoreLike
 
-__all__ = ["plan_write", "to_zarr"]
+__all__ = ["plan_write", "planned", "to_zarr", "write_into"]
 
 MODES = ("w-", "w", "r+", "a")
 _EXPECTED = ("shape", "dtype", "chunks", "zarr_format")  # array keywords checked against an existing target
@@ -114,7 +118,9 @@ def to_zarr(
     metadata is already written). ``return_stored=True`` returns a dask array of the
     stored data instead: read back from the target after the write (with ``compute=False``
     computing it writes first; not with dask's array query planning, which has no
-    ``to_zarr`` itself).
+    ``to_zarr`` itself). Until the last task ends the array holds the call's record
+    (``.zarrdask-writes/``): ``verify`` reports it and ``open`` warns of it if the write is
+    killed or fails; the same call run again completes the write and deletes it.
 
     ``task_size``: how much one write task covers. ``None`` (default): one task per run
     of whole shards inside one dask block, or per shard that dask blocks cut (a big block
@@ -199,15 +205,37 @@ def to_zarr(
     if not isinstance(arr, da.Array):
         arr = np.asarray(arr)
     target, region = _prepare_target(arr, location, mode, region, append_axis, storage_options, given, reading)
-    writer = target.with_options(**{"threads": 1, **given.options})
-    source = _as_dask(arr, target, region)
-    plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region,
-                           task_bytes=target_bytes, itemsize=target.dtype.itemsize)
-    delayed = write_graph(source, writer, plan, staging=staging)
+    delayed = write_into(arr, target.with_options(**{"threads": 1, **given.options}), region,
+                         task_bytes=target_bytes, staging=staging, call=FUNCTION)
     if compute:
         run_writes([delayed], progress)
         return stored(target, region) if return_stored else target
     return stored(target, region, delayed) if return_stored else delayed
+
+
+def write_into(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...], *, task_bytes: int | None = None,
+               staging: bool | None = None, call: str | None = None) -> Writes:
+    """The graph writing ``x`` into ``region`` (step-1 slices, checked) of ``target`` (its
+    options as the writes should use them). ``call``: the public call it is, whose record
+    the graph stores before its first write and deletes after its last (see
+    :mod:`zarrdask.storage.records`); None for writes that are part of a call recorded
+    by its caller (a Dataset's variables, a copy's arrays)."""
+    source = _as_dask(x, target, region)
+    target.units.check_region(region)  # a store that cannot guard a shard cut by the region: refused now
+    plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region,
+                           task_bytes=task_bytes, itemsize=target.dtype.itemsize)
+    record = None
+    if call is not None and keeps_records(target.store):
+        record = WriteRecord(call, target.path, [[s.start, s.stop] for s in region], *planned(target, region))
+    return write_graph(source, target, plan, staging=staging, record=record)
+
+
+def planned(target: Array, region: tuple[slice, ...]) -> tuple[int, int]:
+    """The storage units a write of ``region`` (step-1 slices) of ``target`` touches, and
+    its bytes before encoding (what a write's record says it planned)."""
+    units = math.prod(len(axis.overlapping(s.start, s.stop)) if s.stop > s.start else 0
+                      for s, axis in zip(region, target.unit_grid))
+    return units, math.prod(s.stop - s.start for s in region) * target.dtype.itemsize
 
 
 def write_mode(mode: str | None, region: Any, *, overwrite: bool | None, into_array: bool) -> str:

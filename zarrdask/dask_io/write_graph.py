@@ -30,6 +30,12 @@ with a blockwise source so the task that computes a block stages it), and each w
 reads what the stage tasks of its blocks staged for it. Worker memory then holds the
 blocks and shards in flight, not that front, for one more write and read of the pieces.
 
+With a :class:`~zarrdask.storage.records.WriteRecord` (``to_zarr``'s own calls) a
+``zarrdask-record`` task writes it into the target's store and every write task waits for
+it, so it is stored when the graph is computed, before any data; the done tree's top task
+deletes it after the last write. A graph killed or failed in between leaves it, for
+``verify`` and ``open`` to report (:mod:`zarrdask.storage.records`).
+
 Into a transactional store (an Icechunk session) each write task returns the changes of
 the fork it wrote through and the tree merges them on the way up, so the final key
 computes to them (see :mod:`.transactions`); elsewhere every result is None.
@@ -48,7 +54,7 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
-from dask.highlevelgraph import HighLevelGraph
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import List, Task, TaskRef
 
 from ..compat.dask import block_layer, fuse_blockwise, lazy_layer
@@ -57,13 +63,15 @@ from ..errors import InvalidModeError
 from ..metadata.grid import AxisGrid
 from ..plan import CUT_BYTES, WritePlan
 from ..plan.write_plan import AxisGroup
+from ..storage.base import Store
+from ..storage.records import WriteRecord, clear_record, write_record
 from ..storage.transactional import changes, merge_changes
 from .staging import (STAGING_DIR, BlockPieces, StagedPiece, Staging, Written, finish_staging, read_into,
                       stage_block, staging_refusal)
 from .transactions import Writes, check_forkable, combined
 
 __all__ = ["AxisCuts", "BlockStages", "CUT_BYTES", "DoneTree", "FAN_IN", "PIECE_PRIORITY", "PRIORITY", "PlanPieces",
-           "PlanWrites", "axis_cuts", "cut_piece", "gathered", "write_graph", "write_region"]
+           "PlanWrites", "Recorded", "axis_cuts", "cut_piece", "finish_write", "gathered", "then_cleared", "write_graph", "write_region"]
 
 FAN_IN = 64  # results gathered per task of the final tree
 PRIORITY = 1  # writes of a misaligned write: above the default (0) of the source's tasks
@@ -71,7 +79,7 @@ PIECE_PRIORITY = 2  # its pieces: above the writes, so a cut block is freed befo
 
 
 def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None,
-                staging: bool | None = None) -> Writes:
+                staging: bool | None = None, record: WriteRecord | None = None) -> Writes:
     """A ``Delayed`` writing ``plan`` into ``target`` from the blocks of ``source``::
 
         ("zarrdask-write-<id>", i, j)       -> write_region(target, region, layout, [(x, k, l), ...])
@@ -85,7 +93,8 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     session's fork). ``staging``: whether those pieces go through the target's store (see
     the module's docstring; decided by :meth:`WritePlan.pieces`): True also cuts blocks of
     any size; None (the default) stages when the pieces waiting for the next block row
-    would hold more than one thread's work.
+    would hold more than one thread's work. ``record``: the call's record, stored by a
+    ``("zarrdask-record-<id>")`` task every write task waits for and deleted by the top task.
     """
     check_forkable(target)
     token = uuid.uuid4().hex
@@ -101,8 +110,10 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     if pieces_of.staged:
         stages = BlockStages(f"zarrdask-stage-{token}", plan,
                              Staging(target.store, "/".join(p for p in (target.path, STAGING_DIR, token) if p)))
-    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces, stages)
-    done = DoneTree(f"zarrdask-write-done-{token}", writes, None if stages is None else stages.staging)
+    recorded = None if record is None else Recorded(f"zarrdask-record-{token}", target.store, record)
+    writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces, stages,
+                        None if recorded is None else recorded.name)
+    done = DoneTree(f"zarrdask-write-done-{token}", writes, None if stages is None else stages.staging, recorded)
     write_layer = lazy_layer(writes)
     caller = dask.get_annotations()  # the caller's own priority wins
     if stages is not None:  # one stage task per block, fused with a blockwise source
@@ -128,12 +139,16 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
 
 def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array, fuse: bool = False
                ) -> Writes:
-    """``graph`` (up to the write tasks) topped by the done tree's layer, as a ``Writes``;
-    with ``fuse``, its blockwise layers fused (a stage layer into a blockwise source)."""
-    graph = HighLevelGraph(
-        {**graph.layers, done.name: lazy_layer(done)},
-        {**graph.dependencies, done.name: {writes.name}},
-    )
+    """``graph`` (up to the write tasks) topped by the done tree's layer, and below them
+    the record's task when there is one, as a ``Writes``; with ``fuse``, its blockwise
+    layers fused (a stage layer into a blockwise source)."""
+    layers, dependencies = {**graph.layers, done.name: lazy_layer(done)}, {**graph.dependencies, done.name: {writes.name}}
+    if done.recorded is not None:
+        name = done.recorded.name
+        layers[name] = MaterializedLayer({name: Task(name, write_record, done.recorded.store, done.recorded.record)})
+        dependencies[name] = set()
+        dependencies[writes.name] = {*dependencies[writes.name], name}
+    graph = HighLevelGraph(layers, dependencies)
     if fuse:
         graph = fuse_blockwise(graph, [done.name])
     return Writes(done.name, graph, target.store)
@@ -148,6 +163,19 @@ def gathered(tasks: list[Delayed], into: Any) -> Writes:
         level = [combined(level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
     top = combined(level)
     return Writes(top.key, top.dask, into)
+
+
+def then_cleared(graph: Delayed, store: Store, record: WriteRecord) -> Delayed:
+    """``graph`` (a write computing to its changes) topped by a task that deletes the
+    call's ``record`` from ``store`` once it is computed, and computes to the same."""
+    name = f"zarrdask-record-done-{uuid.uuid4().hex}"
+    layer = {name: Task(name, _cleared, TaskRef(graph.key), store, record)}
+    return Delayed(name, HighLevelGraph.from_collections(name, MaterializedLayer(layer), dependencies=[graph]))
+
+
+def _cleared(result: Any, store: Store, record: WriteRecord) -> Any:
+    clear_record(store, record)
+    return result
 
 
 class AxisCuts(NamedTuple):
@@ -268,8 +296,9 @@ class PlanWrites:
     or with ``stages`` what each block's stage task staged for it."""
 
     def __init__(self, name: str, source_name: str, target: Array, plan: WritePlan, pieces: PlanPieces,
-                 stages: BlockStages | None = None) -> None:
+                 stages: BlockStages | None = None, after: str | None = None) -> None:
         self.name = name
+        self.after = after  # the key of the task each write waits for (the record's), if any
         self.source_name = source_name
         self.target = target
         self.plan = plan
@@ -302,7 +331,7 @@ class PlanWrites:
         if self.stages is not None:
             inputs = [TaskRef((self.stages.name, *p.block)) for p in task.pieces]
             return Task(key, write_region, self.target, task.region, layout, List(*inputs), self.stages.staging,
-                        tuple(index))
+                        tuple(index), self._after())
         per_axis = [
             [(p.block, cut.misaligned[g][n], cut.partial[g][n]) for n, p in enumerate(pieces)]
             for g, pieces, cut in zip(index, task.axis_pieces, self.pieces.cuts)
@@ -314,18 +343,32 @@ class PlanWrites:
                 inputs.append(TaskRef((self.pieces.name, *index, *blocks)))
             else:
                 inputs.append(TaskRef((self.source_name, *blocks)))
-        return Task(key, write_region, self.target, task.region, layout, List(*inputs))
+        return Task(key, write_region, self.target, task.region, layout, List(*inputs), None, (), self._after())
+
+    def _after(self) -> TaskRef | None:
+        return None if self.after is None else TaskRef(self.after)
+
+
+class Recorded(NamedTuple):
+    """The record of a write (stored by the task ``name`` into ``store``, see the module's
+    docstring)."""
+
+    name: str
+    store: Store
+    record: WriteRecord
 
 
 class DoneTree:
     """Tasks ``(name, level, k)`` each waiting on up to :data:`FAN_IN` tasks of the level
     below (level 0: the writes), topped by the task ``name`` (which also removes
-    ``staging``'s prefix, when given)."""
+    ``staging``'s prefix, then deletes ``recorded``'s record, when given)."""
 
-    def __init__(self, name: str, writes: PlanWrites, staging: Staging | None = None) -> None:
+    def __init__(self, name: str, writes: PlanWrites, staging: Staging | None = None,
+                 recorded: Recorded | None = None) -> None:
         self.name = name
         self.writes = writes
         self.staging = staging
+        self.recorded = recorded
         sizes = [len(writes)]
         while sizes[-1] > FAN_IN:
             sizes.append(math.ceil(sizes[-1] / FAN_IN))
@@ -360,12 +403,22 @@ class DoneTree:
         if key == self.name:
             top = len(self.sizes)
             below = self._below(top, 0) if self.sizes[-1] else []
+            if self.recorded is not None:
+                return Task(key, finish_write, List(*(TaskRef(k) for k in below)), self.staging, self.recorded)
             if self.staging is not None:
                 return Task(key, finish_staging, self.staging, List(*(TaskRef(k) for k in below)))
         else:
             _, level, k = key  # type: ignore[misc]
             below = self._below(level, k)
         return Task(key, merge_changes, List(*(TaskRef(k) for k in below)))
+
+
+def finish_write(results: list[Any], staging: Staging | None, recorded: Recorded) -> Any:
+    """The done tree's top task of a recorded write: the changes merged, the staging prefix
+    removed, and last the write's record deleted (the write is complete)."""
+    merged = merge_changes(results) if staging is None else finish_staging(staging, results)
+    clear_record(recorded.store, recorded.record)
+    return merged
 
 
 def cut_piece(block: np.ndarray, slices: tuple[slice, ...]) -> np.ndarray:
@@ -381,6 +434,7 @@ def write_region(
     blocks: list[Any],
     staging: Staging | None = None,
     index: tuple[int, ...] = (),
+    after: Any = None,
 ) -> Any:
     """One write task: assemble ``region`` from the pieces of ``blocks`` and store it;
     returns the changes to merge back when the target's store is a session's fork.
@@ -392,7 +446,8 @@ def write_region(
     block the task takes whole) and is used as it is. With ``staging``, each input is what
     a block's stage task (:func:`~.staging.stage_block`) staged, by write task: this
     task's (at ``index``) pieces are read from the store band by band into the region,
-    and once it is written the task is marked done and its pieces deleted.
+    and once it is written the task is marked done and its pieces deleted. ``after``:
+    the result of the task this one waits for (the stored record), unused.
     The target encodes whole shards, and read-modify-writes those the region only partly
     covers, inside this call; this task is their only writer.
     """
