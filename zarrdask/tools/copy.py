@@ -34,6 +34,7 @@ from ..metadata.v2 import GroupMetadataV2
 from ..metadata.v3 import GroupMetadataV3
 from ..storage import open_store
 from ..storage.base import Store, join_path
+from ..storage.records import WriteRecord, clear_record, keeps_records, write_record
 from ..storage.transactional import changes
 from .copy_layout import Options, same_bytes, target_metadata
 from .migrate import migrate
@@ -58,8 +59,11 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     ``{dimension name: size}``; ``shards=None`` removes sharding. ``compressors``:
     ``"keep"``, ``None`` (none) or codecs as for ``create_array``; ``zarr_format``: the
     target's (default the source's). The target must be empty unless ``overwrite`` (then
-    its contents are replaced). ``dry_run=True`` writes nothing and returns the
-    :class:`~zarrdask.tools.copy_plan.CopyPlan`; else the copied node is returned.
+    its contents are replaced) or it holds what the same copy left unfinished (its record,
+    written before the first byte and deleted after the last, see
+    :mod:`zarrdask.storage.records`: the copy is then redone). ``dry_run=True`` writes
+    nothing and returns the :class:`~zarrdask.tools.copy_plan.CopyPlan`; else the copied
+    node is returned.
     ``client``: a ``distributed.Client`` to run on; ``progress``: a progress bar."""
     chunks, shards = check_spec("chunks", chunks), check_spec("shards", shards)
     if zarr_format not in (None, 2, 3):
@@ -85,10 +89,15 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     targets = {rel: target_metadata(rel or "/", a, options) for rel, a in arrays.items()}
     plan = CopyPlan(src.url, dst.url, [plan_array(rel, a, targets[rel], dst, bytes_copied=same_bytes(a, targets[rel]),
                                                   measure=dry_run) for rel, a in arrays.items()], len(nodes) - len(arrays))
-    stale = _check_target(dst, overwrite=overwrite)
+    record = WriteRecord("zarrdask.copy", "", {"source": src.url, "path": path},
+                         sum(len(a.source_keys) for a in plan.arrays), sum(a.nbytes for a in arrays.values()))
+    recorded = keeps_records(dst)
+    stale = _check_target(dst, overwrite=overwrite or (recorded and dst.exists(record.key)))
     if dry_run:
         return plan
     dst.delete_many(stale)
+    if recorded:
+        write_record(dst, record)
     fmt = zarr_format or root.zarr_format
     for rel, node in nodes.items():
         if isinstance(node, Group):
@@ -98,6 +107,8 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     run_writes(writes, progress, client)
     if isinstance(root, Group) and root.consolidated and (fmt != root.zarr_format or not plan.unchanged):
         consolidate_metadata(dst)
+    if recorded:
+        clear_record(dst, record)
     return open_node(dst)
 
 
@@ -147,10 +158,12 @@ def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step:
         moved = {k: join_path(rel, k[len(array.path):].lstrip("/")) for k in keys}
         tasks = _copy_tasks(src, dst, [{k: moved[k] for k in keys[i:i + _BATCH]} for i in range(0, len(keys), _BATCH)])
         return [gathered(tasks, dst)] if tasks else []
-    from ..dask_io import from_zarr, to_zarr
+    from ..dask_io import from_zarr
+    from ..dask_io.write import write_into
 
     write_node(dst, rel, meta, created=True)
-    return [to_zarr(from_zarr(array), Array(dst, rel, meta), mode="r+", compute=False)]
+    target = Array(dst, rel, meta).with_options(threads=1)
+    return [write_into(from_zarr(array), target, tuple(slice(0, n) for n in target.shape))]
 
 
 def _copy_tasks(src: Store, dst: Store, batches: list[dict[str, str]]) -> list[Delayed]:

@@ -14,8 +14,9 @@ from dask.delayed import Delayed
 
 from zarrdask.compat.xarray import is_chunked_array
 from zarrdask.core.array import Array
+from zarrdask.dask_io.dask_keywords import task_bytes
 from zarrdask.dask_io.transactions import combined, run_writes
-from zarrdask.dask_io.write import to_zarr as dask_to_zarr
+from zarrdask.dask_io.write import planned, write_into
 
 __all__ = ["ArrayWrites"]
 
@@ -28,29 +29,26 @@ def _concrete_region(region: tuple[slice, ...], shape: tuple[int, ...]) -> tuple
 class ArrayWrites:
     """Write sources into zarrdask arrays: numpy at once, dask batched into one graph."""
 
-    __slots__ = ("_pending", "_staging", "_task_size")
+    __slots__ = ("_pending", "_staging", "_task_bytes", "regions", "units", "nbytes")
 
     def __init__(self, task_size: int | str | None = None, staging: bool | None = None) -> None:
         self._pending: list[Delayed] = []
-        self._task_size = task_size  # to_zarr's grouping of whole shards into write tasks
+        self.regions: dict[str, list[list[int]]] = {}  # array path -> the region written (the call's record)
+        self.units = self.nbytes = 0  # what they plan: storage units touched, bytes before encoding
+        self._task_bytes = task_bytes("to_zarr", task_size)  # to_zarr's grouping of whole shards into write tasks
         self._staging = staging  # to_zarr's: where the pieces of cut shards wait
 
     def add(self, source: Any, target: Array, region: tuple[slice, ...]) -> None:
         """Write ``source`` into ``target[region]`` (now, or later if it is dask)."""
         region = _concrete_region(region, target.shape)
+        self.regions[target.path] = [[s.start, s.stop] for s in region]
+        units, nbytes = planned(target, region)
+        self.units += units
+        self.nbytes += nbytes
         if is_chunked_array(source):
-            self._pending.append(
-                dask_to_zarr(
-                    source,
-                    target,
-                    region=region,
-                    mode="r+",
-                    compute=False,
-                    write_empty_chunks=target.options.write_empty_chunks,
-                    task_size=self._task_size,
-                    staging=self._staging,
-                )
-            )
+            # (part of the Dataset's write call, whose record the writer keeps)
+            self._pending.append(write_into(source, target.with_options(threads=1), region,
+                                            task_bytes=self._task_bytes, staging=self._staging))
         else:
             target[region] = np.asarray(source)
 

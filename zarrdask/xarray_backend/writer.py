@@ -31,9 +31,11 @@ from zarrdask.compat.xarray import (
 from zarrdask.core.group import Group, consolidate_metadata
 from zarrdask.dask_io.dask_keywords import staging_choice, task_bytes
 from zarrdask.dask_io.transactions import check_travels
+from zarrdask.dask_io.write_graph import then_cleared
 from zarrdask.errors import DatasetError
 from zarrdask.keywords import refuse
 from zarrdask.storage import MemoryStore
+from zarrdask.storage.records import WriteRecord, clear_record, keeps_records, write_record
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.public import public
 from zarrdask.xarray_backend.region import RegionArg
@@ -147,7 +149,7 @@ def write_dataset(
     dump_to_store(ds, zstore, writes, encoding=encoding)
     if consolidated is not False and mode != "r+":
         consolidate_metadata(root.store)
-    return _finish(writes, root, chunkmanager_store_kwargs, compute=compute, progress=progress)
+    return _finish(writes, root, chunkmanager_store_kwargs, compute=compute, progress=progress, function=function)
 
 
 @public("zarrdask.xarray_backend.datatree_to_zarr")
@@ -241,7 +243,7 @@ def write_datatree(
         dump_to_store(node_ds, node_store, writes, encoding=node_encoding)
     if consolidated and mode != "r+":
         consolidate_metadata(root.store)
-    return _finish(writes, root, chunkmanager_store_kwargs, compute=compute, progress=progress)
+    return _finish(writes, root, chunkmanager_store_kwargs, compute=compute, progress=progress, function=function)
 
 
 def _check_progress(
@@ -270,9 +272,26 @@ def _finish(
     *,
     compute: bool,
     progress: bool,
+    function: str,
 ) -> Group | Delayed:
     """Send the metadata and in-memory data held by the group's store, then run (or
-    defer) the dask writes; the written group, or the deferred writes."""
-    root.store.flush()
+    defer) the dask writes; the written group, or the deferred writes.
+
+    The call's record (``function``, the group, every array's region; see
+    :mod:`zarrdask.storage.records`) is stored before anything held is sent, so it is
+    there from the first byte (with ``compute=False`` too: metadata and in-memory data
+    are sent now), and deleted after the last dask write (with ``compute=False`` by the
+    returned graph's last task)."""
+    held = root.store
+    record = None
+    if keeps_records(held):
+        record = WriteRecord(function, root.path, writes.regions, writes.units, writes.nbytes)
+        record = write_record(held, write_record(getattr(held, "inner", held), record))  # (held: it replaces a held delete)
+    held.flush()
     delayed = writes.sync(compute=compute, progress=progress, **(compute_kwargs or {}))
-    return root if delayed is None else delayed
+    if record is None:
+        return root if delayed is None else delayed
+    if delayed is None:
+        clear_record(held, record)
+        return root
+    return then_cleared(delayed, held, record)
