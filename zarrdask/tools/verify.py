@@ -5,7 +5,9 @@ that every stored chunk or shard reads through zarrdask's own read path (codecs 
 crc32c checksums match, shard indexes lie inside their shard and do not overlap); that
 every key belongs to a node (keys that belong to no chunk are orphans, leftover
 temporary files of interrupted atomic writes, and pieces an interrupted staged Dask write
-left, are reported apart); and that consolidated
+left, are reported apart); that no write call left the record of one that did not
+finish (``<node>/.zarrdask-writes/``, see :mod:`zarrdask.storage.records`: a problem, so
+``ok`` is False, until the call is run again); and that consolidated
 metadata agrees with the documents it copies. ``fix=True`` removes the temporary files
 and rewrites stale consolidated metadata; other findings need a person. Arrays whose
 chunks carry no checksum are listed apart (``unverifiable``): decoding them proves less.
@@ -32,6 +34,7 @@ from ..metadata.v3 import ArrayMetadataV3
 from ..metadata.consolidated import v2_documents_for
 from ..storage import open_store
 from ..storage.base import Store, join_path
+from ..storage.records import RECORDS_DIR, WriteRecord, is_record, read_records
 from ..storage.temporary import atomic_files, is_staged
 from .verify_display import report_html, report_text
 
@@ -45,7 +48,7 @@ _MARKERS = ("zarr.json", ".zarray", ".zgroup")
 @dataclass(frozen=True)
 class Finding:
     """One problem: the store key it is about, its kind (``metadata``, ``chunk``,
-    ``orphan``, ``temporary``, ``consolidated``) and what is wrong."""
+    ``orphan``, ``temporary``, ``interrupted``, ``consolidated``) and what is wrong."""
 
     key: str
     kind: str
@@ -70,6 +73,8 @@ class VerifyReport:
     #: arrays whose chunks carry no checksum: verified only as far as decoding goes (a
     #: flipped byte that still decodes cannot be seen); not a problem, not a clean bill either
     unverifiable: list[str] = field(default_factory=list)
+    #: the records of write calls that did not finish (each also a finding)
+    interrupted: list[WriteRecord] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -79,7 +84,8 @@ class VerifyReport:
         return {"store": self.store, "ok": self.ok, "nodes": self.nodes, "arrays": self.arrays,
                 "units_stored": self.units_stored, "units_checked": self.units_checked,
                 "findings": [vars(f) for f in self.findings], "fixed": [vars(f) for f in self.fixed],
-                "not_verifiable_beyond_decoding": list(self.unverifiable)}
+                "not_verifiable_beyond_decoding": list(self.unverifiable),
+                "interrupted_writes": [vars(r) for r in self.interrupted]}
 
     def __repr__(self) -> str:
         return report_text(self)
@@ -157,6 +163,9 @@ def _walk(store: Store, root: str, report: VerifyReport) -> dict[str, NodeMetada
         if meta is not None and meta.node_type == "array":
             nodes[path] = meta
             continue  # its keys are checked with its chunks
+        if RECORDS_DIR in dirs:
+            dirs = [d for d in dirs if d != RECORDS_DIR]
+            _report_records(store, path, report)
         known = _DOCS[meta.zarr_format]["group"] if meta is not None else set()
         report.findings.extend(Finding(join_path(path, v), "orphan", "belongs to no node (not a metadata document "
                                                                        "of a group, nor under an array)")
@@ -189,19 +198,31 @@ def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyRep
     expected = units.unit_keys()
     docs = {join_path(path, d) for d in _DOCS[meta.zarr_format]["array"]}
     stored = []
+    records = False
     for key in units.store.list_prefix(path):
         if key in expected:
             stored.append(key)
         elif is_staged(key):
             report.findings.append(_staged(key))
+        elif is_record(key):
+            records = True
         elif key not in docs:
             report.findings.append(Finding(key, "orphan", f"belongs to no chunk of array {path or '/'!r} "
                                                           f"(grid {tuple(a.count for a in array.unit_grid)})"))
+    if records:
+        _report_records(store, path, report)
     report.units_stored += len(stored)
     stored.sort()
     if sample is not None and sample < len(stored):
         stored = sorted(random.sample(stored, sample))
     return [_Unit(units, key, expected[key]) for key in stored]
+
+
+def _report_records(store: Store, path: str, report: VerifyReport) -> None:
+    """The records at the node ``path`` of write calls that did not finish, as findings."""
+    for record in read_records(store, path):
+        report.interrupted.append(record)
+        report.findings.append(Finding(record.key, "interrupted", record.describe()))
 
 
 def _staged(key: str) -> Finding:

@@ -1,9 +1,11 @@
 """How a ``verify`` report reads to people: a short text (``repr``) and an HTML display
-for Jupyter (a verdict in the header, counts, findings by kind, what was fixed). The
-report stays plain data; its ``__repr__`` and ``_repr_html_`` call these functions."""
+for Jupyter (a verdict in the header, counts, findings by kind, the write calls that did
+not finish, what was fixed). The report stays plain data; its ``__repr__`` and
+``_repr_html_`` call these functions."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -27,6 +29,29 @@ class Finding(Protocol):
     def problem(self) -> str: ...
 
 
+class Record(Protocol):
+    """``storage.records.WriteRecord``: a write call that did not finish."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def call(self) -> str: ...
+    @property
+    def started(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def region(self) -> object: ...
+    @property
+    def units(self) -> int | None: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def version(self) -> str: ...
+
+
 class Report(Protocol):
     """What the display reads of ``verify.VerifyReport``."""
 
@@ -47,6 +72,8 @@ class Report(Protocol):
     @property
     def unverifiable(self) -> Sequence[str]: ...
     @property
+    def interrupted(self) -> Sequence[Record]: ...
+    @property
     def ok(self) -> bool: ...
 
 
@@ -63,6 +90,9 @@ def report_text(report: Report) -> str:
     lines.extend(f"  {f.key or '<root>'}: {f.kind}: {f.problem}" for f in report.findings[:TEXT_FINDINGS])
     if len(report.findings) > TEXT_FINDINGS:
         lines.append(f"  ... and {len(report.findings) - TEXT_FINDINGS} more findings")
+    if report.interrupted:
+        calls = ", ".join(f"{r.call} ({r.started})" for r in report.interrupted[:TEXT_FINDINGS])
+        lines.append(f"  interrupted writes: {len(report.interrupted)}: {calls}")
     if report.fixed:
         lines.append(f"  fixed: {len(report.fixed)} ({', '.join(sorted({f.kind for f in report.fixed}))})")
     if report.unverifiable:
@@ -88,6 +118,14 @@ def report_html(report: Report) -> str:
     if report.findings:
         body += section("Findings", _findings_table(report.findings), count=len(report.findings),
                         preview=", ".join(kinds))
+    if report.interrupted:
+        rows = ((r.key, r.call, r.started, f"{r.host} / {r.pid}", json.dumps(r.region),
+                 "" if r.units is None else str(r.units), f"{r.nbytes:,}", r.version)
+                for r in report.interrupted[:HTML_FINDINGS])
+        table = rows_table(("record", "call", "started", "host / pid", "region", "units planned", "bytes planned",
+                            "zarrdask"), rows, total=len(report.interrupted))
+        body += section("Interrupted writes", table, count=len(report.interrupted),
+                        preview="run the same call again to complete each")
     if report.fixed:
         body += section("Fixed", _findings_table(report.fixed), count=len(report.fixed), open=False)
     if report.unverifiable:
