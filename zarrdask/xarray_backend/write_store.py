@@ -35,6 +35,7 @@ from zarrdask.core.group import Group
 from zarrdask.errors import ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.encoding import encode_fill_value_attr, write_layout
+from zarrdask.xarray_backend.stored_encoding import as_stored, without_cast
 from zarrdask.xarray_backend.region import RegionArg, resolve_region
 from zarrdask.xarray_backend.store import ZarrdaskDataStore
 
@@ -231,19 +232,22 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
     def _encode_like_stored(
         self, variables: Mapping[Hashable, Variable], names: set[Hashable]
     ) -> dict[Hashable, Variable]:
-        """Encode variables that already exist *exactly* as the stored ones are."""
+        """Encode variables that already exist *exactly* as the stored ones are, refused where
+        that would change a value (:mod:`zarrdask.xarray_backend.stored_encoding`)."""
         stored, _, _ = conventions.decode_cf_variables(
             {k: self.open_store_variable(str(k)) for k in names}, {}
         )
-        like_stored = {}
+        like_stored, casts = {}, {}
         for vn in names:
             validate_datatypes_for_zarr_append(vn, stored[vn], variables[vn])
             like_stored[vn] = variables[vn].copy(deep=False)
-            like_stored[vn].encoding = stored[vn].encoding
+            like_stored[vn].encoding, casts[vn] = without_cast(stored[vn].encoding, stored[vn].dtype)
         encoded, _ = self.encode(like_stored, {})
+        verb = "append to" if self._append_dim is not None else "write to"
         return {
             vn: validate_and_transpose_existing_dims(
-                vn, encoded[vn], stored[vn], self._region, self._append_dim
+                vn, as_stored(vn, verb, encoded[vn], stored[vn], casts[vn]), stored[vn], self._region,
+                self._append_dim,
             )
             for vn in names
         }
