@@ -220,6 +220,14 @@ def test_written_values_the_dtype_holds(target: str, value: Any) -> None:
     assert _bits(a[:]) == _bits(expected)
 
 
+def test_a_field_written_alone_is_checked() -> None:
+    a = zarrdask.create_array(MemoryStore(), shape=(2,), dtype=[("x", "i2"), ("y", "f4")])
+    a.set_basic_selection(slice(None), [1, 2], fields="x")
+    with pytest.raises(InvalidValueError, match="40000 does not fit data type int16"):
+        a.set_basic_selection(slice(None), [40000, 2], fields="x")
+    assert a[:]["x"].tolist() == [1, 2]
+
+
 def test_same_dtype_is_neither_checked_nor_copied() -> None:
     values = np.arange(10, dtype="f4")
     assert held_values(values, np.dtype("f4")) is values

@@ -163,9 +163,10 @@ class SelectionMethods:
         if prototype is not None:
             raise refuse(f"Array.{method}", "prototype", _PROTOTYPE)
         if fields is not None:  # the other fields keep their stored values
-            _field_dtype(self.dtype, fields, method)
+            field = _field_dtype(self.dtype, fields, method)
             current = np.array(self._read(sel, shape), dtype=self.dtype)
-            current[fields] = value
+            # (one plain field's values checked as any write's; numpy's assignment would wrap them)
+            current[fields] = held_values(value, field) if field.names is None and field.subdtype is None else value
             value = current
         if isinstance(sel, PointSelection):
             value = point_values(value, self.dtype, shape, sel)
