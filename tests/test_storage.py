@@ -32,6 +32,7 @@ from zarrdask.storage import (
     split_coalesced,
 )
 from zarrdask.storage.link import MAX_REACH_BYTES, MIN_REACH_BYTES
+from zarrdask.storage.mapping import MappingStore
 from zarrdask.storage.transformers import WrapperStore
 from zarrdask.storage.write_behind import WriteBehindStore
 
@@ -455,6 +456,36 @@ class TestWrapperStore(StoreTests):
         return WrapperStore(MemoryStore(f"test-{uuid.uuid4().hex}"))
 
 
+class TestMappingStore(StoreTests):
+    """A plain dict as a store (zarr-python 3 takes one; dask's tests pass ``{}``)."""
+
+    expect_local = True
+    expect_guard = "compare"
+
+    @pytest.fixture
+    def empty_store(self) -> Store:
+        return open_store({}, mode="a")
+
+    def test_the_dict_holds_the_bytes(self, store: Store) -> None:
+        assert isinstance(store, MappingStore) and store.mapping["a/b/d"] == b"xyz"
+
+
+class TestDbmStore(StoreTests):
+    """A ``dbm`` database (bytes keys) as a store, as zarr-python 2 took any MutableMapping."""
+
+    expect_local = True
+    expect_guard = "compare"
+    race_payload = 20_000
+
+    @pytest.fixture
+    def empty_store(self, tmp_path) -> Store:
+        import dbm
+
+        db = dbm.open(str(tmp_path / "db"), "c")
+        yield open_store(db, mode="a")
+        db.close()
+
+
 class TestReadOnlyWrapper(ReadableStoreTests):
     expect_local = True
     expect_guard = "compare"
@@ -662,7 +693,7 @@ CONTRACT = {
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,
-    TestPrefixedLocalStore, TestWrapperStore, TestReadOnlyWrapper, TestZipStore, TestS3Store,
+    TestPrefixedLocalStore, TestWrapperStore, TestMappingStore, TestDbmStore, TestReadOnlyWrapper, TestZipStore, TestS3Store,
     TestZarrPythonMemoryStore, TestZarrPythonLocalStore, TestWriteBehindStore,
 ]
 

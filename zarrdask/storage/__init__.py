@@ -11,8 +11,9 @@ import fsspec
 from ..errors import ContainsNodeError, InvalidModeError, InvalidStoreError, StoreError
 from .base import ByteRange, ByteRequest, Store, SuffixRange, join_path, normalize_key
 from .coalesce import coalesce_ranges, split_coalesced
-from .fsspec_store import DEFAULT_CONCURRENCY, FsspecStore, ZipStore
+from .fsspec_store import DEFAULT_CONCURRENCY, FsspecStore, ZipStore, fs_protocols
 from .local import LocalStore
+from .mapping import MappingStore, is_mapping_like
 from .memory import MemoryStore
 from .zarr_python import ZarrPythonStore, is_zarr_python_store
 from .transformers import (
@@ -32,6 +33,7 @@ __all__ = [
     "join_path",
     "LocalStore",
     "MemoryStore",
+    "MappingStore",
     "FsspecStore",
     "ZipStore",
     "ZarrPythonStore",
@@ -58,6 +60,9 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
       read-only view (a read-only copy of the same class for the built-in stores).
     * a zarr-python store (``zarr.storage.MemoryStore``, ``LocalStore``, an Icechunk
       session's store, ...) -> ``ZarrPythonStore`` over it.
+    * an fsspec ``FSMap`` (``fsspec.get_mapper(url)``, ``s3fs.S3Map``) -> the store of its
+      filesystem and root (``LocalStore`` on local disk, else ``FsspecStore``).
+    * any other mutable mapping (a ``dict``, ``dbm``) -> ``MappingStore`` over it.
     * a local path or ``file://`` URL -> ``LocalStore`` (``FsspecStore`` if
       ``storage_options`` are given).
     * ``memory://name`` -> ``MemoryStore(name)`` (``memory://`` alone, or None as in
@@ -89,11 +94,19 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
         return open_store(ZarrPythonStore(store_like), mode=mode)
     if store_like is None:  # (zarr-python's default store: a new one in memory)
         return open_store(MemoryStore(), mode=mode, storage_options=storage_options)
-    if isinstance(store_like, dict):
-        raise InvalidStoreError("a dict as a store: zarrdask keeps bytes in stores of its own; pass None or "
-                                "'memory://' for a new in-memory store ('memory://name' to reopen it by name)")
+    if isinstance(store_like, fsspec.FSMap):
+        if storage_options:
+            raise InvalidModeError("storage_options cannot be applied to an FSMap: its filesystem is already "
+                                   "made; pass the URL with storage_options instead")
+        return _from_fsmap(store_like, read_only)
+    if is_mapping_like(store_like) and not isinstance(store_like, (str, os.PathLike)):
+        if storage_options:
+            raise InvalidModeError(f"storage_options cannot be applied to a {type(store_like).__name__} store")
+        return MappingStore(store_like, read_only=read_only)
     if not isinstance(store_like, (str, os.PathLike)):
-        raise InvalidStoreError(f"expected a Store, path or URL, got {type(store_like).__name__}")
+        raise InvalidStoreError(f"expected a store, path or URL, got {type(store_like).__name__}: pass a path, a URL "
+                                "(with storage_options), an fsspec mapper, a mutable mapping, or a zarrdask or "
+                                "zarr-python store")
     url = os.fspath(store_like)
     options = dict(storage_options or {})
     protocol, sep, rest = url.partition("://")
@@ -116,6 +129,13 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
         return FsspecStore(url, storage_options=options, read_only=read_only)
     except (ValueError, ImportError, TypeError) as exc:
         raise InvalidStoreError(f"cannot open store {url!r}: {exc}") from exc
+
+
+def _from_fsmap(mapper: fsspec.FSMap, read_only: bool) -> Store:
+    """The store of an FSMap's filesystem, rooted where the mapper is."""
+    if "file" in fs_protocols(mapper.fs) or "local" in fs_protocols(mapper.fs):
+        return LocalStore(mapper.root, read_only=read_only)
+    return FsspecStore(mapper.fs, path=mapper.root, read_only=read_only)
 
 
 def _read_only_view(store: Store) -> Store:

@@ -35,8 +35,8 @@ SUPPORTED = fcntl is not None
 
 def lock_path(path: str) -> str:
     """The lock file of the key file ``path``."""
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}{LOCK_SUFFIX}")
+    directory, sep, name = path.rpartition(os.sep)
+    return f"{directory}{sep}.{name}{LOCK_SUFFIX}"
 
 
 def is_lock_name(name: str) -> bool:
@@ -56,18 +56,18 @@ class KeyLock:
         self.fd = -1
 
     def acquire(self) -> KeyLock:
-        directory = os.path.dirname(self.path)
+        lock = self.lock
         for _ in range(1000):
             try:
-                fd = os.open(self.lock, _OPEN_FLAGS, 0o666)
+                fd = os.open(lock, _OPEN_FLAGS, 0o666)
             except FileNotFoundError:  # no directory yet, or a delete pruned it just now
-                os.makedirs(directory, exist_ok=True)
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 held = os.fstat(fd)
-                now = os.stat(self.lock)
-                if (held.st_ino, held.st_dev) == (now.st_ino, now.st_dev):
+                now = os.stat(lock)
+                if held.st_ino == now.st_ino and held.st_dev == now.st_dev:
                     if held.st_size:
                         os.ftruncate(fd, 0)  # what a killed writer left half written
                     self.fd = fd

@@ -301,7 +301,7 @@ class ShardedChunkSource(ChunkSource):
             items.extend(_InnerWrites(i, inner[k: k + per], sub_values, old) for k in range(0, len(inner), per))
 
         # Each shard is assembled and put by the thread that encodes its last run of inner chunks.
-        chunks = {i: dict(existing.get(i, {})) for i in indices}
+        chunks: dict[int, dict[tuple[int, ...], Buffer]] = {i: dict(existing.get(i, {})) for i in indices}
         remaining = dict.fromkeys(indices, 0)
         for item in items:
             remaining[item.shard] += 1

@@ -1,0 +1,109 @@
+"""What users hand in as a store: an fsspec mapper (local and S3), a dict, a ``dbm``
+database. Every entry point takes each, with the same values and stored bytes as a path."""
+
+from __future__ import annotations
+
+import dbm
+import multiprocessing
+import pickle
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import fsspec
+import numpy as np
+import pytest
+import xarray as xr
+from _s3 import s3_storage_options
+
+import zarrdask
+from zarrdask.errors import StoreError
+from zarrdask.storage import LocalStore, open_store
+
+VALUES = np.arange(600, dtype="i4").reshape(20, 30)
+LAYOUT = dict(chunks=(5, 10), shards=(10, 30))
+
+
+def _stored(store: Any) -> dict[str, bytes]:
+    s = open_store(store)
+    return {k: s.get(k) for k in sorted(s.list_prefix("")) if not k.endswith("zarr.json")}  # type: ignore[misc]
+
+
+@pytest.fixture(params=["fsmap", "dict", "dbm"])
+def store_like(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "fsmap":
+        return fsspec.get_mapper(str(tmp_path / "m.zarr"))
+    if request.param == "dict":
+        return {}
+    db = dbm.open(str(tmp_path / "db"), "c")
+    request.addfinalizer(db.close)
+    return db
+
+
+def _reference(tmp_path: Path) -> dict[str, bytes]:
+    path = str(tmp_path / "ref.zarr")
+    zarrdask.create_array(path, data=VALUES, **LAYOUT)
+    return _stored(path)
+
+
+def test_create_open_and_array_entry_points(store_like: Any, tmp_path: Path) -> None:
+    zarrdask.create_array(store_like, data=VALUES, **LAYOUT)
+    assert _stored(store_like) == _reference(tmp_path)
+    assert np.array_equal(zarrdask.open_array(store_like)[...], VALUES)
+    assert np.array_equal(zarrdask.open(store_like)[...], VALUES)
+    a = zarrdask.open_array(store_like, mode="r+")
+    a[3:7, 1:4] = -1  # a partial-shard write: guarded by the mapping's store
+    assert int((zarrdask.open_array(store_like)[...] == -1).sum()) == 12
+
+
+def test_groups(store_like: Any) -> None:
+    root = zarrdask.open_group(store_like, mode="w")
+    root.create_array("x", data=VALUES, **LAYOUT)
+    assert list(zarrdask.open_group(store_like).array_keys()) == ["x"]
+
+
+def test_dask_entry_points(store_like: Any, tmp_path: Path) -> None:
+    zarrdask.to_zarr(da.from_array(VALUES, chunks=(7, 11)), store_like, **LAYOUT)
+    assert _stored(store_like) == _reference(tmp_path)
+    y = zarrdask.from_zarr(store_like)
+    assert y.numblocks == (2, 1) and np.array_equal(y.compute(), VALUES)
+
+
+def test_xarray_engine_and_writer(store_like: Any, tmp_path: Path) -> None:
+    ds = xr.Dataset({"v": (("y", "x"), VALUES.astype("f8"))}, coords={"y": np.arange(20)})
+    ds.zarrdask.to_zarr(store_like, mode="w")
+    ds.zarrdask.to_zarr(str(tmp_path / "ref.zarr"), mode="w")
+    back = xr.open_dataset(store_like, engine="zarrdask")
+    xr.testing.assert_identical(back.load(), ds)
+    assert _stored(store_like) == _stored(str(tmp_path / "ref.zarr"))
+
+
+def test_a_local_fsmap_is_a_local_store(tmp_path: Path) -> None:
+    assert open_store(fsspec.get_mapper(str(tmp_path)), mode="a") == LocalStore(tmp_path)
+
+
+def test_an_s3_fsmap(s3_endpoint: str, s3_url: str) -> None:
+    mapper = fsspec.get_mapper(s3_url, **s3_storage_options(s3_endpoint))
+    zarrdask.to_zarr(da.from_array(VALUES, chunks=(7, 11)), mapper, **LAYOUT)
+    assert np.array_equal(zarrdask.from_zarr(mapper).compute(), VALUES)
+    assert open_store(mapper).guard == open_store(s3_url, storage_options=s3_storage_options(s3_endpoint)).guard
+
+
+def _unpickle(blob: bytes, out: Any) -> None:
+    try:
+        pickle.loads(blob)
+        out.put("loaded")
+    except StoreError as exc:
+        out.put(str(exc))
+
+
+def test_a_mapping_store_never_travels_to_another_process() -> None:
+    """Another process would write into a copy of the dict that is then thrown away."""
+    store = open_store({}, mode="a")
+    assert pickle.loads(pickle.dumps(store)) == store  # the same process: the same dict
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    child = ctx.Process(target=_unpickle, args=(pickle.dumps(store), out))
+    child.start()
+    child.join(60)
+    assert "lives in the process that made it" in out.get(timeout=10)
