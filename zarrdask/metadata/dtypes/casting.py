@@ -93,7 +93,7 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return real.astype(dtype)
     with np.errstate(over="ignore"):
         out = real.astype(dtype)
-    pairs = [(real.real, out.real), (real.imag, out.imag)] if source.kind == "c" else [(real, out.real)]
+    pairs = [(real.real, out.real), (real.imag, out.imag)] if real.dtype.kind == "c" else [(real, out.real)]
     for before, after in pairs:
         infinite = np.isinf(after)
         if infinite.any() and (overflow := infinite & np.isfinite(before)).any():
