@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import dask
+import dask.threaded
 import dask.array as da
 import numpy as np
 import pytest
@@ -224,7 +225,11 @@ def test_group_records_are_no_members_to_anyone(tmp_path: Path) -> None:
     root = zarrdask.create_group(url)
     _half_written(str(tmp_path / "g.zarr" / "a"))
     ds = xr.Dataset({"v": (("y",), da.arange(8, chunks=4))})
-    graph = ds.zarrdask.to_zarr(url, group="d", mode="w", compute=False)  # recorded: metadata is written now
+    graph = ds.zarrdask.to_zarr(url, group="d", mode="w", compute=False)  # deferred: recorded when it runs
+    assert [k.split("/")[0] for k in _records(url, None)] == ["a"]  # (a template never computed leaves none)
+    first = next(k for k in graph.__dask_graph__() if isinstance(k, str) and k.startswith("zarrdask-record-")
+                 and not k.startswith("zarrdask-record-done-"))
+    dask.threaded.get(graph.__dask_graph__(), first)  # the graph began (its record stored), then was killed
     assert [k.split("/")[0] for k in _records(url, None)] == ["a", "d"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

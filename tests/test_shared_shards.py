@@ -138,3 +138,44 @@ def test_whole_shard_writes_read_nothing(tmp_path: Path) -> None:
     finally:
         LocalStore.update, LocalStore.get_ranges = real_update, real_get  # type: ignore[method-assign]
     assert calls == []
+
+
+def _dataset_job(url: str, rows: slice, trial: int, barrier: Any) -> None:
+    import xarray as xr
+
+    part = xr.Dataset({"v": (("y", "x"), _values(trial)[rows])}).chunk({"y": 7})
+    barrier.wait()
+    part.zarrdask.to_zarr(url, region={"y": rows, "x": slice(None)})
+
+
+def test_independent_dataset_region_writes_into_one_shard_lose_nothing(tmp_path: Path) -> None:
+    import xarray as xr
+
+    for trial in range(TRIALS):
+        url = str(tmp_path / f"t{trial}.zarr")
+        empty = xr.Dataset({"v": (("y", "x"), da.full(SHAPE, -1.0, chunks=SHAPE))})
+        empty.zarrdask.to_zarr(url, compute=False, encoding={"v": {"chunks": (10, 100), "shards": SHAPE}})
+        barrier = _CONTEXT.Barrier(2)
+        writers = [_CONTEXT.Process(target=_dataset_job, args=(url, rows, trial, barrier)) for rows in _parts(2)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(120)
+        assert [w.exitcode for w in writers] == [0, 0]
+        got = xr.open_dataset(url, engine="zarrdask").v.values
+        assert int((got != _values(trial)).sum()) == 0
+        assert zarrdask.verify(url).ok  # the template written with compute=False is no unfinished write
+
+
+def test_the_dataset_writer_refuses_unguarded_partial_shards_unless_told(tmp_path: Path) -> None:
+    import xarray as xr
+
+    store = _Unguarded(LocalStore(tmp_path / "d.zarr"))
+    xr.Dataset({"v": (("y", "x"), np.zeros((20, 20)))}).zarrdask.to_zarr(
+        store, encoding={"v": {"chunks": (5, 5), "shards": (10, 10)}})
+    half = xr.Dataset({"v": (("y", "x"), np.ones((5, 20)))})
+    with pytest.raises(UnguardedWriteError, match="safe_chunks=False"):
+        half.zarrdask.to_zarr(store, region={"y": slice(0, 5), "x": slice(None)})
+    assert float(zarrdask.open_array(store, path="v")[...].sum()) == 0.0
+    half.zarrdask.to_zarr(store, region={"y": slice(0, 5), "x": slice(None)}, safe_chunks=False)
+    assert float(zarrdask.open_array(store, path="v")[...].sum()) == 100.0

@@ -214,12 +214,14 @@ def to_zarr(
 
 
 def write_into(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...], *, task_bytes: int | None = None,
-               staging: bool | None = None, call: str | None = None) -> Writes:
+               staging: bool | None = None, call: str | None = None, shared: WriteRecord | None = None) -> Writes:
     """The graph writing ``x`` into ``region`` (step-1 slices, checked) of ``target`` (its
     options as the writes should use them). ``call``: the public call it is, whose record
     the graph stores before its first write and deletes after its last (see
     :mod:`zarrdask.storage.records`); None for writes that are part of a call recorded
-    by its caller (a Dataset's variables, a copy's arrays)."""
+    by its caller (a Dataset's variables, a copy's arrays). ``shared``: the caller's record
+    of a deferred call, which this graph stores before its first write (one task of the
+    same name in every graph of the call) and the caller deletes after the last."""
     source = _as_dask(x, target, region)
     target.units.check_region(region)  # a store that cannot guard a shard cut by the region: refused now
     plan = make_write_plan(target.shape, source.chunks, target.unit_grid, region,
@@ -227,7 +229,7 @@ def write_into(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...
     record = None
     if call is not None and keeps_records(target.store):
         record = WriteRecord(call, target.path, [[s.start, s.stop] for s in region], *planned(target, region))
-    return write_graph(source, target, plan, staging=staging, record=record)
+    return write_graph(source, target, plan, staging=staging, record=record, shared=shared)
 
 
 def planned(target: Array, region: tuple[slice, ...]) -> tuple[int, int]:

@@ -79,7 +79,8 @@ PIECE_PRIORITY = 2  # its pieces: above the writes, so a cut block is freed befo
 
 
 def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int | None = None,
-                staging: bool | None = None, record: WriteRecord | None = None) -> Writes:
+                staging: bool | None = None, record: WriteRecord | None = None,
+                shared: WriteRecord | None = None) -> Writes:
     """A ``Delayed`` writing ``plan`` into ``target`` from the blocks of ``source``::
 
         ("zarrdask-write-<id>", i, j)       -> write_region(target, region, layout, [(x, k, l), ...])
@@ -95,6 +96,8 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
     any size; None (the default) stages when the pieces waiting for the next block row
     would hold more than one thread's work. ``record``: the call's record, stored by a
     ``("zarrdask-record-<id>")`` task every write task waits for and deleted by the top task.
+    ``shared``: the record of a call made of several such graphs: stored the same way, by a
+    task named after the record (the same in each graph), and left for the caller to delete.
     """
     check_forkable(target)
     token = uuid.uuid4().hex
@@ -111,8 +114,9 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
         stages = BlockStages(f"zarrdask-stage-{token}", plan,
                              Staging(target.store, "/".join(p for p in (target.path, STAGING_DIR, token) if p)))
     recorded = None if record is None else Recorded(f"zarrdask-record-{token}", target.store, record)
+    first = recorded if shared is None else Recorded(f"zarrdask-record-{shared.id}", target.store, shared)
     writes = PlanWrites(f"zarrdask-write-{token}", source.name, target, plan, pieces, stages,
-                        None if recorded is None else recorded.name)
+                        None if first is None else first.name)
     done = DoneTree(f"zarrdask-write-done-{token}", writes, None if stages is None else stages.staging, recorded)
     write_layer = lazy_layer(writes)
     caller = dask.get_annotations()  # the caller's own priority wins
@@ -122,10 +126,10 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
         graph = HighLevelGraph.from_collections(stages.name, stage_layer, dependencies=[source])
         graph = HighLevelGraph({**graph.layers, writes.name: write_layer},
                                {**graph.dependencies, writes.name: {stages.name}})  # (the source only through it)
-        return _with_done(graph, writes, done, target, fuse=True)
+        return _with_done(graph, writes, done, target, first, fuse=True)
     if not len(pieces):  # aligned (or small blocks): the write tasks read whole blocks
         graph = HighLevelGraph.from_collections(writes.name, write_layer, dependencies=[source])
-        return _with_done(graph, writes, done, target)
+        return _with_done(graph, writes, done, target, first)
     piece_layer = lazy_layer(pieces)
     piece_layer.annotations = {"priority": PIECE_PRIORITY, **caller}
     write_layer.annotations = {"priority": PRIORITY, **caller}
@@ -134,18 +138,18 @@ def write_graph(source: da.Array, target: Array, plan: WritePlan, cut_bytes: int
         {**graph.layers, writes.name: write_layer},
         {**graph.dependencies, writes.name: {pieces.name, *graph.dependencies[pieces.name]}},
     )
-    return _with_done(graph, writes, done, target)
+    return _with_done(graph, writes, done, target, first)
 
 
-def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array, fuse: bool = False
-               ) -> Writes:
+def _with_done(graph: HighLevelGraph, writes: PlanWrites, done: DoneTree, target: Array,
+               first: Recorded | None, fuse: bool = False) -> Writes:
     """``graph`` (up to the write tasks) topped by the done tree's layer, and below them
-    the record's task when there is one, as a ``Writes``; with ``fuse``, its blockwise
-    layers fused (a stage layer into a blockwise source)."""
+    the task storing the record ``first`` when there is one, as a ``Writes``; with
+    ``fuse``, its blockwise layers fused (a stage layer into a blockwise source)."""
     layers, dependencies = {**graph.layers, done.name: lazy_layer(done)}, {**graph.dependencies, done.name: {writes.name}}
-    if done.recorded is not None:
-        name = done.recorded.name
-        layers[name] = MaterializedLayer({name: Task(name, write_record, done.recorded.store, done.recorded.record)})
+    if first is not None:
+        name = first.name
+        layers[name] = MaterializedLayer({name: Task(name, write_record, first.store, first.record)})
         dependencies[name] = set()
         dependencies[writes.name] = {*dependencies[writes.name], name}
     graph = HighLevelGraph(layers, dependencies)

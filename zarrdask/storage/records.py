@@ -82,7 +82,7 @@ class WriteRecord:
         """One line: which call, when, where, what region, how much was planned."""
         planned = f"{self.units} storage units, " if self.units is not None else ""
         return (f"{self.call} started {self.started} on {self.host} (pid {self.pid}, zarrdask {self.version}) "
-                f"did not finish: region {_region_text(self.region)}, {planned}{self.nbytes:,} bytes planned. "
+                f"did not finish (or is still running): region {_region_text(self.region)}, {planned}{self.nbytes:,} bytes planned. "
                 "Run the same call again to complete it (that removes this record)")
 
 
@@ -106,8 +106,11 @@ def is_record(key: str) -> bool:
 
 def keeps_records(store: Store) -> bool:
     """Whether writes into ``store`` are recorded: not into a session (nothing is visible
-    before its commit, which the caller makes) nor a zip archive (never updated in place)."""
-    return not in_session(store) and not isinstance(_base(store), ZipStore)
+    before its commit, which the caller makes; a read-only one refuses to list records)
+    nor a zip archive (never updated in place)."""
+    base = _base(store)
+    session = getattr(getattr(base, "inner", None), "session", None)  # (Icechunk lists node prefixes only)
+    return not in_session(store) and session is None and not isinstance(base, ZipStore)
 
 
 def write_record(store: Store, record: WriteRecord) -> WriteRecord:
@@ -141,7 +144,10 @@ def _covers(outer: Any, inner: Any) -> bool:
 
 def read_records(store: Store, node: str) -> list[WriteRecord]:
     """The records of the node at ``node`` (one listing), sorted by key; a record that
-    does not parse is read as one of an unknown call, so it is still reported."""
+    does not parse is read as one of an unknown call, so it is still reported. None in a
+    store that keeps no records (a session would refuse the listing)."""
+    if not keeps_records(store):
+        return []
     prefix = join_path(node, RECORDS_DIR)
     keys = sorted(k for k in store.list_prefix(prefix) if k.endswith(".json"))
     return [_parse(node, key, blob) for key, blob in zip(keys, store.get_many(keys)) if blob is not None]
@@ -177,6 +183,8 @@ def warn_interrupted(store: Store, node: str, *, group: bool = False) -> None:
     """Warn (:class:`~zarrdask.errors.InterruptedWriteWarning`, once per record and
     process) of the write calls at ``node`` that did not finish. Looks where that is free;
     elsewhere only for a ``group``, once per group and process (one listing)."""
+    if not keeps_records(store):
+        return
     found = _free(store, node)
     if found is None and group and (store.url, node) not in _listed:
         _listed.add((store.url, node))
@@ -188,6 +196,6 @@ def warn_interrupted(store: Store, node: str, *, group: bool = False) -> None:
         return
     _shown.update((store.url, r.key, r.started) for r in new)
     lines = "\n".join(f"  {r.key}: {r.describe()}" for r in new)
-    warnings.warn(f"{store.url}: {len(new)} write call(s) into the node {node or '/'!r} did not finish, so its data "
-                  f"may be partly written (zarrdask.verify lists every such record):\n{lines}",
+    warnings.warn(f"{store.url}: {len(new)} write call(s) into the node {node or '/'!r} did not finish (or are "
+                  f"still running, in another job), so its data may be partly written (zarrdask.verify lists every such record):\n{lines}",
                   InterruptedWriteWarning, stacklevel=3)

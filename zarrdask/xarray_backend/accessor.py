@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["ZarrdaskDataArrayAccessor", "ZarrdaskDataTreeAccessor", "ZarrdaskDatasetAccessor"]
 
 _KEYWORDS = """
-        Every keyword has the meaning it has in xarray's ``to_zarr``. ``safe_chunks`` and
-        ``align_chunks`` are accepted and have nothing left to do: zarrdask's writer
-        gathers dask chunks per shard, so no alignment can make writes race. Refused:
+        Every keyword has the meaning it has in xarray's ``to_zarr``. ``align_chunks`` has
+        nothing left to do: zarrdask's writer gathers dask chunks per shard, so no alignment
+        can make its writes race. ``safe_chunks``: writes of parts of shards (a region or an
+        append that cuts a shard) are safe against other writers wherever the store guards
+        them (local files, S3, memory, Icechunk) and refused where it cannot; False lets them
+        go ahead there (no other writer touches those shards meanwhile). Refused:
         ``progress=True`` with ``compute=False`` or with ``chunkmanager_store_kwargs``
         (wrap the call, or compute the returned Delayed, in
         ``with dask.diagnostics.ProgressBar():`` instead).
@@ -78,7 +81,7 @@ class ZarrdaskDatasetAccessor:
             self._ds, store, mode, group, encoding, compute=compute, consolidated=consolidated,
             append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
             write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-            progress=progress, task_size=task_size, staging=staging, function="Dataset.zarrdask.to_zarr",
+            progress=progress, task_size=task_size, staging=staging, safe_chunks=safe_chunks, function="Dataset.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = "Write this Dataset with zarrdask, like ``Dataset.to_zarr``.\n" + _KEYWORDS
@@ -120,7 +123,7 @@ class ZarrdaskDataArrayAccessor:
             consolidated=consolidated, append_dim=append_dim, region=region, storage_options=storage_options,
             zarr_format=zarr_format, write_empty_chunks=write_empty_chunks,
             chunkmanager_store_kwargs=chunkmanager_store_kwargs, progress=progress, task_size=task_size, staging=staging,
-            function="DataArray.zarrdask.to_zarr",
+            safe_chunks=safe_chunks, function="DataArray.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = (
@@ -166,7 +169,7 @@ class ZarrdaskDataTreeAccessor:
             self._dt, store, mode, encoding, consolidated, group, write_inherited_coords, compute,
             append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
             write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-            progress=progress, task_size=task_size, staging=staging, function="DataTree.zarrdask.to_zarr",
+            progress=progress, task_size=task_size, staging=staging, safe_chunks=safe_chunks, function="DataTree.zarrdask.to_zarr",
         )
 
     to_zarr.__doc__ = (

@@ -17,6 +17,7 @@ from zarrdask.core.array import Array
 from zarrdask.dask_io.dask_keywords import task_bytes
 from zarrdask.dask_io.transactions import combined, run_writes
 from zarrdask.dask_io.write import planned, write_into
+from zarrdask.storage.records import WriteRecord
 
 __all__ = ["ArrayWrites"]
 
@@ -32,7 +33,7 @@ class ArrayWrites:
     __slots__ = ("_pending", "_staging", "_task_bytes", "regions", "units", "nbytes")
 
     def __init__(self, task_size: int | str | None = None, staging: bool | None = None) -> None:
-        self._pending: list[Delayed] = []
+        self._pending: list[tuple[Any, Array, tuple[slice, ...]]] = []  # dask writes: graphs made by sync()
         self.regions: dict[str, list[list[int]]] = {}  # array path -> the region written (the call's record)
         self.units = self.nbytes = 0  # what they plan: storage units touched, bytes before encoding
         self._task_bytes = task_bytes("to_zarr", task_size)  # to_zarr's grouping of whole shards into write tasks
@@ -46,17 +47,22 @@ class ArrayWrites:
         self.units += units
         self.nbytes += nbytes
         if is_chunked_array(source):
-            # (part of the Dataset's write call, whose record the writer keeps)
-            self._pending.append(write_into(source, target.with_options(threads=1), region,
-                                            task_bytes=self._task_bytes, staging=self._staging))
+            target = target.with_options(threads=1)
+            target.units.check_region(region)  # (refused before the writer sends anything)
+            self._pending.append((source, target, region))
         else:
             target[region] = np.asarray(source)
 
-    def sync(self, *, compute: bool = True, progress: bool = False, **compute_kwargs: Any) -> Delayed | None:
+    def sync(self, *, compute: bool = True, progress: bool = False, record: WriteRecord | None = None,
+             **compute_kwargs: Any) -> Delayed | None:
         """Run the dask writes (``compute=True``, with ``dask.compute`` keywords, or with
         a progress bar) or return them as one ``Delayed`` (computing to the changes to merge
-        into a transactional store's session, see :mod:`zarrdask.dask_io.transactions`)."""
-        pending, self._pending = self._pending, []
+        into a transactional store's session, see :mod:`zarrdask.dask_io.transactions`).
+        ``record``: the deferred call's record, stored by the graphs before their first
+        write (the writer deletes it after the last); None: the writer keeps it."""
+        pending = [write_into(source, target, region, task_bytes=self._task_bytes, staging=self._staging,
+                              shared=record) for source, target, region in self._pending]
+        self._pending = []
         if not compute:
             return combined(pending)
         if pending:

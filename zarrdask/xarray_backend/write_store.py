@@ -108,7 +108,7 @@ class StoredAttributes(NamedTuple):
 class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
     """One zarrdask group as a writable xarray data store."""
 
-    __slots__ = ("_append_dim", "_mode", "_region", "_write_empty")
+    __slots__ = ("_append_dim", "_mode", "_region", "_safe_chunks", "_write_empty")
 
     def __init__(
         self,
@@ -118,12 +118,14 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         append_dim: Hashable | None = None,
         region: RegionArg = None,
         write_empty: bool | None = None,
+        safe_chunks: bool = True,
     ) -> None:
         super().__init__(group)
         self._mode = mode
         self._append_dim = append_dim
         self._region: Any = region
         self._write_empty = write_empty
+        self._safe_chunks = safe_chunks  # False: partial-shard writes go ahead where the store cannot guard them
 
     def get_child_store(self, group: str) -> Self:
         """The store of subgroup ``group`` (a relative path; created when missing)."""
@@ -137,6 +139,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             append_dim=self._append_dim,
             region=self._region,
             write_empty=self._write_empty,
+            safe_chunks=self._safe_chunks,
         )
 
     # -- validation before encoding (called by the Dataset writer) ------------------
@@ -274,6 +277,8 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
                 array = self._existing_array(existing[name], v, region)
             else:
                 array = self._create_array(name, v, attrs, fill_value, layout)
+            if not self._safe_chunks:
+                array = array.with_options(safe_chunks=False)
             writer.add(v.data, array, tuple(region[dim] for dim in v.dims))
 
     def _split_fill_value(self, v: Variable) -> StoredAttributes:

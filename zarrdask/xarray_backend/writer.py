@@ -84,7 +84,7 @@ def to_zarr(
         ds, store, mode, group, encoding, compute=compute, consolidated=consolidated,
         append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
         write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-        progress=False, function="zarrdask.xarray_backend.to_zarr",
+        progress=False, function="zarrdask.xarray_backend.to_zarr", safe_chunks=safe_chunks,
     )
 
 
@@ -107,6 +107,7 @@ def write_dataset(
     function: str,
     task_size: int | str | None = None,
     staging: bool | None = None,
+    safe_chunks: bool = True,
 ) -> Group | Delayed:
     """Write a Dataset to a Zarr group, like ``Dataset.to_zarr``.
 
@@ -120,7 +121,9 @@ def write_dataset(
     new group and to the existing group's format otherwise. ``chunkmanager_store_kwargs``
     go to ``dask.compute``. ``progress=True`` draws a progress bar while the dask data
     is written; ``task_size`` groups whole shards into write tasks and ``staging`` says
-    where the pieces of cut shards wait (both as ``zarrdask.to_zarr``'s). ``function`` is the name the user called, for messages.
+    where the pieces of cut shards wait (both as ``zarrdask.to_zarr``'s). ``safe_chunks=False``
+    lets writes of parts of shards go ahead where the store cannot guard them (no other writer
+    touches those shards meanwhile). ``function`` is the name the user called, for messages.
 
     Returns the written group, or with ``compute=False`` a ``Delayed`` that writes
     the data (metadata is written at once).
@@ -142,7 +145,8 @@ def write_dataset(
         function=function,
     )
     zstore = ZarrdaskWritableStore(
-        root, mode=mode, append_dim=append_dim, region=region, write_empty=write_empty_chunks
+        root, mode=mode, append_dim=append_dim, region=region, write_empty=write_empty_chunks,
+        safe_chunks=safe_chunks,
     )
     ds = zstore.prepare(ds, encoding)
     writes = ArrayWrites(task_size, staging)
@@ -178,7 +182,7 @@ def datatree_to_zarr(
         dt, store, mode, encoding, consolidated, group, write_inherited_coords, compute,
         append_dim=append_dim, region=region, storage_options=storage_options, zarr_format=zarr_format,
         write_empty_chunks=write_empty_chunks, chunkmanager_store_kwargs=chunkmanager_store_kwargs,
-        progress=False, function="zarrdask.xarray_backend.datatree_to_zarr",
+        progress=False, function="zarrdask.xarray_backend.datatree_to_zarr", safe_chunks=safe_chunks,
     )
 
 
@@ -202,6 +206,7 @@ def write_datatree(
     function: str,
     task_size: int | str | None = None,
     staging: bool | None = None,
+    safe_chunks: bool = True,
 ) -> Group | Delayed:
     """Write a DataTree, one Zarr group per node, like ``DataTree.to_zarr``.
 
@@ -230,7 +235,7 @@ def write_datatree(
         function=function,
     )
     root_store = ZarrdaskWritableStore(
-        root, mode=mode, region=region, write_empty=write_empty_chunks
+        root, mode=mode, region=region, write_empty=write_empty_chunks, safe_chunks=safe_chunks,
     )
     writes = ArrayWrites(task_size, staging)
     for rel_path, node in dt.subtree_with_keys:
@@ -279,16 +284,19 @@ def _finish(
 
     The call's record (``function``, the group, every array's region; see
     :mod:`zarrdask.storage.records`) is stored before anything held is sent, so it is
-    there from the first byte (with ``compute=False`` too: metadata and in-memory data
-    are sent now), and deleted after the last dask write (with ``compute=False`` by the
-    returned graph's last task)."""
+    there from the first byte, and deleted after the last dask write. With
+    ``compute=False`` the returned graph stores it before its first write and deletes it
+    after its last: a template written with ``compute=False`` and filled by region writes
+    (xarray's idiom for many independent jobs) leaves no record of a write never run."""
     held = root.store
     record = None
     if keeps_records(held):
         record = WriteRecord(function, root.path, writes.regions, writes.units, writes.nbytes)
-        record = write_record(held, write_record(getattr(held, "inner", held), record))  # (held: it replaces a held delete)
+        if compute:
+            record = write_record(held, write_record(getattr(held, "inner", held), record))  # (held: it replaces a held delete)
     held.flush()
-    delayed = writes.sync(compute=compute, progress=progress, **(compute_kwargs or {}))
+    delayed = writes.sync(compute=compute, progress=progress, record=None if compute else record,
+                          **(compute_kwargs or {}))
     if record is None:
         return root if delayed is None else delayed
     if delayed is None:
