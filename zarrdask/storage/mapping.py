@@ -3,10 +3,10 @@ stores zarr-python 2 users hold), as zarr-python 2 took them and zarr-python 3 t
 
 The mapping lives in this process: the store pickles as a reference to it that only this
 process can resolve, so a Dask task run in another process fails loudly (use a path or a
-URL there) instead of writing into a copy that is then thrown away. Writes through
-zarrdask take one lock per mapping, so a conditional commit compares the stored value
-with the one read and stores in one step (``guard = "compare"``: equal bytes are the same
-state to merge onto). ``dbm`` keys come back as bytes and are read as UTF-8.
+URL there) instead of writing into a copy that is then thrown away. Reads and writes
+through zarrdask hold the mapping's lock (``in_process.py``; a ``dbm`` is not safe for
+threads on its own), so a conditional commit compares the stored bytes with those read and
+stores in one step (``guard = "compare"``). ``dbm`` keys come back as bytes, read as UTF-8.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import StoreError
-from .base import Buffer, ByteRequest, Store, Update, Value, split_listing
+from .base import Buffer, ByteRequest, Store, Update, split_listing
+from .in_process import CompareUpdate, container_lock
 from .memory import slice_request
 
 __all__ = ["MappingStore", "is_mapping_like"]
 
 _METHODS = ("__getitem__", "__setitem__", "__delitem__", "__contains__", "keys")
-#: by id, each mapping a store of this process uses: [mapping, its lock, stores over it]
+#: by id, each mapping a store of this process uses: [mapping, stores over it]
 #: (what unpickling resolves; dropped with the last store)
 _LIVE: dict[int, list[Any]] = {}
 _REGISTRY = threading.Lock()
@@ -33,24 +34,6 @@ _REGISTRY = threading.Lock()
 def is_mapping_like(obj: object) -> bool:
     """Whether ``obj`` can hold a store's keys: a ``MutableMapping`` or a ``dbm`` object."""
     return all(callable(getattr(obj, name, None)) for name in _METHODS)
-
-
-class _CompareUpdate(Update):
-    """Commits where the stored value still equals the one read, under the mapping's lock."""
-
-    store: MappingStore
-
-    def commit(self, values: Mapping[str, Value | None]) -> set[str]:
-        changed = set()
-        with self.store.lock:
-            for key, value in values.items():
-                if self.store._get(key) != self.values[key]:
-                    changed.add(key)
-                elif value is None:
-                    self.store._delete_unlocked(key)
-                else:
-                    self.store.mapping[key] = b"".join(value) if isinstance(value, list) else bytes(value)
-        return changed
 
 
 class MappingStore(Store):
@@ -68,15 +51,16 @@ class MappingStore(Store):
         with _REGISTRY:
             entry = _LIVE.get(id(mapping))
             if entry is None or entry[0] is not mapping:
-                entry = _LIVE[id(mapping)] = [mapping, threading.Lock(), 0]
-            entry[2] += 1
-            self.lock: threading.Lock = entry[1]
+                entry = _LIVE[id(mapping)] = [mapping, 0]
+            entry[1] += 1
+        self.lock = container_lock(mapping)
         weakref.finalize(self, _release, id(mapping))
 
     # -- reads -------------------------------------------------------------------------
     def _get(self, key: str) -> bytes | None:
         try:
-            value = self.mapping[key]
+            with self.lock:
+                value = self.mapping[key]
         except KeyError:
             return None
         return value if isinstance(value, bytes) else bytes(value)
@@ -89,10 +73,13 @@ class MappingStore(Store):
         return out
 
     def _exists(self, key: str) -> bool:
-        return key in self.mapping
+        with self.lock:
+            return key in self.mapping
 
     def _keys(self) -> list[str]:
-        return [k.decode() if isinstance(k, bytes) else k for k in list(self.mapping.keys())]
+        with self.lock:
+            keys = list(self.mapping.keys())
+        return [k.decode() if isinstance(k, bytes) else k for k in keys]
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         head = f"{prefix}/" if prefix else ""
@@ -109,16 +96,13 @@ class MappingStore(Store):
 
     def _delete(self, key: str) -> None:
         with self.lock:
-            self._delete_unlocked(key)
-
-    def _delete_unlocked(self, key: str) -> None:
-        try:
-            del self.mapping[key]
-        except KeyError:
-            pass
+            try:
+                del self.mapping[key]
+            except KeyError:
+                pass
 
     def _update(self, keys: list[str]) -> Update:
-        return _CompareUpdate(self, keys)
+        return CompareUpdate(self, keys, self.lock)
 
     # -- identity ----------------------------------------------------------------------
     @property
@@ -141,8 +125,8 @@ def _release(key: int) -> None:
     with _REGISTRY:
         entry = _LIVE.get(key)
         if entry is not None:
-            entry[2] -= 1
-            if entry[2] <= 0:
+            entry[1] -= 1
+            if entry[1] <= 0:
                 del _LIVE[key]
 
 

@@ -18,14 +18,17 @@ session began (``ConflictError``); rebasing with ``ConflictDetector`` fails
 (``ChunkDoubleUpdate``) where both sessions wrote one chunk key, and succeeds where they
 wrote different ones (checked on icechunk 1.1.21). zarr-python's ``MemoryStore`` by
 comparing under the lock every zarrdask writer of that store object holds (``"compare"``,
-``in_process.py``). Any other (local files, fsspec, obstore) has no guard: zarr-python
-writes neither conditionally nor under a lock.
+``in_process.py``). zarr-python's ``LocalStore`` is a directory like zarrdask's: its
+writes and deletes go through a zarrdask ``LocalStore`` on the same root (``"lock"``, each
+key's lock file; the same files, the same bytes). Any other (fsspec, obstore) has no guard:
+zarr-python writes neither conditionally nor under a lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +36,7 @@ from typing import Any
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, split_listing
 from .in_process import CompareUpdate, container_lock
+from .local import LocalStore
 from .requests import Requests, background_loop
 from .transactional import fork_store, is_transactional
 
@@ -54,6 +58,13 @@ def is_zarr_python_store(obj: object) -> bool:
 def _in_memory(inner: Any) -> bool:
     """Whether ``inner`` is (a subclass of) zarr-python's ``MemoryStore``."""
     return any(c.__name__ == "MemoryStore" and c.__module__.startswith("zarr.") for c in type(inner).__mro__)
+
+
+def _on_disk(inner: Any) -> LocalStore | None:
+    """A zarrdask store on the directory of zarr-python's ``LocalStore`` ``inner`` (else None)."""
+    if any(c.__name__ == "LocalStore" and c.__module__.startswith("zarr.") for c in type(inner).__mro__):
+        return LocalStore(os.fspath(inner.root), read_only=bool(getattr(inner, "read_only", False)))
+    return None
 
 
 def _zarr_module(name: str) -> Any:
@@ -81,10 +92,13 @@ class ZarrPythonStore(StreamedReads, Store):
         self._prototype = _zarr_module("zarr.core.buffer").default_buffer_prototype()
         self._lock = container_lock(inner) if _in_memory(inner) else None
         self._writing = self._lock or contextlib.nullcontext()
+        self._disk = _on_disk(inner)
         if forked or is_transactional(inner):
             self.guard = "session"
         elif self._lock is not None:
             self.guard = "compare"
+        elif self._disk is not None:
+            self.guard = self._disk.guard
 
     # -- running coroutines --------------------------------------------------------------
     def _run(self, what: str, request: Any) -> Any:
@@ -142,6 +156,9 @@ class ZarrPythonStore(StreamedReads, Store):
         self._set_many({key: value})
 
     def _set_many(self, items: dict[str, Buffer]) -> None:
+        if self._disk is not None:
+            self._disk._set_many(items)
+            return
         keys = list(items)
         make = self._prototype.buffer.from_bytes
         calls = [lambda k=k, v=items[k]: self.inner.set(k, make(bytes(v))) for k in keys]
@@ -156,6 +173,9 @@ class ZarrPythonStore(StreamedReads, Store):
     def _delete_many(self, keys: list[str]) -> None:
         # chunks before the metadata documents of their nodes: a transactional store
         # (Icechunk) refuses to delete the chunks of an array whose zarr.json is gone
+        if self._disk is not None:
+            self._disk._delete_many(keys)
+            return
         documents = [k for k in keys if k.rsplit("/", 1)[-1] in _DOCUMENTS]
         with self._writing:
             for batch in ([k for k in keys if k.rsplit("/", 1)[-1] not in _DOCUMENTS], documents):
@@ -165,6 +185,8 @@ class ZarrPythonStore(StreamedReads, Store):
                         raise StoreError(f"cannot delete key {batch[i]!r} from {self.url}: {result}") from result
 
     def _update(self, keys: list[str]) -> Update:
+        if self._disk is not None:
+            return self._disk._update(keys)
         return Update(self, keys) if self._lock is None else CompareUpdate(self, keys, self._lock)
 
     # -- identity ----------------------------------------------------------------------
