@@ -336,3 +336,12 @@ def test_region_write_overflowing_the_stored_dtype(stored: str) -> None:
     ds["v"] = ds.v.astype("f8") * 20000
     with pytest.raises(DatasetError, match="write to 'v': 60000.0 does not fit data type int16"):
         ds.zarrdask.to_zarr(stored, region={"time": slice(0, 3)})
+
+
+def test_append_of_values_the_dtype_cannot_hold_is_refused_before_the_array_grows() -> None:
+    a = zarrdask.create_array(None, shape=(2,), dtype="i2", chunks=(2,), fill_value=0)
+    with pytest.raises(InvalidValueError, match="40000 does not fit data type int16"):
+        a.append(np.array([40000], dtype="i4"))
+    assert a.shape == (2,)
+    a.append(np.array([7], dtype="i4"))
+    assert a[...].tolist() == [0, 0, 7]

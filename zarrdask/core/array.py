@@ -397,7 +397,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""
-        data = np.asarray(data, dtype=self.dtype)
+        data = held_values(data, self.dtype)  # (before the array grows: a value it cannot hold is refused)
         if data.ndim != self.ndim or any(s != d for i, (s, d) in enumerate(zip(self.shape, data.shape)) if i != axis):
             raise ShapeMismatchError(f"cannot append data of shape {data.shape} to shape {self.shape} along {axis}")
         old = self.shape[axis]
