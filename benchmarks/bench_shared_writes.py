@@ -6,9 +6,11 @@ checkouts (before and after) on a quiet machine and compare the medians:
 
     .venv/bin/python benchmarks/bench_shared_writes.py --repeat 7
 
-Rows: whole shards of 16 MiB (64 MiB f4), 1,024 whole shards of 16 KiB, a shard written
-in 8 region writes of one eighth each (one process, in turn), and 4 processes writing
-quarters of one shard at once (each a ``to_zarr`` of its region).
+Rows: the README's write rows on 512 MiB of float32 (zstd-1; ``--size-mib``): a numpy
+write into 4 MiB chunks and into 16 MiB shards of 64 KiB chunks, a dask write with chunks =
+shards and one with chunks cutting shards; then 1,024 whole shards of 16 KiB, a shard
+written in 8 region writes of one eighth each (one process, in turn), and 4 processes
+writing quarters of one shard at once (each a ``to_zarr`` of its region).
 """
 
 from __future__ import annotations
@@ -49,15 +51,32 @@ def _quarter(url: str, rows: slice, barrier: Any) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--size-mib", type=int, default=512)
+    parser.add_argument("--dir", default=None, help="where arrays are written (default: a temporary directory)")
     args = parser.parse_args()
-    root = tempfile.mkdtemp(prefix="zarrdask-shared-")
+    root = tempfile.mkdtemp(prefix="zarrdask-shared-", dir=args.dir)
     rng = np.random.default_rng(0)
     rows = []
     try:
-        big = zarrdask.create_array(f"{root}/big.zarr", shape=(64, 512, 512), dtype="f4", chunks=(4, 256, 256),
-                                    shards=(16, 512, 512), compressors={"name": "zstd", "configuration": {"level": 1}})
-        x = rng.random(big.shape, dtype="f4")
-        rows.append(("whole shards: 64 MiB f4 in 16 MiB shards", _timed(lambda: big.__setitem__(..., x), args.repeat)))
+        import dask.array as da
+
+        zstd = {"name": "zstd", "configuration": {"level": 1}}
+        shape = (max(16, args.size_mib // 4 // 16 * 16), 1024, 1024)
+        x = rng.random(shape, dtype="f4")
+        layouts = {"numpy write, 4 MiB chunks": dict(chunks=(4, 512, 512)),
+                   "numpy write, 16 MiB shards of 64 KiB chunks": dict(chunks=(4, 64, 64), shards=(16, 512, 512))}
+        for name, layout in layouts.items():
+            def write(layout: dict[str, Any] = layout) -> None:
+                zarrdask.create_array(f"{root}/w.zarr", shape=shape, dtype="f4", compressors=zstd, overwrite=True,
+                                      **layout)[...] = x
+            rows.append((name, _timed(write, args.repeat)))
+        for name, blocks in (("dask write, chunks = shards", (16, 512, 512)),
+                             ("dask write, chunks cutting shards", (12, 384, 384))):
+            source = da.from_array(x, chunks=blocks)
+            rows.append((name, _timed(lambda s=source: zarrdask.to_zarr(
+                s, f"{root}/d.zarr", chunks=(4, 64, 64), shards=(16, 512, 512), compressors=zstd, mode="w"),
+                args.repeat)))
+        del x
 
         tiny = zarrdask.create_array(f"{root}/tiny.zarr", shape=(1024, 4096), dtype="f4", chunks=(1, 1024),
                                      shards=(1, 4096), compressors=None)

@@ -195,8 +195,8 @@ def test_group_open_consolidated_and_stores(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="use_consolidated=False"):
         zarrdask.open_consolidated(str(tmp_path / "g.zarr"), use_consolidated=False)
     assert isinstance(zarrdask.group().store, zarrdask.storage.MemoryStore)
-    with pytest.raises(InvalidStoreError, match="'memory://'"):
-        zarrdask.zeros((2,), store={})
+    held: dict[str, bytes] = {}
+    assert zarrdask.zeros((2,), store=held)[...].tolist() == [0.0, 0.0] and "zarr.json" in held  # as zarr-python 3
 
 
 def test_group_methods_of_zarr_python_and_h5py(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ import xarray as xr
 import zarrdask
 from zarrdask.errors import InterruptedWriteWarning
 from zarrdask.storage import MemoryStore
+from zarrdask.storage.temporary import temporary_files
 from zarrdask.storage.records import RECORDS_DIR, is_record
 
 from _s3 import s3_storage_options
@@ -155,7 +156,7 @@ def _interrupt(kind: str, sig: signal.Signals, base: str, options: dict[str, Any
             seen["not started"] += 1  # before its first chunk: no data written, nothing to report
         if interrupted or kind != "copy":  # (a finished copy is not run again: its target is not empty)
             _call(kind, url, options, source)  # the same call again completes it
-        zarrdask.remove_temporary_files(zarrdask.open_store(url, mode="a", storage_options=options))
+        assert temporary_files(zarrdask.open_store(url, storage_options=options)) == []  # the rerun took them over
         assert _records(url, options) == []
         assert zarrdask.verify(url, storage_options=options).ok
         assert np.array_equal(_values(kind, url, options).view("u4"), EXPECTED.view("u4"))
@@ -180,8 +181,11 @@ def test_interrupted_local_writes_are_reported_and_resumed(tmp_path: Path, kind:
 
 @pytest.mark.s3
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
-def test_interrupted_s3_to_zarr_is_reported_and_resumed(s3_endpoint: str, s3_url: str, sig: signal.Signals) -> None:
-    _interrupt("to_zarr", sig, s3_url, s3_storage_options(s3_endpoint), seed=7 if sig == signal.SIGKILL else 8)
+@pytest.mark.parametrize("kind", ["to_zarr", "xarray", "copy"])
+def test_interrupted_s3_writes_are_reported_and_resumed(s3_endpoint: str, s3_url: str, kind: str,
+                                                        sig: signal.Signals, copy_source: str) -> None:
+    _interrupt(kind, sig, s3_url, s3_storage_options(s3_endpoint), seed=hash((kind, sig.name, "s3")) % 1000,
+               source=copy_source)
 
 
 def _half_written(url: str) -> zarrdask.Array:

@@ -27,7 +27,7 @@ import pytest
 import zarrdask
 from zarrdask.storage import FsspecStore, open_store
 
-from _s3 import BUCKET, s3_endpoint, s3_storage_options  # noqa: F401
+from _s3 import BUCKET, s3_storage_options
 
 pytestmark = pytest.mark.s3
 
@@ -57,7 +57,7 @@ class _OneAtATime:
 
 
 @pytest.fixture(scope="module")
-def server(s3_endpoint: str) -> Iterator[tuple[str, _OneAtATime]]:  # noqa: F811 (credentials, the bucket)
+def server(s3_endpoint: str) -> Iterator[tuple[str, _OneAtATime]]:  # (conftest: credentials, the bucket)
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 

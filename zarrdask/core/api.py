@@ -165,7 +165,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
         raise _not_an_array(function, s, path, meta)
     group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=_group_options(options))
     _check_consolidated(group, use_consolidated)
-    warn_interrupted(s, path, group=True)
+    warn_interrupted(s, path)
     return group
 
 
@@ -236,7 +236,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
                                  + (" (mode='w' replaces it with a group)" if mode != "r" else ""))
     group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=options)
     _check_consolidated(group, use_consolidated)
-    warn_interrupted(s, path, group=True)
+    warn_interrupted(s, path)
     return group
 
 

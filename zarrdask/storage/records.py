@@ -15,8 +15,8 @@ the call, the ISO time it started (UTC), host and pid, the region, the planned u
 and bytes, and the zarrdask version.
 
 Finding records costs a request, so ``open`` looks only where it is free: a stat on a
-local disk, a dictionary in memory; on other stores only a group's open looks, with one
-listing of its own records, once per group per process.
+local disk, a dictionary in memory; a remote open costs no request more: ``verify`` is
+the check there.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ __all__ = ["RECORDS_DIR", "WriteRecord", "clear_record", "is_record", "keeps_rec
 RECORDS_DIR = ".zarrdask-writes"  # below a node's path: the records of write calls not yet finished
 
 _shown: set[tuple[str, str, str]] = set()  # (store url, record key, started): warned of in this process
-_listed: set[tuple[str, str]] = set()  # (store url, node path): a remote group's records looked for
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,7 @@ def read_records(store: Store, node: str) -> list[WriteRecord]:
     if not keeps_records(store):
         return []
     prefix = join_path(node, RECORDS_DIR)
-    keys = sorted(k for k in store.list_prefix(prefix) if k.endswith(".json"))
+    keys = [join_path(prefix, name) for name in store.list_dir(prefix)[0] if name.endswith(".json")]
     return [_parse(node, key, blob) for key, blob in zip(keys, store.get_many(keys)) if blob is not None]
 
 
@@ -179,17 +178,12 @@ def _free(store: Store, node: str) -> bool | None:
     return None
 
 
-def warn_interrupted(store: Store, node: str, *, group: bool = False) -> None:
+def warn_interrupted(store: Store, node: str) -> None:
     """Warn (:class:`~zarrdask.errors.InterruptedWriteWarning`, once per record and
-    process) of the write calls at ``node`` that did not finish. Looks where that is free;
-    elsewhere only for a ``group``, once per group and process (one listing)."""
-    if not keeps_records(store):
-        return
-    found = _free(store, node)
-    if found is None and group and (store.url, node) not in _listed:
-        _listed.add((store.url, node))
-        found = True
-    if not found:
+    process) of the write calls at ``node`` that did not finish, where looking is free (a
+    stat on a local disk, a dictionary in memory): on a remote store an open costs no
+    request more, and ``verify`` is the check there."""
+    if not keeps_records(store) or not _free(store, node):
         return
     new = [r for r in read_records(store, node) if (store.url, r.key, r.started) not in _shown]
     if not new:
