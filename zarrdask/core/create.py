@@ -73,6 +73,16 @@ def _auto_chunks(shape: tuple[int, ...], itemsize: int, limit: int = _AUTO_CHUNK
     return tuple(chunks)
 
 
+def _auto_shards(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """``shards="auto"`` beside given chunks: a grid of whole chunks (a shard must be one),
+    chosen over the chunk counts as auto chunks are over the shape (the largest count halved
+    until a shard holds at most 4 MiB, at least one chunk). zarr-python 3.1 doubles every
+    axis holding more than 8 chunks, whatever the bytes."""
+    counts = tuple(-(-s // c) for s, c in zip(shape, chunks))
+    per_shard = _auto_chunks(counts, math.prod(chunks) * itemsize)
+    return tuple(n * c for n, c in zip(per_shard, chunks))
+
+
 def _chunks(value: Any, shape: tuple[int, ...], itemsize: int, name: str = "chunks") -> tuple[int, ...]:
     """A chunk (or shard) shape as zarr-python reads one: None, ``True`` or "auto" chosen
     for the array, ``False`` the whole array, one int for every dimension, and -1 (or None)
@@ -308,6 +318,8 @@ def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, f
         inner = _auto_chunks(shard_shape, itemsize, _AUTO_INNER_BYTES, divide=True)
     else:
         inner = _chunks(chunks, shape, itemsize)
+        if shards is True or (isinstance(shards, str) and shards == "auto"):
+            shard_shape = _auto_shards(shape, inner, itemsize)
     if shard_shape is not None and any(s % c for s, c in zip(shard_shape, inner)):
         raise ShapeMismatchError(f"shards {shard_shape} must be whole multiples of chunks {inner}")
     chain = _v3_codecs(dt, inner, shard_shape, codecs, compressors, filters, serializer)

@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import Problem, UnsupportedDataTypeError
 from .ml import COMPLEX_PARTS, ML_DTYPES
 from .model import DataType
-from .numeric import NUMPY_TO_V3
+from .numeric import NUMPY_TO_V3, V3_NUMERIC
 from .registry import as_numpy_dtype, is_registered, parse_data_type_v3
 from .text import RAW_NAME
 from .v2 import parse_dtype_v2
@@ -34,7 +34,7 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
     if _is_complex_pair(dt):
         return parse_data_type_v3(f"complex_{dt['real'].name}")
     if dt.kind in "biufc":
-        return parse_data_type_v3(NUMPY_TO_V3[dt.str[1:]])
+        return parse_data_type_v3(NUMPY_TO_V3.get(dt.str[1:]) or _no_numeric_type(dtype, dt))
     if dt.kind == "U":
         return parse_data_type_v3({"name": "fixed_length_utf32", "configuration": {"length_bytes": dt.itemsize}})
     if dt.kind == "S":
@@ -56,6 +56,13 @@ def data_type_from_numpy(dtype: Any, zarr_format: int = 3) -> DataType:
         return parse_data_type_v3("string")
     raise UnsupportedDataTypeError(f"numpy dtype {dt!r} has no Zarr v3 data type")
 
+
+def _no_numeric_type(dtype: Any, dt: np.dtype) -> str:
+    """Refuse a numpy number Zarr v3 has no type of (float128, complex256), naming the
+    numeric types and the widest of its kind."""
+    widest = max((n for n, c in V3_NUMERIC.items() if np.dtype(c).kind == dt.kind), key=lambda n: np.dtype(n).itemsize)
+    raise UnsupportedDataTypeError([Problem(("dtype",), f"{dtype!r} (numpy {dt.name}) has no Zarr v3 data type; the "
+                                            f"numeric ones are {', '.join(V3_NUMERIC)} (pass one, e.g. dtype={widest!r})")])
 
 
 def _is_complex_pair(dt: np.dtype) -> bool:
