@@ -201,6 +201,19 @@ def test_zarr_python_tunable_codec_settings():
     assert tunable_settings(zarr.codecs.ZstdCodec()) == frozenset()
 
 
+def test_zarr_python_stores_open_on_demand(tmp_path):
+    """zarr-python's stores still have ``_ensure_open`` (checked on 3.1.6): a ZipStore made
+    with mode="r" holds no zip file until it is opened, and zarrdask opens it so."""
+    zarr = pytest.importorskip("zarr")
+    import zarrdask
+    from zarrdask.compat.zarr_python import ensure_open  # noqa: F401
+
+    assert callable(getattr(zarr.storage.ZipStore, "_ensure_open", None))
+    with zarr.storage.ZipStore(tmp_path / "z.zip", mode="w") as written:
+        zarr.create_array(written, shape=(3,), dtype="i2")[...] = [1, 2, 3]
+    assert zarrdask.open_array(zarr.storage.ZipStore(tmp_path / "z.zip", mode="r"))[...].tolist() == [1, 2, 3]
+
+
 def test_icechunk_fork_of_a_changed_session_merges_back(tmp_path):
     """compat/icechunk.py: a fork of a session with uncommitted changes (which fork()
     refuses) carries them, and merging it back keeps them and adds the fork's writes."""

@@ -26,12 +26,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "zarrdask"
 #: with (the longest prefix wins). Modules of one layer may import each other (no cycles).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("zarrdask.errors", "zarrdask.keywords", "zarrdask.compat"),
-    ("zarrdask.compat.icechunk", "zarrdask.compat.fsspec", "zarrdask.storage"),
+    ("zarrdask.compat.icechunk", "zarrdask.compat.fsspec", "zarrdask.compat.zarr_python", "zarrdask.storage"),
     ("zarrdask.metadata",),
     ("zarrdask.indexing",),
     ("zarrdask.codecs",),
     ("zarrdask.plan",),
-    ("zarrdask.compat.zarr_python", "zarrdask.core"),
+    ("zarrdask.core",),
     ("zarrdask.compat.dask", "zarrdask.dask_io"),
     ("zarrdask.compat.xarray", "zarrdask.xarray_backend"),
     ("zarrdask.tools",),

@@ -107,3 +107,21 @@ def test_a_mapping_store_never_travels_to_another_process() -> None:
     child.start()
     child.join(60)
     assert "lives in the process that made it" in out.get(timeout=10)
+
+
+def test_opened_nodes_stand_for_their_store_and_path(tmp_path: Path) -> None:
+    """A zarr-python Array or Group, or a zarrdask one, where a store goes (from_zarr took
+    them already; the openers too now)."""
+    import zarr
+
+    z = zarr.create_array(str(tmp_path / "a.zarr"), shape=(4, 4), chunks=(2, 2), dtype="i4")
+    z[...] = np.arange(16).reshape(4, 4)
+    assert zarrdask.open_array(z)[...].sum() == 120 and zarrdask.open(z)[...].sum() == 120
+    g = zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
+    g.create_array("x", shape=(3,), dtype="f8")
+    assert zarrdask.open_array(g, path="x").shape == (3,)
+    assert list(zarrdask.open_group(g).array_keys()) == ["x"]
+    ours = zarrdask.open_group(str(tmp_path / "g.zarr"))
+    assert zarrdask.open_array(ours, path="x").shape == (3,)
+    with pytest.raises(zarrdask.errors.InvalidModeError, match="does not apply to an opened array"):
+        zarrdask.open_array(z, path="y")

@@ -23,6 +23,7 @@ from .array import Array, ArrayOptions
 from .array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
 from .create import commit_array, plan_array
 from .group import Group, make_group, node_from_metadata
+from .node import opened_node
 from .node_io import explain_missing, read_nodes
 
 __all__ = ["open", "open_array", "open_group", "plan_read"]
@@ -135,6 +136,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
     kwargs = dict(kwargs)
     use_consolidated = kwargs.pop("use_consolidated", None)
     spec, options = split_array_keywords(function, kwargs)
+    store, path = _located(function, store, path)
     s = open_store(store, mode=mode, storage_options=storage_options)
     path = node_path(path)
     if "shape" in spec:
@@ -169,6 +171,19 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
     return group
 
 
+def _located(function: str, store: Any, path: str | None) -> tuple[Any, str | None]:
+    """``store`` and ``path``, where an opened node (zarrdask's or zarr-python's ``Array``
+    or ``Group``) stands for its store and path, and ``path`` goes below a group."""
+    node = opened_node(store)
+    if node is None:
+        return store, path
+    inner, at, is_array = node
+    if path and is_array:
+        raise InvalidModeError(f"{function}(): path={path!r} does not apply to an opened array (its path is "
+                               f"{at!r}); pass its group or store with path=")
+    return inner, join_path(at, path or "") or None
+
+
 def _group_options(options: dict[str, Any]) -> ArrayOptions | None:
     """The ArrayOptions a group hands to the arrays opened through it (None: defaults)."""
     return ArrayOptions(**options) if options else None
@@ -194,6 +209,7 @@ def open_array(store: Any, *, mode: str = "r", path: str | None = None,
     if "use_consolidated" in kwargs:
         raise refuse(function, "use_consolidated", "it applies to groups; use zarrdask.open_group")
     spec, options = split_array_keywords(function, kwargs)
+    store, path = _located(function, store, path)
     s = open_store(store, mode=mode, storage_options=storage_options)
     return _open_array(function, s, node_path(path), mode, zarr_format, spec, options)
 
@@ -219,6 +235,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
         raise refuse(function, f"use_consolidated={use_consolidated!r}",
                      "zarrdask reads consolidated metadata from .zmetadata (v2) or zarr.json (v3) only; "
                      "pass True, False or None")
+    store, path = _located(function, store, path)
     s = open_store(store, mode=mode, storage_options=storage_options)
     path = node_path(path)
     if mode in ("w", "w-"):

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..compat.zarr_python import ensure_open
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, split_listing
 from .in_process import CompareUpdate, container_lock
@@ -90,6 +91,7 @@ class ZarrPythonStore(StreamedReads, Store):
         self._range, self._offset, self._suffix = (
             store_module.RangeByteRequest, store_module.OffsetByteRequest, store_module.SuffixByteRequest)
         self._prototype = _zarr_module("zarr.core.buffer").default_buffer_prototype()
+        self._run("open the store", lambda: ensure_open(inner))  # (zarr-python opens a store before its first request)
         self._lock = container_lock(inner) if _in_memory(inner) else None
         self._writing = self._lock or contextlib.nullcontext()
         self._disk = _on_disk(inner)
