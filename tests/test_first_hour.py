@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import zarrdask
-from zarrdask.errors import UnsupportedDataTypeError
+from zarrdask.errors import ReadOnlyError, ShapeMismatchError, UnsupportedDataTypeError
+from zarrdask.storage import LocalStore
 
 
 def test_auto_shards_are_whole_multiples_of_given_chunks(tmp_path):
@@ -28,3 +29,37 @@ def test_a_numpy_number_without_a_zarr_type_is_named(dtype, widest):
         zarrdask.create_array({}, shape=(3,), dtype=dtype)
     message = str(info.value)
     assert repr(dtype) in message and "float32" in message and f"dtype={widest!r}" in message
+
+
+def test_unknown_chunk_sizes_are_explained_before_anything_is_created(tmp_path):
+    import dask.array as da
+
+    x = da.random.random((100, 10), chunks=(10, 10))
+    masked = x[x[:, 0] > 0.5]
+    with pytest.raises(ShapeMismatchError, match=r"unknown chunk sizes.*x\.compute_chunk_sizes\(\)"):
+        zarrdask.to_zarr(masked, tmp_path / "a.zarr")
+    assert not (tmp_path / "a.zarr").exists()
+    zarrdask.to_zarr(masked.compute_chunk_sizes(), tmp_path / "a.zarr")  # the fix it names works
+
+
+def test_a_read_only_store_is_named_as_what_is_read_only(tmp_path):
+    zarrdask.create_array(tmp_path / "a.zarr", shape=(3,), dtype="i4")
+    a = zarrdask.open_array(LocalStore(tmp_path / "a.zarr", read_only=True), mode="r+")
+    with pytest.raises(ReadOnlyError) as info:
+        a[0] = 5
+    message = str(info.value)
+    assert "its store file://" in message and "read_only=True" in message and "open a writable store" in message
+    assert "it was opened with mode='r'" not in message
+    writable = zarrdask.open_array(LocalStore(tmp_path / "a.zarr"), mode="r+")  # the fix it names
+    writable[0] = 5
+    assert writable[0] == 5
+
+
+def test_region_errors_show_slices(tmp_path):
+    import dask.array as da
+
+    zarrdask.create_array(tmp_path / "a.zarr", shape=(100, 10), dtype="f8", chunks=(10, 10))
+    with pytest.raises(ShapeMismatchError) as info:
+        zarrdask.to_zarr(da.zeros((40, 10)), tmp_path / "a.zarr", region=(slice(5, 55),))
+    assert "region (slice(5, 55), slice(0, 10)) of shape (50, 10)" in str(info.value)
+    assert "Span" not in str(info.value)

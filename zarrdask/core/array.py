@@ -335,10 +335,20 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         return _VIndex(self)
 
     # -- writes --------------------------------------------------------------------------
+    def _why_read_only(self) -> str:
+        """Why writes are refused: an old format zarrdask never writes, or a read-only store
+        (the array cannot tell whether mode='r' or the store itself made it so)."""
+        source = getattr(self._metadata, "source_format", None)
+        if source is not None:
+            return (f"array {self.name!r} is {source}, which zarrdask reads but never writes; `zarrdask migrate` "
+                    "(or zarrdask.migrate) converts it to Zarr v3.1, which can be written")
+        return (f"array {self.name!r} is read-only: its store {self.store.url} is (opened with mode='r', the default "
+                "of zarrdask.open and open_array, or made read-only, as LocalStore(..., read_only=True)); to write, "
+                "open a writable store with mode='r+'")
+
     def _write(self, selection: Selection, value: Any) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"array {self.name!r} is read-only: it was opened with mode='r' (the default of "
-                                f"zarrdask.open and open_array); open it with mode='r+' to write")
+            raise ReadOnlyError(self._why_read_only())
         target_shape = selection.shape
         values = held_values(value, self.dtype)  # (a value the dtype cannot hold: InvalidValueError)
         if values.shape != target_shape:

@@ -204,6 +204,11 @@ def to_zarr(
         check_read_after_write(FUNCTION, location.store)
     if not isinstance(arr, da.Array):
         arr = np.asarray(arr)
+    elif any(math.isnan(n) for n in arr.shape):  # before anything is created
+        raise ShapeMismatchError(
+            f"{FUNCTION}(): the dask array has unknown chunk sizes (shape {arr.shape}), as after a boolean mask "
+            "like x[x > 0.5]; writing places every block, so its size must be known: call "
+            "x.compute_chunk_sizes() first (https://docs.dask.org/en/latest/array-chunks.html#unknown-chunks)")
     target, region = _prepare_target(arr, location, mode, region, append_axis, storage_options, given, reading)
     delayed = write_into(arr, target.with_options(**{"threads": 1, **given.options}), region,
                          task_bytes=target_bytes, staging=staging, call=FUNCTION)

@@ -85,10 +85,14 @@ class Pieces(NamedTuple):
 
 
 class Span(NamedTuple):
-    """``[start, stop)`` along one axis."""
+    """``[start, stop)`` along one axis: a region's step-1 slice, printed as that slice, so
+    messages show regions as users write them."""
 
     start: int
     stop: int
+
+    def __repr__(self) -> str:
+        return f"slice({self.start}, {self.stop})"
 
 
 class AxisPiece(NamedTuple):
