@@ -4,7 +4,8 @@ Detecting a v3 node costs one read (``zarr.json``); a v2 node one more batched c
 (``.zarray``, ``.zgroup``, ``.zattrs`` and ``.zmetadata`` together). Where neither is
 found, one more batched call looks for the old formats, which are read only: a Zarr v1
 array (``meta`` + ``attrs``) and the v3.0 draft (the root ``zarr.json`` declares it; its
-documents lie under ``meta/root``, listed once per group opened).
+documents lie under ``meta/root``, listed once per group opened), and N5 (``attributes.json``,
+``metadata/n5.py``; a directory of a container without one is a group, found by a listing).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import MetadataError, NodeNotFoundError, StoreError
 from ..metadata.nodes import NodeMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.parsed_cache import parse_v3_cached
+from ..metadata.n5 import N5_DOCUMENT, is_n5_container, parse_n5
 from ..metadata.v1 import V1_DOCUMENTS, is_v1, parse_v1
 from ..metadata.v3draft import (
     DRAFT_FORMAT,
@@ -98,28 +100,42 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
 def _read_old_formats(store: Store, paths: Sequence[str], zarr_format: int | None,
                       draft: bool) -> list[NodeMetadata | None]:
     """Nodes of the old formats at ``paths`` (None where there is none): one batched fetch
-    of each path's v1 ``meta``/``attrs`` and of the root ``zarr.json`` (unless ``draft``
-    already says the store is a v3.0 draft), then the draft's documents."""
-    keys = [join_path(p, n) for p in paths for n in V1_DOCUMENTS] + ([] if draft else ["zarr.json"])
+    of each path's v1 ``meta``/``attrs`` and N5 ``attributes.json``, and of the root
+    ``zarr.json`` (unless ``draft`` already says the store is a v3.0 draft) and
+    ``attributes.json``, then the draft's documents."""
+    names = (*V1_DOCUMENTS, N5_DOCUMENT)
+    keys = [join_path(p, n) for p in paths for n in names] + ([] if draft else ["zarr.json"]) + [N5_DOCUMENT]
     try:
         blobs = store.get_many(keys)
     except StoreError:  # a store that takes only today's Zarr keys (Icechunk) holds no old format
         return [None] * len(paths)
     if not draft:
-        draft = is_draft_entry_point(_lenient_json(blobs[-1]))
+        draft = is_draft_entry_point(_lenient_json(blobs[-2]))
+    n5 = not draft and zarr_format in (None, 3) and is_n5_container(_lenient_json(blobs[-1]), store.url)
     out: list[NodeMetadata | None] = [None] * len(paths)
     for i, p in enumerate(paths):
-        meta_blob, attrs_blob = blobs[2 * i], blobs[2 * i + 1]
+        meta_blob, attrs_blob, n5_blob = blobs[3 * i:3 * i + 3]
         doc = _lenient_json(meta_blob)
         if is_v1(doc) and zarr_format in (None, 2):
             key = join_path(p, "meta")
             attrs = parse_json_document(attrs_blob, join_path(p, "attrs")) if attrs_blob is not None else {}
             out[i] = parse_v1(doc, attrs, key)
+        elif n5 and (n5_blob is not None or _holds_anything(store, p)):
+            key = join_path(p, N5_DOCUMENT)
+            out[i] = parse_n5(parse_json_document(n5_blob, key) if n5_blob is not None else None, key)
     if draft:
         todo = [i for i, m in enumerate(out) if m is None]
         for i, meta in zip(todo, _read_draft_nodes(store, [paths[i] for i in todo])):
             out[i] = meta
     return out
+
+
+def _holds_anything(store: Store, path: str) -> bool:
+    """Whether anything is stored under ``path`` (False where the store cannot list)."""
+    try:
+        return any(store.list_dir(path))
+    except (StoreError, NotImplementedError, OSError):
+        return False
 
 
 def _lenient_json(blob: bytes | None) -> Any:

@@ -78,13 +78,13 @@ def _open_store(
 
 
 def _v1_array(filename_or_obj: Any, group: str | None, storage_options: dict[str, Any] | None) -> LoneArray | None:
-    """A Zarr v1 array where a group was looked for: v1 has no groups, so the array opens
-    as a dataset of one variable (None: no v1 array there)."""
+    """A Zarr v1 array or an N5 container that is one dataset, where a group was looked for:
+    the array opens as a dataset of one variable (None: no such array there)."""
     try:
         array = open_array(normalize_path(filename_or_obj), path=group, storage_options=storage_options)
     except NodeNotFoundError:
         return None
-    if getattr(array.metadata, "source_format", None) != "Zarr v1":
+    if getattr(array.metadata, "source_format", None) not in ("Zarr v1", "N5"):
         return None
     return LoneArray(array)
 

@@ -1,0 +1,146 @@
+"""N5 containers (n5-java, z5, pyn5, zarr-python 2's N5Store, TensorStore's ``n5`` driver),
+read only, as plain v3 metadata.
+
+A node's document is its ``attributes.json``. A dataset's holds ``dimensions``,
+``blockSize``, ``dataType`` and ``compression`` (or the older ``compressionType``),
+listed fastest-varying first; the array here has them reversed (C order, as N5 readers
+in C-order languages show them), with ``dimension_names`` from N5's ``axes``, reversed
+too. Its chunks are N5's blocks: the key of chunk ``(i, j, k)`` is N5's path ``k/j/i``
+(:class:`N5KeyEncoding`), and the codecs are ``transpose`` back to N5's axis order then
+the registry's ``n5_default`` (the block header, the data big endian in N5's order, the
+compressor). Any other directory of a container is a group; ``attributes.json`` other
+than ``n5`` (the container's version) are its attributes. Writing is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from ..errors import MetadataError, Problem
+from .v1 import refuse_write
+from .v3 import ArrayMetadataV3, GroupMetadataV3
+
+__all__ = ["ArrayMetadataN5", "GroupMetadataN5", "N5KeyEncoding", "N5_DOCUMENT", "is_n5_container", "parse_n5"]
+
+N5_DOCUMENT = "attributes.json"
+SOURCE_FORMAT = "N5"
+_DATASET_KEYS = ("dimensions", "blockSize", "dataType")
+_HIDDEN = {"dimensions", "blockSize", "dataType", "compression", "compressionType", "axes"}
+_TYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float32", "float64")
+_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+
+def is_n5_container(root_doc: Any, url: str) -> bool:
+    """Whether a store is an N5 container: its root ``attributes.json`` names the N5
+    version (``"n5"``) or describes a dataset, or its location ends in ``.n5``."""
+    return (isinstance(root_doc, Mapping) and ("n5" in root_doc or _is_dataset(root_doc))) or \
+        url.rstrip("/").endswith(".n5")
+
+
+def _is_dataset(doc: Mapping[str, Any]) -> bool:
+    return all(k in doc for k in _DATASET_KEYS) and ("compression" in doc or "compressionType" in doc)
+
+
+@dataclass(frozen=True, slots=True)
+class N5KeyEncoding:
+    """N5's block paths: the chunk coordinates reversed (N5's axis order), joined by ``/``."""
+
+    def encode(self, coords: Sequence[int]) -> str:
+        return "/".join(map(str, reversed(coords))) if len(coords) else "0"
+
+    def to_json(self) -> dict[str, Any]:
+        """A description for caches and displays (no registered encoding: never written)."""
+        return {"name": "n5"}
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayMetadataN5(ArrayMetadataV3):
+    """An N5 dataset as v3 array metadata (``source_format`` names the format found)."""
+
+    source_format: ClassVar[str] = SOURCE_FORMAT
+
+    def to_documents(self) -> dict[str, bytes]:
+        raise refuse_write(self.source_format, N5_DOCUMENT)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataN5(GroupMetadataV3):
+    """An N5 group (a directory of a container, with or without ``attributes.json``)."""
+
+    source_format: ClassVar[str] = SOURCE_FORMAT
+
+    def to_documents(self) -> dict[str, bytes]:
+        raise refuse_write(self.source_format, N5_DOCUMENT)
+
+
+def parse_n5(doc: Mapping[str, Any] | None, key: str) -> ArrayMetadataN5 | GroupMetadataN5:
+    """The node an ``attributes.json`` (``key``; None: a directory without one) describes."""
+    doc = doc or {}
+    if not isinstance(doc, Mapping):
+        raise MetadataError([Problem((), f"expected a JSON object, got {doc!r}")], key=key)
+    if not _is_dataset(doc):
+        return GroupMetadataN5(attributes={k: v for k, v in doc.items() if k != "n5"})
+    problems: list[Problem] = []
+    shape, chunks, dtype = doc["dimensions"], doc["blockSize"], doc["dataType"]
+    if not (isinstance(shape, list) and isinstance(chunks, list) and len(shape) == len(chunks)):
+        problems.append(Problem(("blockSize",), f"expected one block size per dimension {shape!r}, got {chunks!r}"))
+        chunks = [1] * len(shape) if isinstance(shape, list) else []
+    if dtype not in _TYPES:
+        problems.append(Problem(("dataType",), f"expected one of {', '.join(_TYPES)}, got {dtype!r}"))
+    axes = doc.get("axes")
+    if axes is not None and not (isinstance(axes, list) and isinstance(shape, list) and len(axes) == len(shape)):
+        problems.append(Problem(("axes",), f"expected one name per dimension {shape!r}, got {axes!r}"))
+        axes = None
+    compressor = _compressor(doc, dtype, problems)
+    if problems:
+        raise MetadataError(problems, key=key)
+    ndim = len(shape)
+    n5_order = list(reversed(range(ndim)))
+    inner = [{"name": "transpose", "configuration": {"order": n5_order}},
+             {"name": "bytes", "configuration": {"endian": "big"}}] + ([compressor] if compressor else [])
+    v3 = ArrayMetadataV3.from_json({
+        "zarr_format": 3, "node_type": "array", "shape": shape[::-1], "data_type": dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks[::-1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "transpose", "configuration": {"order": n5_order}},
+                   {"name": "n5_default", "configuration": {"codecs": inner}}],
+        "attributes": {k: v for k, v in doc.items() if k not in _HIDDEN},
+        **({"dimension_names": axes[::-1]} if axes is not None else {}),
+    }, key)
+    values = {f.name: getattr(v3, f.name) for f in fields(v3)}
+    return ArrayMetadataN5(**{**values, "chunk_key_encoding": N5KeyEncoding()})
+
+
+def _compressor(doc: Mapping[str, Any], dtype: Any, problems: list[Problem]) -> dict[str, Any] | None:
+    """The v3 bytes->bytes codec of an N5 ``compression`` (None: raw)."""
+    c = doc.get("compression", {"type": doc.get("compressionType")})
+    kind = c.get("type") if isinstance(c, Mapping) else None
+    level = c.get("level", -1) if isinstance(c, Mapping) else -1
+    level = 6 if level == -1 else level  # (-1: the library's default, zlib's 6; only writing uses it)
+    if kind == "raw":
+        return None
+    if kind == "gzip":
+        name = "numcodecs.zlib" if c.get("useZlib") else "gzip"
+        return {"name": name, "configuration": {"level": level}}
+    if kind == "bzip2":
+        return {"name": "numcodecs.bz2", "configuration": {"level": c.get("blockSize", 9)}}
+    if kind == "xz":
+        return {"name": "numcodecs.lzma", "configuration": {"preset": c.get("preset", 6)}}
+    if kind == "zstd":
+        return {"name": "zstd", "configuration": {"level": c.get("level", 0), "checksum": False}}
+    if kind == "blosc" and c.get("shuffle", 1) in _SHUFFLES:
+        size = int(str(dtype)[-2:]) // 8 if str(dtype)[-2:].isdigit() else 1
+        return {"name": "blosc", "configuration": {
+            "cname": c.get("cname", "blosclz"), "clevel": c.get("clevel", 6), "shuffle": _SHUFFLES[c.get("shuffle", 1)],
+            "typesize": size, "blocksize": c.get("blocksize", 0)}}
+    where = "compression" if "compression" in doc else "compressionType"
+    if kind == "lz4":
+        problems.append(Problem((where,), "N5's lz4 compression (the block framing of Java's lz4 library) has no "
+                                          "decoder in zarrdask; rewrite the dataset with gzip, zstd or blosc "
+                                          "(n5-java, z5py or TensorStore can)"))
+    else:
+        problems.append(Problem((where,), f"expected an N5 compression of type raw, gzip, bzip2, xz, blosc or zstd, "
+                                          f"got {c!r}"))
+    return None
