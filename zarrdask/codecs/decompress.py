@@ -255,8 +255,30 @@ def blosc(data: Data, expected: int | None) -> Data:
     try:
         decoded: Data = _blosc.decompress(data)
     except (RuntimeError, ValueError) as exc:
-        raise CorruptChunkError(f"blosc: cannot decompress ({exc})") from exc
+        raise CorruptChunkError(f"blosc: cannot decompress ({exc}){_blosc_cause(data)}") from exc
     return decoded
+
+
+_BLOSC_FORMATS = ("blosclz", "lz4", "snappy", "zlib", "zstd")  # by a header's compressor code (flags >> 5)
+_ZSTD_07_MAGIC = (0xFD2FB527).to_bytes(4, "little")
+
+
+def _blosc_cause(data: Data) -> str:
+    """Why blosc refused a buffer, where its header tells: a compressor this c-blosc was built
+    without (snappy), or a first block holding a zstd 0.7 frame (c-blosc 1.10, as zarr 1.1.0
+    bundled it, wrote zstd's pre-1.0 format, which today's cannot decode)."""
+    head = bytes(data[:20])
+    if len(head) < 20 or head[2] & 0x02:  # memcpyed: no compressor ran
+        return ""
+    code = head[2] >> 5
+    name = _BLOSC_FORMATS[code] if code < len(_BLOSC_FORMATS) else f"compressor code {code}"
+    if name not in _blosc.list_compressors():
+        return f": its blocks are {name}-compressed, which this c-blosc (numcodecs') was built without"
+    start = int.from_bytes(head[16:20], "little")  # the first block; its first split: a 4-byte size, the frame
+    if name == "zstd" and bytes(data[start + 4: start + 8]) == _ZSTD_07_MAGIC:
+        return (": its zstd data is in zstd 0.7's pre-1.0 format (c-blosc 1.10, as zarr 1.1.0 bundled it), which "
+                "today's c-blosc cannot decode")
+    return ""
 
 
 def blosc_into(buffers: Sequence[Data], outs: Sequence[memoryview]) -> None:
@@ -268,7 +290,7 @@ def blosc_into(buffers: Sequence[Data], outs: Sequence[memoryview]) -> None:
             _blosc.decompress(data, out)
         except (RuntimeError, ValueError) as exc:
             if not isinstance(exc, CorruptChunkError):
-                exc = CorruptChunkError(f"blosc: cannot decompress ({exc})")
+                exc = CorruptChunkError(f"blosc: cannot decompress ({exc}){_blosc_cause(data)}")
             raise exc.at(i) from None
 
 

@@ -3,7 +3,11 @@ array, chunks under ``0.0``-style keys beside them. There are no groups in v1.
 
 A v1 array is a v2 array in all that matters for reading: the same ``dtype`` typestrs,
 ``order``, fill values and chunk keys, and its four compressors are numcodecs' codecs of
-the same names whose ``compression_opts`` become the codec's configuration. Writing is
+the same names whose ``compression_opts`` become the codec's configuration. One difference:
+zarr 1.1.0 stores a chunk's bytes in C order (``ndarray.tobytes()``) with every compressor but
+``blosc``, which compresses the chunk's memory in its ``order``; an ``order: "F"`` array of
+another compressor is therefore read as ``C`` (measured for every compressor x order by
+tests/data/old_formats/make_fixtures.py). Writing is
 refused (``zarrdask migrate`` converts the array to Zarr v3.1 in place).
 """
 
@@ -85,7 +89,10 @@ def parse_v1(meta: Mapping[str, Any], attrs: Any, key: str) -> ArrayMetadataV1:
         problems.append(Problem((name,), f"unknown field {name!r} in a Zarr v1 'meta' document"))
     compressor = _compressor(meta.get("compression"), meta.get("compression_opts"), problems)
     raise_problems(problems, key)
+    # zarr 1.1.0 stored C-order bytes (ndarray.tobytes()) with every compressor but blosc
+    blosc = compressor is not None and compressor["id"] == "blosc"
+    order = "C" if meta["order"] == "F" and not blosc else meta["order"]
     doc = {"zarr_format": 2, "shape": meta["shape"], "chunks": meta["chunks"], "dtype": meta["dtype"],
-           "compressor": compressor, "fill_value": meta["fill_value"], "order": meta["order"], "filters": None}
+           "compressor": compressor, "fill_value": meta["fill_value"], "order": order, "filters": None}
     v2 = ArrayMetadataV2.from_json(doc, attrs, key=key)
     return ArrayMetadataV1(**{f.name: getattr(v2, f.name) for f in fields(v2)})

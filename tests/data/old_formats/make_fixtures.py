@@ -109,12 +109,14 @@ def make_v1():
     shape, chunks = (7, 5), (3, 2)
 
     def create(name, dtype, compression="default", opts=None, fill=None, order="C", shp=shape, chk=chunks,
-               attrs=None, partly=False):
+               attrs=None, partly=False, region=None):
         path = os.path.join(root, name)
         a = zarr.open(path, mode="w", shape=shp, chunks=chk, dtype=dtype, compression=compression,
                       compression_opts=opts, fill_value=fill, order=order)
         data = values(dtype, shp)
-        if partly:
+        if region is not None:  # a write of part of some chunks (the case of issue 43)
+            a[region] = values(dtype, data[region].shape)
+        elif partly:
             write_partly(a, data)
         else:
             a[...] = data
@@ -135,6 +137,18 @@ def make_v1():
     ]:
         create("compression_" + name, "<f8", compression, opts)
     create("order_F_int32", "<i4", order="F", fill=0)
+    # every compressor x order, in shapes with partial edge chunks: zarr 1.1.0 stores C-order bytes
+    # (ndarray.tobytes()) with every compressor but blosc, which compresses the chunk's memory layout
+    layouts = [("none", "none", None), ("zlib", "zlib", 1), ("gzip", "gzip", 6), ("bz2", "bz2", 1),
+               ("lzma", "lzma", dict(preset=1))]
+    layouts += [("blosc_" + cname, "blosc", dict(cname=cname, clevel=5, shuffle=(1, 2, 0)[k % 3]))
+                for k, cname in enumerate(zarr.blosc.list_compressors())]
+    for name, compression, opts in layouts:
+        for order in "CF":
+            create("layout_%s_%s" % (name, order), "<u2", compression, opts, fill=7, order=order, shp=(5, 6),
+                   chk=(3, 4), region=(slice(1, 4), slice(2, 5)))
+            create("layout_%s_%s_3d" % (name, order), "<f8", compression, opts, fill=-1.5, order=order,
+                   shp=(7, 5, 70), chk=(3, 2, 32), partly=True)  # chunks large enough for blosc to compress
     create("order_F_3d_float64be", ">f8", order="F", shp=(4, 5, 6), chk=(3, 2, 4), fill=0)
     create("fill_nan_partial", "<f8", fill=float("nan"), partly=True)
     create("fill_int_partial", "<i2", fill=-7, partly=True, compression="zlib", opts=5)
