@@ -222,3 +222,40 @@ def _private_reads(module: str) -> Iterator[str]:
 def test_no_private_name_of_another_module(module):
     reads = list(_private_reads(module))
     assert not reads, "private names of other modules read:\n" + "\n".join(reads)
+
+
+def _store_classes_named(module: str) -> set[str]:
+    """The names ``module`` imports from ``zarrdask.storage`` that are Store subclasses
+    (the ABC itself excepted: "is it a store" is no fact of one store class)."""
+    import importlib
+
+    from zarrdask.storage.base import Store
+
+    named = set()
+    for imp in IMPORTS:
+        if imp.importer != module or not imp.imported.startswith("zarrdask.storage"):
+            continue
+        source = importlib.import_module(imp.imported)
+        for name in imp.names:
+            obj = getattr(source, name, None)
+            if isinstance(obj, type) and issubclass(obj, Store) and obj is not Store:
+                named.add(name)
+    return named
+
+
+def test_no_store_class_is_asked_for_outside_storage():
+    """A store answers for itself (``Store.guard``, ``held_in``, ``identity()``, ``file_of``,
+    ``is_local``, ``read_only``): outside ``storage/`` no code asks which class a store is,
+    so a new store class cannot be left out of a decision made elsewhere."""
+    found = []
+    for module, tree in TREES.items():
+        if module.startswith("zarrdask.storage"):
+            continue
+        classes = _store_classes_named(module)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                    "isinstance", "issubclass") and len(node.args) == 2:
+                asked = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if asked & classes:
+                    found.append(f"{_where(module, node.lineno)}: isinstance of {sorted(asked & classes)}")
+    assert not found, "store classes asked for outside storage/:\n" + "\n".join(found)

@@ -58,6 +58,9 @@ class ReadableStoreTests:
 
     expect_local = False  # Store.is_local
     expect_guard: str | None = None  # Store.guard
+    expect_held_in: str | None = None  # Store.held_in
+    expect_cached = True  # Store.identity() names the contents (the decoded-chunk cache trusts it)
+    expect_files = False  # Store.file_of gives local files
     expect_reach = False  # Store.reach() measured from the requests (remote stores), else 0
 
     @pytest.fixture
@@ -180,6 +183,32 @@ class ReadableStoreTests:
         """How the store guards a read-modify-write; wrappers say what their inner says."""
         assert store.guard == self.expect_guard
         assert open_store(store, mode="r").guard == store.guard
+
+    def test_held_in(self, store: Store) -> None:
+        """Where the contents live when the store travels (the Dask writers refuse what a
+        worker process would not share); wrappers say what their inner says."""
+        assert store.held_in == self.expect_held_in
+        assert open_store(store, mode="r").held_in == store.held_in
+
+    def test_cache_identity(self, store: Store) -> None:
+        """What names the contents for the decoded-chunk cache: hashable, the same for an
+        equal store, and not another store's; None where the URL may not name them."""
+        ident = store.identity()
+        if not self.expect_cached:
+            assert ident is None
+            return
+        assert ident is not None and hash(ident) == hash(pickle.loads(pickle.dumps(store)).identity())
+        assert ident != MemoryStore(f"other-{uuid.uuid4().hex}").identity()
+        assert ident != PrefixedStore(store, "elsewhere").identity()
+
+    def test_file_of(self, store: Store) -> None:
+        """The local file of a key, where keys are files here (else None)."""
+        path = store.file_of("a/b/d")
+        if not self.expect_files:
+            assert path is None
+            return
+        assert path is not None and open(path, "rb").read() == b"xyz"
+        assert store.file_of("not/there") is not None and not os.path.exists(store.file_of("not/there"))
 
     def test_identity(self, store: Store) -> None:
         assert isinstance(store.url, str) and store.url
@@ -317,6 +346,7 @@ class StoreTests(ReadableStoreTests):
 
 
 class TestLocalStore(StoreTests):
+    expect_files = True
     expect_local = True
     expect_guard = "lock"
 
@@ -358,6 +388,7 @@ class TestLocalStore(StoreTests):
 
 
 class TestMemoryStore(StoreTests):
+    expect_held_in = "process"
     expect_local = True
     expect_guard = "compare"
 
@@ -381,6 +412,7 @@ class TestMemoryStore(StoreTests):
 
 
 class TestFsspecMemory(StoreTests):
+    expect_held_in = "process"
     expect_guard = "compare"
 
     @pytest.fixture
@@ -402,6 +434,7 @@ class TestFsspecMemory(StoreTests):
 
 
 class TestFsspecLocal(StoreTests):
+    expect_files = True
     expect_guard = "lock"
 
     @pytest.fixture
@@ -414,6 +447,7 @@ class TestFsspecLocal(StoreTests):
 
 
 class TestPrefixedStore(StoreTests):
+    expect_held_in = "process"
     expect_local = True
     expect_guard = "compare"
 
@@ -430,6 +464,7 @@ class TestPrefixedStore(StoreTests):
 
 
 class TestPrefixedLocalStore(StoreTests):
+    expect_files = True
     expect_local = True
     expect_guard = "lock"
 
@@ -447,6 +482,7 @@ class TestPrefixedLocalStore(StoreTests):
 
 class TestWrapperStore(StoreTests):
     """The plain forwarding wrapper (the base of storage transformers)."""
+    expect_held_in = "process"
 
     expect_local = True
     expect_guard = "compare"
@@ -458,6 +494,8 @@ class TestWrapperStore(StoreTests):
 
 class TestMappingStore(StoreTests):
     """A plain dict as a store (zarr-python 3 takes one; dask's tests pass ``{}``)."""
+    expect_held_in = "process"
+    expect_cached = False
 
     expect_local = True
     expect_guard = "compare"
@@ -472,6 +510,8 @@ class TestMappingStore(StoreTests):
 
 class TestDbmStore(StoreTests):
     """A ``dbm`` database (bytes keys) as a store, as zarr-python 2 took any MutableMapping."""
+    expect_held_in = "process"
+    expect_cached = False
 
     expect_local = True
     expect_guard = "compare"
@@ -487,6 +527,7 @@ class TestDbmStore(StoreTests):
 
 
 class TestReadOnlyWrapper(ReadableStoreTests):
+    expect_held_in = "process"
     expect_local = True
     expect_guard = "compare"
 
@@ -575,6 +616,8 @@ class TestS3Store(StoreTests):
 class TestZarrPythonMemoryStore(StoreTests):
     """zarr-python's own MemoryStore, accepted as a store (tests/test_zarr_python_stores.py
     runs whole arrays, Dask and xarray through it)."""
+    expect_held_in = "copied"
+    expect_cached = False
 
     expect_guard = "compare"
 
@@ -598,12 +641,39 @@ class TestZarrPythonMemoryStore(StoreTests):
         assert store.guard == self.expect_guard
         assert open_store(store, mode="r").guard == store.guard
 
+    def test_held_in(self, store: Store) -> None:
+        """Where the contents live when the store travels (the Dask writers refuse what a
+        worker process would not share); wrappers say what their inner says."""
+        assert store.held_in == self.expect_held_in
+        assert open_store(store, mode="r").held_in == store.held_in
+
+    def test_cache_identity(self, store: Store) -> None:
+        """What names the contents for the decoded-chunk cache: hashable, the same for an
+        equal store, and not another store's; None where the URL may not name them."""
+        ident = store.identity()
+        if not self.expect_cached:
+            assert ident is None
+            return
+        assert ident is not None and hash(ident) == hash(pickle.loads(pickle.dumps(store)).identity())
+        assert ident != MemoryStore(f"other-{uuid.uuid4().hex}").identity()
+        assert ident != PrefixedStore(store, "elsewhere").identity()
+
+    def test_file_of(self, store: Store) -> None:
+        """The local file of a key, where keys are files here (else None)."""
+        path = store.file_of("a/b/d")
+        if not self.expect_files:
+            assert path is None
+            return
+        assert path is not None and open(path, "rb").read() == b"xyz"
+        assert store.file_of("not/there") is not None and not os.path.exists(store.file_of("not/there"))
+
     def test_identity(self, store: Store) -> None:
         assert store.url.startswith("memory://") and store.url in repr(store)
         assert store == open_store(store.inner, mode="w") and hash(store) == hash(open_store(store.inner, mode="w"))
 
 
 class TestZarrPythonLocalStore(StoreTests):
+    expect_cached = False
     expect_guard = "lock"  # (writes go through a LocalStore on its directory)
 
     @pytest.fixture
@@ -624,6 +694,8 @@ class TestZarrPythonLocalStore(StoreTests):
 class TestWriteBehindStore(StoreTests):
     """Held writes behave as written for every reader of the wrapper (tests/test_remote.py
     counts the requests it saves)."""
+    expect_held_in = "process"
+    expect_cached = False  # (held writes)
 
     expect_local = True
     expect_guard = "compare"
@@ -689,7 +761,8 @@ CONTRACT = {
     "set": "test_set_overwrite_and_buffers", "set_many": "test_set_many", "delete": "test_delete",
     "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",
     "writes_parts": "test_set_parts", "is_local": "test_is_local", "url": "test_identity",
-    "reach": "test_reach", "guard": "test_guard", "update": "test_update",
+    "reach": "test_reach", "guard": "test_guard", "update": "test_update", "held_in": "test_held_in",
+    "identity": "test_cache_identity", "file_of": "test_file_of",
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,

@@ -35,11 +35,6 @@ from ..indexing import OrthogonalSelection, Selection
 from ..plan.display import Fact, document, fact_table, format_bytes
 from ..plan.fetch_plan import ReadPlan
 from ..storage.base import Store
-from ..storage.fsspec_store import FsspecStore
-from ..storage.local import LocalStore
-from ..storage.memory import MemoryStore
-from ..storage.transformers import WrapperStore
-from ..storage.write_behind import WriteBehindStore
 from .held_shard import HeldShard
 
 __all__ = ["ArrayCache", "ArrayKey", "CacheInfo", "CONFIG_KEY", "array_cache", "array_statistics", "cache_clear",
@@ -142,19 +137,6 @@ def _in_worker() -> bool:
     except ValueError:
         return False
     return True
-
-
-def store_identity(store: Store) -> object | None:
-    """What names a store's contents in the pool: its class and URL (with the filesystem's
-    options for fsspec URLs); None for stores whose URL may not name one state of their
-    contents (a zarr-python store, a store holding writes back), which are not cached."""
-    while isinstance(store, WrapperStore) and not isinstance(store, WriteBehindStore):
-        store = store.inner
-    if isinstance(store, FsspecStore):
-        return ("fsspec", store.url, repr(sorted(store.storage_options.items())))
-    if isinstance(store, (LocalStore, MemoryStore)):
-        return (type(store).__name__, store.url)
-    return None
 
 
 def metadata_token(document: dict[str, Any]) -> str:
@@ -409,8 +391,8 @@ def _placements(plan: ReadPlan) -> int:
 
 def pool_key(store: Store, path: str) -> ArrayKey | None:
     """How the pool names the array whose chunks are at ``path`` in ``store`` (None: a store
-    the pool does not trust, see :func:`store_identity`)."""
-    ident = store_identity(store)
+    the pool does not trust, see ``Store.identity``)."""
+    ident = store.identity()
     return None if ident is None else (ident, path)
 
 
@@ -438,7 +420,7 @@ def forget(array: ArrayKey | None, keys: Iterable[str] | None = None) -> None:
 
 def forget_below(store: Store, path: str) -> None:
     """zarrdask deleted the node at ``path`` (and everything below): forget every array there."""
-    ident = store_identity(store)
+    ident = store.identity()
     if ident is not None:
         for array in _POOL.arrays_below(ident, path):
             _POOL.invalidate(array, None)

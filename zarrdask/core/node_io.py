@@ -31,7 +31,6 @@ from ..metadata.v3draft import (
 )
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_json_document, parse_v3
 from ..storage.base import Store, join_path
-from ..storage.local import LocalStore
 
 __all__ = ["NodeMetadata", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
@@ -300,9 +299,7 @@ def explain_missing(store: Store, path: str, zarr_format: int | None = None,
         if found:
             return NodeNotFoundError(f"{where}: it holds Zarr v{other} metadata ({found[0]}); open with "
                                      f"zarr_format={other} or leave zarr_format unset")
-    local = None
-    if isinstance(store, LocalStore):
-        local = os.path.join(store.root, *path.split("/")) if path else store.root
+    local = store.file_of(path)
     if local is not None and os.path.isfile(local):
         return NodeNotFoundError(f"{where}: {local!r} is a file, not a Zarr store (a Zarr store is a directory "
                                  "holding zarr.json, or .zarray/.zgroup for Zarr v2)")

@@ -24,9 +24,8 @@ from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
 from ..errors import InvalidModeError, StoreError
+from ..storage import open_store
 from ..storage.base import Store
-from ..storage.fsspec_store import FsspecStore, fs_protocols
-from ..storage.memory import MemoryStore
 from ..storage.transactional import holds_chunks, in_session, merge_changes, merge_into
 from ..storage.zarr_python import ZarrPythonStore, is_zarr_python_store
 from .progress import compute
@@ -110,21 +109,11 @@ def check_shared(function: str, store: Any, *, client: Any = None) -> None:
 
 
 def _in_memory(store: Any) -> str | None:
-    """"copied": zarr-python's MemoryStore (pickled with its contents); "process": zarrdask's
-    MemoryStore or fsspec's memory filesystem (shared within this process); else None."""
+    """Where the store's contents live (``Store.held_in``): "copied" (pickled with them),
+    "process" (this process's memory), else None."""
     if isinstance(store, str):
         return "process" if store.startswith("memory://") else None
-    if is_zarr_python_store(store):
-        store = ZarrPythonStore(store)
-    while isinstance(getattr(store, "inner", None), Store):
-        store = store.inner
-    if isinstance(store, MemoryStore):
-        return "process"
-    if isinstance(store, FsspecStore):
-        return "process" if "memory" in fs_protocols(store.fs) else None
-    if isinstance(store, ZarrPythonStore) and type(store.inner).__name__ in ("MemoryStore", "GpuMemoryStore"):
-        return "copied"
-    return None
+    return open_store(store, mode="a").held_in
 
 
 def check_forkable(target: Any) -> None:

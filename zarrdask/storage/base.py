@@ -175,6 +175,11 @@ class Store(ABC):
     #: how this store guards a read-modify-write of a key against other writers (``None``:
     #: it cannot; partial writes of chunks and shards are then refused unless asked for)
     guard: Guard | None = None
+    #: where the contents live when the store travels to another process: ``"process"``
+    #: (this process's memory: another process finds it empty, or cannot open it),
+    #: ``"copied"`` (it pickles with its contents: another process writes into a copy), or
+    #: None (any process that opens it sees the same contents)
+    held_in: Literal["process", "copied"] | None = None
     #: True when ``_set`` accepts a list of buffers (and writes them without joining).
     writes_parts: bool = False
     #: True for stores in this process's memory or on local disk: a request costs microseconds,
@@ -205,6 +210,16 @@ class Store(ABC):
         if not checked:
             return iter(())
         return self._iter_ranges(checked)
+
+    def identity(self) -> object | None:
+        """What names this store's contents for the decoded-chunk cache (hashable), or None
+        where the URL may not name one state of them (a session, held writes): not cached."""
+        return None
+
+    def file_of(self, key: str) -> str | None:
+        """The local file that holds (or would hold) ``key``, where keys are files on this
+        machine's disk; None elsewhere."""
+        return None
 
     def reach(self) -> int:
         """How many bytes one request may ask for beyond what a reader needs, when the rest

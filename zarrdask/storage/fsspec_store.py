@@ -101,6 +101,8 @@ class FsspecStore(StreamedReads, Store):
         self._s3 = s3_call(fs) if self._async else None
         files = memory_files(fs)
         self._lock = container_lock(files) if files is not None else None
+        if "memory" in protocols:
+            self.held_in = "process"
         self._writing = self._lock or contextlib.nullcontext()
         if self._disk is not None:
             self.guard = self._disk.guard
@@ -294,6 +296,12 @@ class FsspecStore(StreamedReads, Store):
     @property
     def url(self) -> str:
         return self.fs.unstrip_protocol(self._root)
+
+    def identity(self) -> object:
+        return ("fsspec", self.url, repr(sorted(self.storage_options.items())))
+
+    def file_of(self, key: str) -> str | None:
+        return None if self._disk is None else self._disk.file_of(key)
 
     def __reduce__(self) -> tuple:
         kwargs = {"path": self.path, "storage_options": self.storage_options, "read_only": self.read_only,

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value
+from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value, normalize_key
 from .key_lock import SUPPORTED, KeyLock, is_lock_name
 
 __all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name", "temporary_name"]
@@ -340,6 +340,12 @@ class LocalStore(Store):
     @property
     def url(self) -> str:
         return "file://" + self.root.replace(os.sep, "/")
+
+    def identity(self) -> object:
+        return ("LocalStore", self.url)
+
+    def file_of(self, key: str) -> str:
+        return self.path_of(normalize_key(key)) if key else self.root
 
     def __reduce__(self) -> tuple:
         return (LocalStore, (self.root, self.read_only))

@@ -41,6 +41,7 @@ class MappingStore(Store):
 
     is_local = True
     guard = "compare"
+    held_in = "process"
 
     def __init__(self, mapping: Any, *, read_only: bool = False) -> None:
         if not is_mapping_like(mapping):

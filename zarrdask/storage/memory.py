@@ -68,6 +68,7 @@ class MemoryStore(Store):
 
     is_local = True
     guard = "compare"
+    held_in = "process"
 
     def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
         if name is None:
@@ -128,6 +129,9 @@ class MemoryStore(Store):
     @property
     def url(self) -> str:
         return f"memory://{self.name}"
+
+    def identity(self) -> object:
+        return ("MemoryStore", self.url)
 
     def __reduce__(self) -> tuple:
         return (_reopen, (self.name, self.read_only))

@@ -64,9 +64,16 @@ class WrapperStore(Store):
         self.writes_parts = inner.writes_parts
         self.is_local = inner.is_local
         self.guard = inner.guard
+        self.held_in = inner.held_in
 
     def _update(self, keys: list[str]) -> Update:
         return InnerUpdate(self, keys)
+
+    def identity(self) -> object | None:
+        return self.inner.identity()
+
+    def file_of(self, key: str) -> str | None:
+        return self.inner.file_of(self._inner_key(key))
 
     def _inner_key(self, key: str) -> str:
         return key
@@ -157,6 +164,10 @@ class PrefixedStore(WrapperStore):
     @property
     def url(self) -> str:
         return f"{self.inner.url.rstrip('/')}/{self.prefix}" if self.prefix else self.inner.url
+
+    def identity(self) -> object | None:
+        inner = self.inner.identity()
+        return None if inner is None else (inner, self.prefix)  # (its keys are the inner's below the prefix)
 
 
 class ReadOnlyStore(WrapperStore):

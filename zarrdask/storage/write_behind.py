@@ -127,6 +127,10 @@ class WriteBehindStore(StreamedReads, WrapperStore):
             return Update(self, keys)
         return InnerUpdate(self, keys)
 
+    def identity(self) -> None:
+        """Held writes: what the URL names is not yet what it holds (never cached)."""
+        return None
+
     def delete_prefix(self, prefix: str) -> None:
         self.survey(prefix)
         super().delete_prefix(prefix)

@@ -93,6 +93,8 @@ class ZarrPythonStore(StreamedReads, Store):
         self._prototype = _zarr_module("zarr.core.buffer").default_buffer_prototype()
         self._run("open the store", lambda: ensure_open(inner))  # (zarr-python opens a store before its first request)
         self._lock = container_lock(inner) if _in_memory(inner) else None
+        if self._lock is not None:
+            self.held_in = "copied"  # (zarr-python's MemoryStore pickles with its contents)
         self._writing = self._lock or contextlib.nullcontext()
         self._disk = _on_disk(inner)
         if forked or is_transactional(inner):
