@@ -30,6 +30,10 @@ def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
         raise MetadataError([Problem(loc, f"{expected}, got {value!r}{hint} (numpy: {exc})")]) from None
     if stored.kind == "O":
         return DataType(str(value), stored, "object", json=value)
+    if stored.shape:  # numpy reads '|1b' or '(2,)i4' as an array of items per item
+        raise MetadataError([Problem(loc, f"expected a numpy typestr of one item such as '<f4', got {value!r}: numpy "
+                                          f"reads it as {stored.shape} items of {stored.base.str} per element; give "
+                                          "that shape to the array (or name the items in a structured dtype)")])
     if stored.itemsize == 0:  # ("S", "U0", "V", []: no chunk could hold an item)
         raise MetadataError([Problem(loc, f"expected a data type of at least 1 byte per item (such as '|S5'), got "
                                           f"{value!r} (0 bytes)")])
