@@ -228,8 +228,21 @@ def _inflate(name: str, make: Callable[[], Any], data: Data, expected: int | Non
 
 
 def gzip(data: Data, expected: int | None) -> bytes:
-    """gzip members (as numcodecs' GZip writes them), inflated to at most ``expected``."""
+    """gzip members (as numcodecs' GZip writes them), inflated to at most ``expected``.
+
+    Tolerance ``gzip-holds-zlib``: z5 wrote zlib streams into arrays whose metadata says
+    gzip (z5 #105, numcodecs #169). A chunk with a zlib header (never gzip's ``1f 8b``) is
+    inflated as the one zlib stream it is, its Adler-32 checked, held to ``expected``."""
+    if _is_zlib(data):
+        return _inflate("gzip (a zlib stream, as z5 wrote)", zlib.decompressobj, data, expected, multi=False,
+                        unlimited=0)
     return _inflate("gzip", lambda: zlib.decompressobj(31), data, expected, multi=True, unlimited=0)
+
+
+def _is_zlib(data: Data) -> bool:
+    """A zlib header (RFC 1950): deflate (CM 8, a window of at most 32 KiB), CMF*256+FLG % 31 == 0."""
+    head = bytes(data[:2])
+    return len(head) == 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0
 
 
 def zlib_(data: Data, expected: int | None) -> bytes:
