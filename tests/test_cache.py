@@ -464,3 +464,17 @@ def test_a_shard_is_held_as_one_array_once_a_read_wants_a_quarter_of_it(tmp_path
     assert kinds() == ["chunk"] * 4 + ["shard"]
     info = a.cache_info()
     assert (info.hits, info.misses) == (1 + 4, 4 + 2)
+
+
+def test_a_prefixed_store_does_not_share_entries_with_its_inner_store(tmp_path):
+    """The same path below a prefix and at the root are two arrays (Store.identity of a
+    PrefixedStore names its prefix too)."""
+    from zarrdask.storage import LocalStore, PrefixedStore
+
+    root = LocalStore(tmp_path / "r")
+    for store, value in ((root, 1), (PrefixedStore(root, "pre"), 2)):
+        zarrdask.create_array(store, name="x", shape=(4,), chunks=(4,), dtype="i2", fill_value=0)[...] = value
+    plain = zarrdask.open_array(root, path="x", cache_bytes="1 MiB")
+    prefixed = zarrdask.open_array(PrefixedStore(root, "pre"), path="x", cache_bytes="1 MiB")
+    assert plain[...].tolist() == [1] * 4 and prefixed[...].tolist() == [2] * 4
+    zarrdask.cache_clear()
