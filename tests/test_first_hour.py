@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import zarrdask
-from zarrdask.errors import ReadOnlyError, ShapeMismatchError, UnsupportedDataTypeError
+from zarrdask.errors import NodeNotFoundError, ReadOnlyError, ShapeMismatchError, UnsupportedDataTypeError
 from zarrdask.storage import LocalStore
 
 
@@ -63,3 +67,40 @@ def test_region_errors_show_slices(tmp_path):
         zarrdask.to_zarr(da.zeros((40, 10)), tmp_path / "a.zarr", region=(slice(5, 55),))
     assert "region (slice(5, 55), slice(0, 10)) of shape (50, 10)" in str(info.value)
     assert "Span" not in str(info.value)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zarrdask", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_storage_option_asks_for_key_value(tmp_path):
+    zarrdask.create_group(tmp_path / "g.zarr")
+    done = _cli("info", str(tmp_path / "g.zarr"), "--storage-option", "badformat")
+    assert done.returncode == 2
+    assert "--storage-option: expected KEY=VALUE" in done.stderr and "'badformat'" in done.stderr
+    assert "AioSession" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    group = zarrdask.create_group(tmp_path / "g.zarr")
+    for i in range(300):  # far more text than a pipe buffers
+        group.create_array(f"x{i}", shape=(3,), dtype="i4")
+    proc = subprocess.Popen([sys.executable, "-m", "zarrdask", "info", str(tmp_path / "g.zarr")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 128 + signal.SIGPIPE
+    assert err == b""
+
+
+def test_cli_missing_nodes_offer_no_mode_keyword(tmp_path):
+    zarrdask.create_group(tmp_path / "g.zarr")
+    for args in (["info", str(tmp_path / "missing")], ["info", str(tmp_path / "g.zarr"), "--path", "nope"],
+                 ["tree", str(tmp_path / "missing")]):
+        done = _cli(*args)
+        assert done.returncode == 2 and "does not exist" in done.stderr, done.stderr
+        assert "creates a group" not in done.stderr and "shape=" not in done.stderr
+    with pytest.raises(NodeNotFoundError, match=r"mode='a' or 'w' creates a group there \(with shape="):
+        zarrdask.open(tmp_path / "missing")  # where the keyword exists, the hint stays

@@ -2,16 +2,21 @@
 
 Exit codes, for every command: 0 clean, 1 problems found (``verify``), 2 an error (a
 missing path, bad arguments, an error zarrdask reports); errors print one line, no traceback.
+Output into a pipe closed early (``zarrdask info ... | head``) ends quietly with 141, as
+tools killed by SIGPIPE do.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ..core.api import without_create_hint
 from ..errors import ZarrdaskError
 from ..keywords import did_you_mean
 from . import copy, info, migrate, tree, verify
@@ -55,7 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # (argparse: --help and --version exit 0, bad arguments 2)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
-        return args.run(args)
+        code: int = args.run(args)
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush writes nowhere
+        return 128 + signal.SIGPIPE
     except (ZarrdaskError, OSError) as exc:
-        print(f"zarrdask {args.command}: error: {exc}", file=sys.stderr)
+        print(f"zarrdask {args.command}: error: {without_create_hint(str(exc))}", file=sys.stderr)
         return 2

@@ -17,22 +17,27 @@ class Subcommands(Protocol):
 def add_store_arguments(p: argparse.ArgumentParser, *, json_output: bool = True) -> None:
     p.add_argument("store", metavar="PATH", help="a local path or URL of the store (s3://, memory://, .zip, ...)")
     p.add_argument("--path", default="", help="the node inside the store (default: its root)")
-    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
                    help="an fsspec storage option (JSON values), repeatable")
     if json_output:
         p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
+def _key_value(text: str) -> tuple[str, Any]:
+    """An argparse type: ``KEY=VALUE``, the value JSON when it parses, else a string (argparse
+    reports anything else, exit 2, before a store is opened)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. --storage-option anon=true), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
 def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``--storage-option key=value`` pairs; values are JSON when they parse, else strings."""
-    options = {}
-    for item in args.storage_option:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return options or None
+    """The ``--storage-option KEY=VALUE`` pairs as a dict (None: none given)."""
+    return dict(args.storage_option) or None
 
 
 def count(text: str) -> int:

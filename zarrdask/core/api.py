@@ -30,6 +30,8 @@ __all__ = ["open", "open_array", "open_group", "plan_read"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 _REPLACE_HINT = "use mode='w' to replace it, or mode='a' (or 'r+') to open it"
+#: how open / open_group make a missing node (open: " (with shape=, an array)" too)
+_CREATE_HINT = "mode='a' or 'w' creates a group there"
 _GROUP_REFUSED = ("cache_attrs", "synchronizer", "chunk_store", "meta_array", "zarr_version")
 #: what open() compares with an existing array instead of creating one
 _EXPECTED = ("shape", "dtype", "chunks", "shards")
@@ -70,10 +72,17 @@ def _not_an_array(function: str, store: Store, path: str, meta: GroupMetadata) -
                               f"{fix}")
 
 
+def without_create_hint(message: str) -> str:
+    """``message`` without open's hint of its mode= keyword, for callers that have no such
+    keyword to offer (the CLI, xarray's open_dataset)."""
+    return message.split(f"; {_CREATE_HINT}")[0]
+
+
 def _read_only_if_old(store: Store, meta: NodeMetadata) -> Store:
     """The store read-only when the node is of an old format (Zarr v1, the v3.0 draft),
-    which zarrdask reads but never writes (``migrate`` converts it)."""
-    return open_store(store, mode="r") if hasattr(meta, "source_format") else store
+    which zarrdask reads but never writes (``migrate`` converts it); N5 is written."""
+    old = hasattr(meta, "source_format") and not getattr(meta, "writable", False)
+    return open_store(store, mode="r") if old else store
 
 
 def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, spec: dict[str, Any],
@@ -154,7 +163,7 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
     meta = _find(s, path, zarr_format, use_consolidated is not False)
     if meta is None:
         if mode != "a":
-            raise explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there (with shape=, an array)")
+            raise explain_missing(s, path, zarr_format, f"{_CREATE_HINT} (with shape=, an array)")
         if array_only:
             raise InvalidModeError(f"nothing at {_where(path)}: {no_group}")
         return make_group(s, path, zarr_format, overwrite=False, attributes=spec.get("attributes"),
@@ -246,7 +255,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
         if mode == "a":
             return make_group(s, path, zarr_format, overwrite=False, attributes=attributes,
                               allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=options)
-        raise GroupNotFoundError(str(explain_missing(s, path, zarr_format, "mode='a' or 'w' creates a group there")))
+        raise GroupNotFoundError(str(explain_missing(s, path, zarr_format, _CREATE_HINT)))
     if meta.node_type == "array":
         raise GroupNotFoundError(f"{function}(): the node at {_where(path)} in {s!r} is an array, not a group; "
                                  f"open it with zarrdask.open_array(store, path={path!r})"
