@@ -3,6 +3,11 @@
 ``gzip-holds-zlib``: z5 wrote zlib streams (RFC 1950: a ``78 xx`` header, an Adler-32
 trailer) into arrays whose metadata says gzip (z5 #105, numcodecs #169). They read exact;
 a chunk that is neither format, or fails its check, is a CorruptChunkError naming its key.
+
+``v2-fill-as-string``: n5-zarr wrote a numeric ``fill_value`` as a JSON string of the number
+(``"0"``; n5-zarr #39): a string holding a JSON number's text reads as that number; any other
+string stays refused. z5py's blosc chunks carry 16 bytes after the blosc frame
+(zarr_implementations #34): the frame's header says where it ends, and the rest is ignored.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import zlib
 
 import numpy as np
 import pytest
+from numcodecs import Blosc
 
 import zarrdask
-from zarrdask.errors import CorruptChunkError
+from zarrdask.errors import CorruptChunkError, MetadataError
 
 SHAPE, CHUNKS = (7, 10), (3, 4)  # partial edge chunks along both axes
 
@@ -104,3 +110,43 @@ def test_gzip_members_still_read_and_are_never_taken_for_zlib(tmp_path):
     chunk[:, :] = want[3:6, 4:8]
     (tmp_path / "a" / "1.1").write_bytes(gzip.compress(chunk.tobytes()))
     assert zarrdask.open_array(tmp_path / "a")[...].tolist() == want.tolist()
+
+
+def _v2(path, dtype: str, fill, compressor=None) -> None:
+    path.mkdir()
+    doc = {"zarr_format": 2, "shape": [5], "chunks": [2], "dtype": dtype, "order": "C", "compressor": compressor,
+           "fill_value": fill, "filters": None}
+    (path / ".zarray").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("dtype, fill, want", [
+    ("|u1", "0", 0), ("<i2", "-7", -7), (">u8", "18446744073709551615", 2 ** 64 - 1), ("<f4", "0.0", 0.0),
+    ("<f8", "-1.5E3", -1500.0), ("<f8", "NaN", None),
+])
+def test_a_numeric_fill_value_written_as_a_string_reads_as_the_number(tmp_path, dtype, fill, want):
+    _v2(tmp_path / "a", dtype, fill)
+    got = zarrdask.open_array(tmp_path / "a")[...]
+    assert np.isnan(got).all() if want is None else got.tolist() == [want] * 5
+
+
+@pytest.mark.parametrize("dtype, fill", [("|u1", "1.5"), ("|u1", "256"), ("<i4", " 1"), ("<i4", "0x01"),
+                                         ("<f8", "1,5"), ("<f8", "+1"), ("<i4", "01")])
+def test_other_strings_stay_refused(tmp_path, dtype, fill):
+    _v2(tmp_path / "a", dtype, fill)
+    with pytest.raises(MetadataError, match="fill_value"):
+        zarrdask.open_array(tmp_path / "a")
+
+
+def test_z5py_blosc_chunks_with_bytes_after_the_frame_read_exact(tmp_path):
+    codec = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE)
+    _v2(tmp_path / "a", "<i4", 0, codec.get_config())
+    want = np.arange(5, dtype="<i4") * 1000 - 3
+    for i in range(3):
+        chunk = np.zeros(2, dtype="<i4")
+        chunk[: len(want[i * 2: i * 2 + 2])] = want[i * 2: i * 2 + 2]
+        (tmp_path / "a" / str(i)).write_bytes(codec.encode(chunk) + bytes(16))  # as z5py: BLOSC_MAX_OVERHEAD
+    assert zarrdask.open_array(tmp_path / "a")[...].tolist() == want.tolist()
+    assert zarrdask.from_zarr(str(tmp_path / "a")).compute().tolist() == want.tolist()
+    (tmp_path / "a" / "1").write_bytes(codec.encode(np.zeros(2, dtype="<i4"))[:-1])  # short of its frame
+    with pytest.raises(CorruptChunkError, match=r"chunk 1: .*blosc"):
+        zarrdask.open_array(tmp_path / "a")[...]

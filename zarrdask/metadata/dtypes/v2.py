@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+import re
 from typing import Any
 
 import numpy as np
@@ -51,11 +53,18 @@ def stored_dtype_v2(dtype: DataType) -> np.dtype:
     j = dtype.json
     return np.dtype([tuple(f) for f in j]) if isinstance(j, list) else np.dtype(j)
 
+#: a JSON number's text (RFC 8259): tolerance ``v2-fill-as-string``, n5-zarr wrote a numeric
+#: ``fill_value`` as a string of the number (``"0"``; n5-zarr #39), read as that number
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\Z")
+
+
 def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) -> Any:
     """Parse a v2 ``fill_value``; ``None`` stays ``None`` (no fill value)."""
     if value is None:
         return None
     fam = dtype.family
+    if fam in ("int", "uint", "float") and isinstance(value, str) and _JSON_NUMBER.match(value):
+        value = json.loads(value)  # the value the same text unquoted is
     try:
         if fam == "object":
             return value
