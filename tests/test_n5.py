@@ -1,20 +1,22 @@
 """N5 containers read exact: written by TensorStore's ``n5`` driver (every compression and
 data type it writes, shapes with edge blocks), read through open, open_array, open_group,
 from_zarr and the xarray engine; N5's axes reversed to C order; n5-java's short edge
-blocks; lz4 (no decoder here) refused by name; N5 read-only."""
+blocks; lz4 (no decoder here) refused by name. Written: create_array / to_zarr into a
+``.n5`` location give what TensorStore's ``n5`` driver reads exact."""
 
 from __future__ import annotations
 
 import json
 import struct
 
+import dask.array as da
 import numpy as np
 import pytest
 import tensorstore as ts
 import xarray as xr
 
 import zarrdask
-from zarrdask.errors import MetadataError, ReadOnlyError
+from zarrdask.errors import MetadataError
 
 COMPRESSIONS = [{"type": "raw"}, {"type": "gzip"}, {"type": "gzip", "useZlib": True}, {"type": "bzip2"},
                 {"type": "xz"}, {"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
@@ -122,13 +124,6 @@ def test_lz4_is_refused_by_name(tmp_path):
     assert "gzip, zstd or blosc" in str(err.value)
 
 
-def test_n5_is_read_only(tmp_path):
-    _write_n5(tmp_path / "a.n5", np.zeros((2, 2), "uint8"), (2, 2), {"type": "raw"})
-    a = zarrdask.open_array(str(tmp_path / "a.n5"), mode="r+")
-    with pytest.raises(ReadOnlyError):
-        a[0, 0] = 1
-
-
 def test_a_container_that_is_one_dataset_opens_in_xarray_as_one_variable(tmp_path):
     """TensorStore writes a dataset at the container's root: xarray sees one variable."""
     n5_values = _values("float32", (5, 3))
@@ -136,3 +131,54 @@ def test_a_container_that_is_one_dataset_opens_in_xarray_as_one_variable(tmp_pat
     ds = xr.open_dataset(str(tmp_path / "scan.n5"), engine="zarrdask")
     assert ds["scan.n5"].dims == ("t", "x")
     np.testing.assert_array_equal(ds["scan.n5"].values, n5_values.T)
+
+
+def _tensorstore_reads(path):
+    return ts.open({"driver": "n5", "kvstore": {"driver": "file", "path": str(path)}}, open=True).result().read().result()
+
+
+WRITE_COMPRESSORS = [None, {"name": "gzip", "configuration": {"level": 3}}, {"name": "numcodecs.zlib"},
+                     {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
+                     {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}},
+                     {"name": "numcodecs.bz2", "configuration": {"level": 5}}, {"name": "numcodecs.lzma"}]
+
+
+@pytest.mark.parametrize("compressor", WRITE_COMPRESSORS, ids=lambda c: c["name"] if c else "raw")
+def test_create_array_writes_what_tensorstore_reads(tmp_path, compressor):
+    values = _values("int16", (5, 7, 3))
+    a = zarrdask.create_array(str(tmp_path / "out.n5"), name="g/vol", shape=values.shape, dtype="int16",
+                              chunks=(2, 3, 2), compressors=[compressor] if compressor else None,
+                              dimension_names=["z", "y", "x"], attributes={"resolution": [1, 2, 3]})
+    a[...] = values
+    doc = json.loads((tmp_path / "out.n5" / "g" / "vol" / "attributes.json").read_text())
+    assert doc["dimensions"] == [3, 7, 5] and doc["blockSize"] == [2, 3, 2] and doc["axes"] == ["x", "y", "z"]
+    assert json.loads((tmp_path / "out.n5" / "attributes.json").read_text())["n5"]
+    np.testing.assert_array_equal(_tensorstore_reads(tmp_path / "out.n5" / "g" / "vol"), values.T)
+    b = zarrdask.open_array(str(tmp_path / "out.n5"), path="g/vol", mode="r+")
+    np.testing.assert_array_equal(b[...], values)
+    b[1:3, 2:6, 1] = -5
+    b.attrs["note"] = "edited"
+    values[1:3, 2:6, 1] = -5
+    np.testing.assert_array_equal(_tensorstore_reads(tmp_path / "out.n5" / "g" / "vol"), values.T)
+    assert zarrdask.open_group(str(tmp_path / "out.n5"), path="g")["vol"].attrs["note"] == "edited"
+
+
+def test_to_zarr_writes_what_tensorstore_reads(tmp_path):
+    values = _values("float64", (9, 10))
+    zarrdask.to_zarr(da.from_array(values, chunks=(4, 5)), str(tmp_path / "out.n5"), component="vol")
+    np.testing.assert_array_equal(_tensorstore_reads(tmp_path / "out.n5" / "vol"), values.T)
+    np.testing.assert_array_equal(zarrdask.from_zarr(str(tmp_path / "out.n5"), component="vol").compute(), values)
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"fill_value": 3}, "N5 has no fill value"),
+    ({"shards": (4, 4)}, "no filters, serializer or shards"),
+    ({"dtype": "float16"}, "N5 has no data type 'float16'"),
+    ({"compressors": [{"name": "numcodecs.lz4"}]}, "N5 holds one compressor"),
+    ({"attributes": {"dimensions": [1]}}, "rename"),
+])
+def test_what_n5_cannot_hold_is_refused_before_anything_is_written(tmp_path, keywords, message):
+    spec = {"shape": (4, 4), "dtype": "uint8", "chunks": (2, 2), **keywords}
+    with pytest.raises(MetadataError, match=message):
+        zarrdask.create_array(str(tmp_path / "out.n5"), name="a", **spec)
+    assert not (tmp_path / "out.n5").exists()

@@ -23,13 +23,14 @@ from ..errors import (
     UnexpectedKeywordError,
 )
 from ..keywords import did_you_mean
+from ..metadata.n5 import N5_DOCUMENT, GroupMetadataN5, as_n5_array, is_n5_path
 from ..metadata.grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.nodes import ArrayMetadata, GroupMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..storage import open_store
-from ..storage.base import Store, new_node_path, node_path
+from ..storage.base import Store, join_path, new_node_path, node_path
 from .array import Array, ArrayOptions
 from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config, split_array_keywords
 from .codec_input import as_list, codec_json_v2, codec_json_v3
@@ -159,7 +160,14 @@ def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int, exists_
         store.delete_prefix(path)
     for parent, meta in zip(parents, found):
         if meta is None:
-            write_node(store, parent, GroupMetadataV3() if zarr_format == 3 else GroupMetadataV2(), created=True)
+            write_node(store, parent, _new_group(store, zarr_format, {}), created=True)
+
+
+def _new_group(store: Store, zarr_format: int, attributes: Mapping[str, Any]) -> GroupMetadata:
+    """A new group's metadata: N5's in an N5 container (a location ending ``.n5``)."""
+    if zarr_format == 2:
+        return GroupMetadataV2(attributes=dict(attributes))
+    return (GroupMetadataN5 if is_n5_path(store.url) else GroupMetadataV3)(attributes=dict(attributes))
 
 
 def _zarr_format(value: Any) -> int:
@@ -222,6 +230,9 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
     array = Array(store, path, metadata, opts)  # validates the codec chain before any write
     if zarr_format == 3:
         metadata = metadata.evolve(codecs=_named(array.codecs, "codecs"))
+    if isinstance(metadata, ArrayMetadataV3) and is_n5_path(store.url):  # an N5 container: the array as N5 holds it
+        metadata = as_n5_array(metadata, join_path(path, N5_DOCUMENT))
+        Array(store, path, metadata, opts)
     encode_node(path, metadata)  # validates the attributes before any write
     return ArrayPlan(store, path, metadata, opts, data if spec.write_data else None)
 
@@ -413,8 +424,7 @@ def write_group(store: Store, path: str | None, zarr_format: Any, *, overwrite: 
     how the caller replaces a node."""
     zarr_format = _zarr_format(zarr_format)
     path = new_node_path(path, zarr_format, allow_reserved_names)
-    meta: GroupMetadata = GroupMetadataV3(attributes=dict(attributes or {})) if zarr_format == 3 else \
-        GroupMetadataV2(attributes=dict(attributes or {}))
+    meta = _new_group(store, zarr_format, attributes or {})
     encode_node(path, meta)
     _prepare(store, path, overwrite, zarr_format, exists_hint)
     write_node(store, path, meta, created=True)
