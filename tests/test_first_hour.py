@@ -104,3 +104,31 @@ def test_cli_missing_nodes_offer_no_mode_keyword(tmp_path):
         assert "creates a group" not in done.stderr and "shape=" not in done.stderr
     with pytest.raises(NodeNotFoundError, match=r"mode='a' or 'w' creates a group there \(with shape="):
         zarrdask.open(tmp_path / "missing")  # where the keyword exists, the hint stays
+
+
+def test_names_users_type(tmp_path):
+    a = zarrdask.create_array(tmp_path / "a.zarr", shape=(10, 10), dtype="i4", chunks=(2, 5), shards=(4, 10),
+                              attributes={"units": "K"})
+    assert a.metadata.to_dict()["shape"] == [10, 10] and a.metadata.to_dict()["node_type"] == "array"
+    assert a.nshards == 3 and a.nshards_initialized == 0
+    assert repr(a).startswith(f"<zarrdask.Array {(tmp_path / 'a.zarr').as_uri()} '/' shape=(10, 10)")
+    plain = zarrdask.create_array({}, shape=(3,), dtype="i4", zarr_format=2, attributes={"u": 1})
+    assert plain.nshards is None
+    assert plain.metadata.to_dict()["attributes"] == {"u": 1}  # as zarr-python's v2 to_dict
+    assert "mapping://" in repr(plain) and "mapping://" in repr(zarrdask.create_group({}))
+
+
+def test_packaging_license_is_an_spdx_string():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "BSD-3-Clause"  # a TOML table is deprecated from setuptools 77
+    assert "setuptools>=77" in project["build-system"]["requires"][0]
+
+
+def test_readme_says_what_replaces_open_zarr():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert '| `xr.open_zarr(p)` | `xr.open_dataset(p, engine="zarrdask", chunks={})` |' in readme

@@ -68,7 +68,8 @@ def test_html_and_repr(sharded: zarrdask.Array) -> None:
     page = sharded._repr_html_()
     assert page.count("<svg") == 2 and "shards (20, 30)" in page and "chunks (10, 10)" in page
     assert "sharding_indexed[bytes &gt; zstd; index: bytes &gt; crc32c]" in page
-    assert repr(sharded) == "<zarrdask.Array '/' shape=(40, 30) dtype=int32 chunks=(10, 10) shards=(20, 30) v3>"
+    assert repr(sharded) == (f"<zarrdask.Array {sharded.store.url} '/' shape=(40, 30) dtype=int32 chunks=(10, 10) "
+                             "shards=(20, 30) v3>")
     root = zarrdask.open_group(Path(sharded.store.root).parent / "h.zarr", mode="w")
     root.create_group("sub").create_array("v", shape=(3, 4), dtype="f4", chunks=(3, 2))
     html = root._repr_html_()

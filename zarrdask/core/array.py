@@ -256,6 +256,12 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         return self.storage_statistics().chunks_stored
 
     @property
+    def nshards(self) -> int | None:
+        """Shards in the array, stored or not, or None when unsharded (the count beside
+        ``nshards_initialized``, as ``nchunks`` is beside ``nchunks_initialized``)."""
+        return math.prod(axis.count for axis in self.unit_grid) if self._shards is not None else None
+
+    @property
     def nshards_initialized(self) -> int | None:
         """Shards stored, or None when unsharded."""
         return len(self._source.stored_keys()) if self._shards is not None else None
@@ -286,7 +292,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def __repr__(self) -> str:
         shards = f" shards={self.shards}" if self.shards is not None else ""
-        return (f"<zarrdask.Array {self.name!r} shape={self.shape} dtype={self.dtype} chunks={self.chunks}{shards} "
+        return (f"<zarrdask.Array {self.store.url} {self.name!r} shape={self.shape} dtype={self.dtype} chunks={self.chunks}{shards} "
                 f"v{self.zarr_format}>")
 
     def __len__(self) -> int:

@@ -110,7 +110,7 @@ class Group(Node[GroupMetadata]):
         return self._consolidated is not None
 
     def __repr__(self) -> str:
-        return f"<zarrdask.Group {self.name!r} v{self.zarr_format}>"
+        return f"<zarrdask.Group {self.store.url} {self.name!r} v{self.zarr_format}>"
 
     @property
     def info(self) -> NodeInfo:

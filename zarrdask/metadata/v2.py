@@ -81,6 +81,10 @@ class ArrayMetadataV2:
             doc["_NCZARR_ARRAY"] = dict(self.nczarr)
         return doc
 
+    def to_dict(self) -> dict[str, Any]:
+        """As zarr-python's: the document with the ``.zattrs`` as ``attributes``."""
+        return {**self.to_json(), "attributes": dict(self.attributes)}
+
     def to_documents(self) -> dict[str, bytes]:
         docs = {".zarray": _dumps(self.to_json())}
         if self.attributes:
@@ -155,6 +159,10 @@ class GroupMetadataV2:
 
     def to_json(self) -> dict[str, Any]:
         return {"zarr_format": 2}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As zarr-python's: the document with the ``.zattrs`` as ``attributes``."""
+        return {**self.to_json(), "attributes": dict(self.attributes)}
 
     def to_documents(self) -> dict[str, bytes]:
         docs = {".zgroup": _dumps({"zarr_format": 2})}

@@ -113,6 +113,10 @@ class ArrayMetadataV3:
         doc.update(self.extra_fields)
         return doc
 
+    def to_dict(self) -> dict[str, Any]:
+        """zarr-python's name for the document: zarr.json as a dict."""
+        return self.to_json()
+
     def to_documents(self) -> dict[str, bytes]:
         """The store keys (relative to the node) and bytes that persist this metadata."""
         return {"zarr.json": _dumps(self.to_json())}
@@ -185,6 +189,10 @@ class GroupMetadataV3:
             }
         doc.update(self.extra_fields)
         return doc
+
+    def to_dict(self) -> dict[str, Any]:
+        """zarr-python's name for the document: zarr.json as a dict."""
+        return self.to_json()
 
     def to_documents(self) -> dict[str, bytes]:
         return {"zarr.json": _dumps(self.to_json())}
