@@ -132,3 +132,12 @@ def test_readme_says_what_replaces_open_zarr():
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert '| `xr.open_zarr(p)` | `xr.open_dataset(p, engine="zarrdask", chunks={})` |' in readme
+
+
+def test_open_dataset_of_a_missing_group_offers_no_mode(tmp_path):
+    import xarray as xr
+
+    zarrdask.create_group(tmp_path / "g.zarr")
+    with pytest.raises(NodeNotFoundError) as info:
+        xr.open_dataset(tmp_path / "g.zarr", group="nope", engine="zarrdask")
+    assert "'nope'" in str(info.value) and "creates a group" not in str(info.value)

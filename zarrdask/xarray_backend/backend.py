@@ -18,7 +18,7 @@ from xarray import Coordinates, Dataset, Variable
 from xarray.backends.common import AbstractDataStore, BackendEntrypoint
 
 from zarrdask.compat.xarray import close_on_error, construct_dataset, datatree_from_dict_with_io_cleanup, normalize_path
-from zarrdask.core.api import open_array, open_group
+from zarrdask.core.api import open_array, open_group, without_create_hint
 from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
 from zarrdask.errors import GroupNotFoundError, InvalidStoreError, NodeNotFoundError
@@ -69,10 +69,10 @@ def _open_store(
             use_consolidated=consolidated,
             zarr_format=zarr_format,
         )
-    except GroupNotFoundError:
+    except GroupNotFoundError as exc:
         lone = _v1_array(filename_or_obj, group, storage_options)
-        if lone is None:
-            raise
+        if lone is None:  # (open_group's hint of its mode= is no advice for opening a dataset)
+            raise GroupNotFoundError(without_create_hint(str(exc))) from None
         return ZarrdaskDataStore(lone, **options)  # type: ignore[arg-type]
     return ZarrdaskDataStore(root, **options)
 
