@@ -16,7 +16,7 @@ import tensorstore as ts
 import xarray as xr
 
 import zarrdask
-from zarrdask.errors import MetadataError
+from zarrdask.errors import InvalidModeError, MetadataError
 
 COMPRESSIONS = [{"type": "raw"}, {"type": "gzip"}, {"type": "gzip", "useZlib": True}, {"type": "bzip2"},
                 {"type": "xz"}, {"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
@@ -182,3 +182,11 @@ def test_what_n5_cannot_hold_is_refused_before_anything_is_written(tmp_path, key
     with pytest.raises(MetadataError, match=message):
         zarrdask.create_array(str(tmp_path / "out.n5"), name="a", **spec)
     assert not (tmp_path / "out.n5").exists()
+
+
+def test_migrate_and_copy_say_n5_is_not_converted_yet(tmp_path):
+    _write_n5(tmp_path / "a.n5", np.zeros((2, 2), "uint8"), (2, 2), {"type": "raw"})
+    for call in (lambda: zarrdask.migrate(str(tmp_path / "a.n5")),
+                 lambda: zarrdask.copy(str(tmp_path / "a.n5"), str(tmp_path / "b.zarr"))):
+        with pytest.raises(InvalidModeError, match="N5 container.*from_zarr"):
+            call()

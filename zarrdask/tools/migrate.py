@@ -75,7 +75,12 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
     except MetadataError:
         raise
     except FileNotFoundError:
-        if read_node(s, path).zarr_format == 3:
+        found = read_node(s, path)
+        if getattr(found, "source_format", None) == "N5":
+            raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is an N5 container, which migrate and copy do not "
+                                   "convert yet; zarrdask.to_zarr(zarrdask.from_zarr(src, component=name), dst, "
+                                   "component=name) copies one array's values into Zarr v3") from None
+        if found.zarr_format == 3:
             raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is already Zarr v3") from None
         raise
     needs_copy = draft_needs_copy(root, f"{path or '<root>'!r} in {s!r}")
