@@ -25,7 +25,7 @@ from zarrdask.errors import UnguardedWriteError
 from zarrdask.storage import LocalStore
 from zarrdask.storage.transformers import WrapperStore
 
-TRIALS = int(os.environ.get("ZARRDASK_ACCEPTANCE_TRIALS", "3"))
+TRIALS = int(os.environ.get("ZARRDASK_ACCEPTANCE_TRIALS", "2"))
 SHAPE = (100, 4000)
 LAYOUT = dict(shape=SHAPE, chunks=(10, 100), shards=SHAPE, dtype="f8", fill_value=-1.0)
 
