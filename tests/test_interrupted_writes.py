@@ -3,8 +3,8 @@ warns of; running the same call again completes the write and clears the record 
 
 Writer processes run ``zarrdask.to_zarr`` (into an existing array, ``mode="r+"``),
 ``Dataset.zarrdask.to_zarr`` (``mode="w"``) and ``zarrdask.copy`` (re-sharding) and are
-sent SIGKILL or SIGINT at random moments, on local files and ``to_zarr`` on a loopback
-moto S3 server. After each signal either ``verify`` reports the interrupted call (its
+sent SIGKILL or SIGINT at random moments, on local files and on a loopback moto S3
+server (there one signal per call, both in an acceptance run). After each signal either ``verify`` reports the interrupted call (its
 record), or the call had finished (the data is complete) or had written nothing yet;
 the same call run again completes the data bit for bit and leaves no record.
 ``ZARRDASK_INTERRUPT_TRIALS`` sets the trials per call, signal and store (default 2; the
