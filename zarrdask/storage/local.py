@@ -305,14 +305,14 @@ class LocalStore(Store):
     def _delete(self, key: str) -> None:
         self._delete_many([key])
 
-    def _delete_many(self, keys: list[str]) -> None:
+    def _delete_many(self, keys: list[str], *, locked: bool = True) -> None:
         parents: set[str] = set()
         for key in keys:
             path = self.path_of(key)
             if not os.path.lexists(path):
                 continue
             try:
-                if SUPPORTED:
+                if SUPPORTED and locked:
                     KeyLock(path).acquire().remove()
                 else:
                     os.unlink(path)
@@ -325,6 +325,13 @@ class LocalStore(Store):
 
     def _update(self, keys: list[str]) -> Update:
         return _LockedUpdate(self, keys) if SUPPORTED else Update(self, keys)
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove a node and everything below it without taking each key's lock: the whole
+        node goes (a writer of its chunks meanwhile conflicts with the deletion itself),
+        where a delete of one key waits for its lock like any write of it."""
+        self._check_writable(prefix)
+        self._delete_many(list(self.list_prefix(prefix)), locked=False)
 
     def _prune(self, directories: set[str]) -> None:
         """Remove directories left empty by a delete, deepest first, up to (not including) root."""
