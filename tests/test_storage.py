@@ -636,37 +636,6 @@ class TestZarrPythonMemoryStore(StoreTests):
         clone.set("a/b/d", b"new")
         assert store.get("a/b/d") == b"xyz"
 
-    def test_guard(self, store: Store) -> None:
-        """How the store guards a read-modify-write; wrappers say what their inner says."""
-        assert store.guard == self.expect_guard
-        assert open_store(store, mode="r").guard == store.guard
-
-    def test_held_in(self, store: Store) -> None:
-        """Where the contents live when the store travels (the Dask writers refuse what a
-        worker process would not share); wrappers say what their inner says."""
-        assert store.held_in == self.expect_held_in
-        assert open_store(store, mode="r").held_in == store.held_in
-
-    def test_cache_identity(self, store: Store) -> None:
-        """What names the contents for the decoded-chunk cache: hashable, the same for an
-        equal store, and not another store's; None where the URL may not name them."""
-        ident = store.identity()
-        if not self.expect_cached:
-            assert ident is None
-            return
-        assert ident is not None and hash(ident) == hash(pickle.loads(pickle.dumps(store)).identity())
-        assert ident != MemoryStore(f"other-{uuid.uuid4().hex}").identity()
-        assert ident != PrefixedStore(store, "elsewhere").identity()
-
-    def test_file_of(self, store: Store) -> None:
-        """The local file of a key, where keys are files here (else None)."""
-        path = store.file_of("a/b/d")
-        if not self.expect_files:
-            assert path is None
-            return
-        assert path is not None and open(path, "rb").read() == b"xyz"
-        assert store.file_of("not/there") is not None and not os.path.exists(store.file_of("not/there"))
-
     def test_identity(self, store: Store) -> None:
         assert store.url.startswith("memory://") and store.url in repr(store)
         assert store == open_store(store.inner, mode="w") and hash(store) == hash(open_store(store.inner, mode="w"))
