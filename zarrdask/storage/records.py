@@ -15,8 +15,8 @@ the call, the ISO time it started (UTC), host and pid, the region, the planned u
 and bytes, and the zarrdask version.
 
 Finding records costs a request, so ``open`` looks only where it is free: a stat on a
-local disk, a dictionary in memory; a remote open costs no request more: ``verify`` is
-the check there.
+local disk (``Store.file_of``), a dictionary in memory (``Store.held_in``); a remote open
+costs no request more: ``verify`` is the check there.
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ from typing import Any
 
 from ..errors import InterruptedWriteWarning
 from .base import Store, join_path
-from .fsspec_store import FsspecStore, ZipStore, fs_protocols
-from .local import LocalStore
-from .memory import MemoryStore
+from .fsspec_store import ZipStore
 from .transactional import in_session
 
 __all__ = ["RECORDS_DIR", "WriteRecord", "clear_record", "is_record", "keeps_records", "read_records",
@@ -167,15 +165,12 @@ def _base(store: Store) -> Store:
 
 
 def _free(store: Store, node: str) -> bool | None:
-    """Whether the node may hold records, when that costs no request (None: it would)."""
-    base = _base(store)
-    if isinstance(base, LocalStore):
-        return os.path.isdir(os.path.join(base.root, *node.split("/"), RECORDS_DIR))
-    if isinstance(base, FsspecStore) and base.on_local_disk:
-        return os.path.isdir(base.directory(join_path(node, RECORDS_DIR)))
-    if isinstance(base, MemoryStore) or (isinstance(base, FsspecStore) and "memory" in fs_protocols(base.fs)):
-        return True
-    return None
+    """Whether the node may hold records, when that costs no request (None: it would): the
+    store says where its keys are local files (``file_of``) or in this process (``held_in``)."""
+    directory = store.file_of(join_path(node, RECORDS_DIR))
+    if directory is not None:
+        return os.path.isdir(directory)
+    return True if store.held_in == "process" else None
 
 
 def warn_interrupted(store: Store, node: str) -> None:
