@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from ...codecs.base import ChunkSpec
 from ...codecs.pipeline import CodecPipeline
 from ...codecs.sharding import ShardingCodec
 from ...errors import CodecError
@@ -27,41 +26,45 @@ from .copies import Copy, held_copies, place_copies
 from .options import ArrayOptions
 from .shard_fetch import InnerJob, ShardFetch
 
-__all__ = ["CachedShardReads", "ShardSource"]
+__all__ = ["CachedShardReads", "ShardAccess"]
 
 #: a shard is held as one array once a read wants 1 / _HELD_FROM of its inner chunks
 _HELD_FROM = 4
 
 
-class ShardSource(Protocol):
-    """What the cached reads use of a sharded chunk source (``shards.ShardedChunkSource``)."""
+class ShardAccess(NamedTuple):
+    """What the cached reads use of a sharded source, which hands it over
+    (``shards.ShardedChunkSource``): its fetching, its inner chunks' codecs and layout,
+    and the decode and fill steps it shares with its uncached reads."""
 
     fetch: ShardFetch
+    #: the inner chunks' codecs (their spec's shape is the codec's axis order)
     inner: CodecPipeline
-    spec: ChunkSpec
-    inner_shape: tuple[int, ...]
+    dtype: np.dtype
     options: ArrayOptions
-    _inverse: tuple[int, ...]
-
-    @property
-    def _decode_batch(self) -> int: ...
-
-    def _codec_at(self, coords: tuple[int, ...]) -> ShardingCodec: ...
-
-    def _strides_at(self, coords: tuple[int, ...]) -> tuple[int, ...]: ...
-
-    def _missing(self, what: str, target: np.ndarray, index: Any) -> None: ...
-
-    def _decode_into(self, jobs: list[InnerJob], out: np.ndarray, slots: Sequence[int],
-                     stops: Sequence[int | None] | None = None) -> None: ...
-
-    def _placed_bytes(self, units: Sequence[UnitRead]) -> int: ...
+    #: an inner chunk's shape in the array's axis order
+    inner_shape: tuple[int, ...]
+    #: the axis order that turns an inner chunk as decoded into the array's
+    inverse: tuple[int, ...]
+    #: inner chunks per decode call
+    decode_batch: int
+    #: the sharding codec of the shard at some coordinates
+    codec_at: Callable[[tuple[int, ...]], ShardingCodec]
+    #: the shard index's strides of the shard at some coordinates (``plan.index_strides``)
+    strides_at: Callable[[tuple[int, ...]], tuple[int, ...]]
+    #: ``missing(what, target, index)``: fill ``target[index]`` for an absent chunk, or raise
+    missing: Callable[[str, np.ndarray, Any], None]
+    #: ``decode_into(jobs, out, slots)``: decode fetched inner chunks (all present) into
+    #: ``out`` at ``slots`` with one call, an error naming the shard and chunk
+    decode_into: Callable[[list[InnerJob], np.ndarray, Sequence[int]], None]
+    #: the bytes some units place into a read's output
+    placed_bytes: Callable[[Sequence[UnitRead]], int]
 
 
 class CachedShardReads:
     """The reads of one sharded source through its array's decoded-chunk cache."""
 
-    def __init__(self, source: ShardSource) -> None:
+    def __init__(self, source: ShardAccess) -> None:
         self._source = source
         self._held_placements: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, ChunkPlacement]] = {}
 
@@ -72,7 +75,7 @@ class CachedShardReads:
         map (and count) all of it. Other shards are held chunk by chunk
         (``_read_chunks_cached``); a shard held both ways decodes a chunk twice at most."""
         ticket = cache.ticket()
-        itemsize = self._source.spec.dtype.dtype.itemsize
+        itemsize = self._source.dtype.itemsize
         small = [i for i, u in enumerate(units) if cache.holds_shard(math.prod(u.extent) * itemsize)]
         held: dict[int, HeldShard | None] = {}
         for i, shard in zip(small, cache.get_shards([units[i].key for i in small])):
@@ -127,14 +130,14 @@ class CachedShardReads:
             waiting = [i for i, others in busy if shards[i].wait(others)]
         cache.tally(sum(len(u.chunks) for u in units) - misses, misses)
         copies = [c for u, t, shard in zip(units, targets, shards) for c in held_copies(u, t, shard.data,
-                                                                                       self._source._inverse)]
-        place_copies(copies, self._source.options.threads, self._source._placed_bytes(units))
+                                                                                       self._source.inverse)]
+        place_copies(copies, self._source.options.threads, self._source.placed_bytes(units))
 
     def _new_held(self, unit: UnitRead) -> HeldShard:
         """An empty held shard for ``unit``'s shard."""
         grid = tuple(-(-e // c) for e, c in zip(unit.extent, self._source.inner_shape))
-        return HeldShard(grid, self._source.inner.spec.shape, self._source.spec.dtype.dtype,
-                         math.prod(self._source._codec_at(unit.coords).grid_shape), math.prod(grid))
+        return HeldShard(grid, self._source.inner.spec.shape, self._source.dtype,
+                         math.prod(self._source.codec_at(unit.coords).grid_shape), math.prod(grid))
 
     def _fill_held(self, fills: list[tuple[UnitRead, HeldShard, list[int]]]) -> None:
         """Decode the inner chunks at the claimed positions of each shard straight into its
@@ -152,7 +155,7 @@ class CachedShardReads:
         if ranged:
             jobs += self._source.fetch.ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
         batches: list[tuple[HeldShard, list[InnerJob]]] = []
-        at, per = 0, self._source._decode_batch
+        at, per = 0, self._source.decode_batch
         for i in gets + ranged:  # (jobs come unit by unit, in this order)
             count = len(reads[i].chunks)
             batches.extend((fills[i][1], jobs[k: min(k + per, at + count)]) for k in range(at, at + count, per))
@@ -167,13 +170,13 @@ class CachedShardReads:
         present = [k for k, job in enumerate(jobs) if job.data is not None]
         for k, job in enumerate(jobs):
             if job.data is None:
-                self._source._missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
-        self._source._decode_into([jobs[k] for k in present], shard.slots, [slots[k] for k in present])
+                self._source.missing(f"shard {job.key}, inner chunk {job.placement.coords}", shard.slots, slots[k])
+        self._source.decode_into([jobs[k] for k in present], shard.slots, [slots[k] for k in present])
 
     def _placements_at(self, coords: tuple[int, ...], extent: tuple[int, ...]) -> dict[int, ChunkPlacement]:
         """Every inner chunk inside the array of the shard at ``coords`` (its extent
         ``extent``), by position: its region of the shard and its part inside the array."""
-        strides = self._source._strides_at(coords)
+        strides = self._source.strides_at(coords)
         found = self._held_placements.get((extent, strides))
         if found is None:
             found = self._held_placements[(extent, strides)] = {
@@ -188,7 +191,7 @@ class CachedShardReads:
         coalesced), each decoded into an array of its own, held (the sharding codec's axis
         order; a hit is transposed back as a view) and copied out."""
         ticket = cache.ticket()
-        order = None if self._source._inverse == tuple(range(len(self._source._inverse))) else self._source._inverse
+        order = None if self._source.inverse == tuple(range(len(self._source.inverse))) else self._source.inverse
         found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
         hits: list[Copy] = []
         pending: list[UnitRead] = []
@@ -206,7 +209,7 @@ class CachedShardReads:
             if missed:
                 pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
                 pending_targets.append(target)
-        place_copies(hits, self._source.options.threads, self._source._placed_bytes(units))
+        place_copies(hits, self._source.options.threads, self._source.placed_bytes(units))
         if not pending:
             return
         gets = [i for i, u in enumerate(pending) if u.whole]
@@ -226,7 +229,7 @@ class CachedShardReads:
         """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
         inner = self._source.inner
         if inner.decodes_into:
-            fresh = np.empty((1, *inner.spec.shape), dtype=self._source.spec.dtype.dtype)
+            fresh = np.empty((1, *inner.spec.shape), dtype=self._source.dtype)
             inner.decode_into([data], fresh)
             return fresh[0, ...]
         return np.array(inner.decode(data), order="C", copy=True)
@@ -236,7 +239,7 @@ class CachedShardReads:
         array's axis order: the cache holds it) and copy its part into place."""
         placement = job.placement
         if job.data is None:
-            self._source._missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
+            self._source.missing(f"shard {job.key}, inner chunk {placement.coords}", job.target, placement.out_index)
             return
         try:
             chunk = decode(job, job.data)

@@ -36,7 +36,7 @@ from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
 from .options import ArrayOptions
 from .puts import UnitPuts
-from .shard_cache import CachedShardReads
+from .shard_cache import CachedShardReads, ShardAccess
 from .shard_fetch import InnerJob, ShardFetch
 
 __all__ = ["ShardedChunkSource"]
@@ -95,7 +95,9 @@ class ShardedChunkSource(ChunkSource):
         self._codecs: dict[tuple[int, ...], ShardingCodec] = {}
         self._strides: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.fetch = ShardFetch(store, self._codec_at, self._shard_bytes, options, pool_key)
-        self._cached = CachedShardReads(self)
+        self._cached = CachedShardReads(ShardAccess(
+            self.fetch, self.inner, spec.dtype.dtype, options, self.inner_shape, self._inverse, self._decode_batch,
+            self._codec_at, self._strides_at, self._missing, self._decode_into, self._placed_bytes))
         # bytes->bytes codecs after the sharding codec hide the layout: only whole-shard reads then
         self.layout = StorageLayout(unit_grid=self.grid, chunk_shape=self.inner_shape, index_strides=self._strides_at,
                                     sharded=True, ranged_reads=not self.pipeline.has_bytes_stage, key=self.key)
