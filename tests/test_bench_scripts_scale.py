@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "benchmarks" / "probes"))
 
 import bench_costs  # noqa: E402
 import bench_memory  # noqa: E402
@@ -123,7 +124,7 @@ def test_the_tiny_shard_benchmark_times_every_reader(tmp_path) -> None:
 
 
 def test_the_copy_floor_benchmark_copies_what_a_cached_read_returns(tmp_path) -> None:
-    """bench_copy_floor.py's numpy pass assembles the same slabs a read returns (the last
+    """probes/bench_copy_floor.py's numpy pass assembles the same slabs a read returns (the last
     slab compared) and the script runs end to end on a small array."""
     import bench_copy_floor
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Run one benchmark operation in a loop, for a profiler to watch; then summarise hotspots.
 
-    python benchmarks/profile_op.py OP [--lib zarrdask] [--seconds 15] [--size-mib 512]
-    python benchmarks/profile_op.py OP --py-spy            # sample it with py-spy, print self-time by file:line
+    python benchmarks/probes/profile_op.py OP [--lib zarrdask] [--seconds 15] [--size-mib 512]
+    python benchmarks/probes/profile_op.py OP --py-spy            # sample it with py-spy, print self-time by file:line
 
 OP is one of: core-read, core-write, sharded-read, sharded-write, windows-cold, windows-warm,
 dask-read, dask-write-aligned, dask-write-misaligned, xarray-mean, open50.
@@ -27,9 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent  # the suites and their helpers (harness, libs, reference)
 sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(HERE.parent))
+sys.path.insert(1, str(BENCH))
+sys.path.insert(2, str(BENCH.parent))  # the working tree's zarrdask
 
 OPS = (
     "core-read", "core-write", "sharded-read", "sharded-write", "windows-cold", "windows-warm",
@@ -154,7 +156,7 @@ def main() -> int:
     p.add_argument("--lib", default="zarrdask", choices=("zarrdask", "zarr-python", "tensorstore"))
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--size-mib", type=int, default=512)
-    p.add_argument("--data-dir", default=str(HERE / "data"))
+    p.add_argument("--data-dir", default=str(BENCH / "data"))
     p.add_argument("--py-spy", action="store_true", help="sample with py-spy and print hotspots")
     p.add_argument("--py-spy-bin", default=shutil.which("py-spy") or "py-spy")
     p.add_argument("--native", action="store_true", help="py-spy --native (C frames too)")

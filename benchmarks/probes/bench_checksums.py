@@ -5,7 +5,7 @@ chunks and shard index carry a crc32c: ``bytes + crc32c`` (no compression: the c
 largest share of a read) and ``bytes + zstd-1 + crc32c``. Each is read whole, R times
 each way, interleaved; prints the median and min seconds and GiB/s.
 
-    .venv/bin/python benchmarks/bench_checksums.py --size-mib 256 --repeat 7
+    .venv/bin/python benchmarks/probes/bench_checksums.py --size-mib 256 --repeat 7
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ holds the chunk's ``sum``, dask's scheduling and any wait for the GIL. A ``--con
 replaces the read with a GIL-free sleep plus a page-touching fill of the same output, to
 show the gap that dask and ``sum`` alone leave.
 
-    python benchmarks/dask_task_gaps.py [--rounds 9] [--pause 0.3] [--control]
+    python benchmarks/probes/dask_task_gaps.py [--rounds 9] [--pause 0.3] [--control]
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent  # the suites and their helpers (harness, libs, reference)
 sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(HERE.parent))
+sys.path.insert(1, str(BENCH))
+sys.path.insert(2, str(BENCH.parent))  # the working tree's zarrdask
 
 
 class CallTimes:
@@ -64,7 +66,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--pause", type=float, default=0.3, help="seconds idle before each timed run")
     p.add_argument("--size-mib", type=int, default=512)
-    p.add_argument("--data-dir", default=str(HERE / "data"))
+    p.add_argument("--data-dir", default=str(BENCH / "data"))
     p.add_argument("--control", action="store_true", help="also a row with the read replaced by a sleep")
     args = p.parse_args()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Where a dask read's time goes, per layout: inside the read tasks and between them.
 
-    python benchmarks/read_breakdown.py [--rounds 7] [--layouts unsharded,big-inner,small-inner]
+    python benchmarks/probes/read_breakdown.py [--rounds 7] [--layouts unsharded,big-inner,small-inner]
 
 For each layout of ``bench_layouts.py`` (its cached arrays; run that first or let this
 write them) and the threaded scheduler with one worker per core:
@@ -28,9 +28,11 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent  # the suites and their helpers (harness, libs, reference)
 sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(HERE.parent))
+sys.path.insert(1, str(BENCH))
+sys.path.insert(2, str(BENCH.parent))  # the working tree's zarrdask
 
 
 def unit_stages(path: str, rounds: int) -> dict[str, float]:
@@ -108,7 +110,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--pause", type=float, default=0.3, help="seconds idle before each timed dask run")
     p.add_argument("--size-mib", type=int, default=512)
-    p.add_argument("--data-dir", default=str(HERE / "data"))
+    p.add_argument("--data-dir", default=str(BENCH / "data"))
     p.add_argument("--layouts", default="unsharded,big-inner,small-inner")
     args = p.parse_args()
 

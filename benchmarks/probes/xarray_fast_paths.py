@@ -6,7 +6,7 @@ house rule keeps a shortcut only when it saves at least 10 %; this measures the
 50-variable open of ``bench_xarray.py`` four ways, interleaved round by round: both
 shortcuts, each alone, and neither (xarray's ``decode_cf_variables`` and ``Dataset``).
 
-    .venv/bin/python benchmarks/xarray_fast_paths.py [--rounds 15] [--opens 20]
+    .venv/bin/python benchmarks/probes/xarray_fast_paths.py [--rounds 15] [--opens 20]
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import time
 import warnings
 from unittest import mock
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks/ (this file is in benchmarks/probes)
+sys.path.insert(0, os.path.dirname(_BENCH))  # the working tree's zarrdask
+sys.path.insert(0, _BENCH)  # harness, reference
 
 import reference  # noqa: E402
 
@@ -54,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--opens", type=int, default=20)
-    parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "data"))
+    parser.add_argument("--data-dir", default=os.path.join(_BENCH, "data"))
     args = parser.parse_args()
     path = reference.many_variables_dataset(args.data_dir, 50)
     modes = {"both shortcuts": (True, True), "decode only": (True, False),

@@ -1,7 +1,7 @@
 """The floor of a warm 64-step slab pass through the decoded-chunk cache (issue 26): the
 same copies in numpy alone, beside zarrdask's pass through its cache and its pass without.
 
-    python benchmarks/bench_copy_floor.py [--size-mib 512] [--repeat 7] [--step 64]
+    python benchmarks/probes/bench_copy_floor.py [--size-mib 512] [--repeat 7] [--step 64]
 
 The array is bench_cache.py's (written once by zarr-python). A warm pass copies every
 shard out of the cache into one result per slab; numpy alone makes the same copies from
@@ -21,10 +21,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent  # bench_cache, harness
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
-    sys.path.insert(1, str(HERE.parent))  # the working tree's zarrdask
+    sys.path.insert(0, str(BENCH))
+    sys.path.insert(1, str(BENCH.parent))  # the working tree's zarrdask
 
 import numpy as np  # noqa: E402
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     p.add_argument("--size-mib", type=int, default=512)
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--step", type=int, default=64)
-    p.add_argument("--data-dir", default=str(HERE / "data"))
+    p.add_argument("--data-dir", default=str(BENCH / "data"))
     args = p.parse_args(argv)
     import zarrdask
 

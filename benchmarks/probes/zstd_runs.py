@@ -2,7 +2,7 @@
 
 A slab's zstd frames lie back to back in the shard and go to neighbouring slots, so
 ``decompress.zstd_into`` decodes them with one libzstd call once ``zstd_frames.exact_frames``
-has walked their headers (see benchmarks/README.md, "zstd frames in one call"). This times,
+has walked their headers (see benchmarks/HISTORY.md, "zstd frames in one call"). This times,
 over the first slab of the first shard of each sharded copy written by ``run.py sharding``:
 
 * ``frame by frame``: the same frames as plain lists (no layout known, one call each);
@@ -10,7 +10,7 @@ over the first slab of the first shard of each sharded copy written by ``run.py 
 * ``bare call``: one ``numcodecs.zstd.decompress`` over the slab's bytes, no checks;
 * ``walk``: ``exact_frames`` alone.
 
-    python benchmarks/zstd_runs.py [--data-dir benchmarks/data] [--rounds 200]
+    python benchmarks/probes/zstd_runs.py [--data-dir benchmarks/data] [--rounds 200]
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from zarrdask.codecs import decompress, zstd_frames
 from zarrdask.codecs.base import Frames, Slots
 from zarrdask.core.units.block_placement import slabs
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent
 
 
 def per_call_ms(fn: Callable[[], object], rounds: int) -> float:
@@ -43,7 +44,7 @@ def per_call_ms(fn: Callable[[], object], rounds: int) -> float:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", default=str(HERE / "data"))
+    p.add_argument("--data-dir", default=str(BENCH / "data"))
     p.add_argument("--rounds", type=int, default=200)
     args = p.parse_args()
     for layout in ("sharded", "sharded_large"):

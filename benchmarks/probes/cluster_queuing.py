@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What a read graph of many tiny shards costs on a process cluster, against its floors.
 
-    python benchmarks/cluster_queuing.py [--saturation 1.1] [--rounds 5]
+    python benchmarks/probes/cluster_queuing.py [--saturation 1.1] [--rounds 5]
 
 On ``LocalCluster(n_workers=2, threads_per_worker=1)``, the read + sum of the array of
 1,024 shards of 16 KiB that ``bench_layouts.py --workloads cluster`` writes (run that
@@ -20,8 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # the working tree's zarrdask
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent
+sys.path.insert(0, str(BENCH.parent))  # the working tree's zarrdask
 
 
 class Ones:
@@ -44,7 +45,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--saturation", type=float, default=1.1)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--path", default=str(HERE / "data" / "ref" / "layout_cluster1024.zarr"))
+    p.add_argument("--path", default=str(BENCH / "data" / "ref" / "layout_cluster1024.zarr"))
     args = p.parse_args()
 
     import dask

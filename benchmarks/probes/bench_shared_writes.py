@@ -4,7 +4,7 @@ Whole-shard writes take each key's lock (the file the value is written into) and
 else; partial-shard writes hold it from the shard's read to the rename. Run this in two
 checkouts (before and after) on a quiet machine and compare the medians:
 
-    .venv/bin/python benchmarks/bench_shared_writes.py --repeat 7
+    .venv/bin/python benchmarks/probes/bench_shared_writes.py --repeat 7
 
 Rows: the README's write rows on 512 MiB of float32 (zstd-1; ``--size-mib``): a numpy
 write into 4 MiB chunks and into 16 MiB shards of 64 KiB chunks, a dask write with chunks =

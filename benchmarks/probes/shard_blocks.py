@@ -8,7 +8,7 @@ ways, interleaved round by round, on ``bench_sharding.py``'s layout (shards (16,
 inner chunks (4, 64, 64), zstd level 1, ``harness.make_data``'s float32 field). Equal values:
 ``tests/test_block_placement.py::test_slabs_equal_values_and_chunk_by_chunk``.
 
-    .venv/bin/python benchmarks/shard_blocks.py [--size-mib 512] [--rounds 7] [--threads N]
+    .venv/bin/python benchmarks/probes/shard_blocks.py [--size-mib 512] [--rounds 7] [--threads N]
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchmarks/ (this file is in benchmarks/probes)
+sys.path.insert(0, os.path.dirname(_BENCH))  # the working tree's zarrdask
+sys.path.insert(0, _BENCH)  # harness, reference
 
 from harness import make_data  # noqa: E402
 
