@@ -19,9 +19,10 @@ from ..metadata.extension import NamedConfig
 from ..storage.base import Buffer
 from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item,
                    check_decoded_size, decode_each, slot_views)
+from .protocol import ChunkPipeline
 from .registry import get_codec_class, unknown_codec
 
-__all__ = ["PREFIX_SKIP_BYTES", "CodecPipeline", "build_codecs"]
+__all__ = ["PREFIX_SKIP_BYTES", "CodecPipeline", "build_codecs", "codec_chain"]
 
 #: a chunk is decoded only up to the values a read wants when that skips at least this
 #: much: zstd stops after the block holding the last byte asked for, and its blocks hold
@@ -224,6 +225,14 @@ class CodecPipeline:
                 return None
             size = codec.encoded_size(size)
         return size
+
+
+def codec_chain(pipeline: ChunkPipeline) -> CodecPipeline:
+    """The codec chain a pipeline runs, its codecs by kind: every pipeline zarrdask builds
+    is a :class:`CodecPipeline` (a v3 chain, or a v2 encoding as codecs), which callers
+    holding the :class:`~zarrdask.codecs.protocol.ChunkPipeline` interface reach here."""
+    assert isinstance(pipeline, CodecPipeline)
+    return pipeline
 
 
 def _chain_error(loc: Loc, codec: Codec, message: str) -> MetadataError:

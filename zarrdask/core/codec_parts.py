@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from ..codecs.pipeline import CodecPipeline
+from ..codecs.pipeline import codec_chain
 from ..codecs.protocol import ChunkPipeline
 from ..codecs.sharding import ShardingCodec
 from ..metadata.grid import AxisGrid, RegularAxis, ceil_div
@@ -30,10 +30,9 @@ def codec_parts(metadata: ArrayMetadata, pipeline: ChunkPipeline) -> CodecParts:
     if metadata.zarr_format == 2:
         filters = tuple(dict(f) for f in metadata.filters or ())
         return CodecParts(filters, None, (dict(metadata.compressor),) if metadata.compressor is not None else ())
-    chain = pipeline
-    assert isinstance(chain, CodecPipeline)  # (a v3 array's)
-    sharding = chain.sharding
-    if isinstance(sharding, ShardingCodec) and sharding.inner and not chain.array_array and not chain.bytes_bytes:
+    chain = codec_chain(pipeline)
+    sharding = cast(ShardingCodec | None, chain.sharding)  # (what the pipeline declares it to be)
+    if sharding is not None and sharding.inner and not chain.array_array and not chain.bytes_bytes:
         chain = sharding.inner
     return CodecParts(tuple(c.to_json() for c in chain.array_array), chain.array_bytes.to_json(),
                       tuple(c.to_json() for c in chain.bytes_bytes))

@@ -53,10 +53,11 @@ _WRITE_BATCH_BYTES = 512 << 10
 
 
 def _sharding_of(pipeline: ChunkPipeline) -> ShardingCodec:
-    """The sharding codec a chain of this kind declares (typed there as its base class)."""
+    """The sharding codec a chain of this kind declares (``ChunkPipeline.sharding``, typed
+    there as its base class: the sharding module imports the pipeline, not the reverse)."""
     codec = pipeline.sharding
-    assert isinstance(codec, ShardingCodec)
-    return codec
+    assert codec is not None
+    return cast(ShardingCodec, codec)
 
 
 class _InnerWrites(NamedTuple):
