@@ -7,7 +7,9 @@ set of modules imports itself round a cycle. Outside ``compat/`` no module reads
 module's private name: neither ``from x import _name`` nor an attribute ``obj._name``
 whose name the module itself does not define (as a function, class, module name or its
 classes' own state ``self._name``); ``self._name``, ``cls._name``, ``super()._name`` (an
-object's own state, inside its class) and dunder names are the object's own.
+object's own state, inside its class) and dunder names are the object's own. No
+``typing.Protocol`` declares a private member, and outside ``storage/`` and ``codecs/`` no
+code asks (``isinstance``/``issubclass``) which of their classes an object is.
 ``docs/design.md`` draws the same order.
 """
 
@@ -224,38 +226,111 @@ def test_no_private_name_of_another_module(module):
     assert not reads, "private names of other modules read:\n" + "\n".join(reads)
 
 
-def _store_classes_named(module: str) -> set[str]:
-    """The names ``module`` imports from ``zarrdask.storage`` that are Store subclasses
-    (the ABC itself excepted: "is it a store" is no fact of one store class)."""
-    import importlib
-
-    from zarrdask.storage.base import Store
-
-    named = set()
-    for imp in IMPORTS:
-        if imp.importer != module or not imp.imported.startswith("zarrdask.storage"):
-            continue
-        source = importlib.import_module(imp.imported)
-        for name in imp.names:
-            obj = getattr(source, name, None)
-            if isinstance(obj, type) and issubclass(obj, Store) and obj is not Store:
-                named.add(name)
-    return named
+def _protocol(node: ast.ClassDef) -> bool:
+    """``class X(Protocol)``, ``class X(typing.Protocol)`` or ``class X(Protocol[T])``."""
+    for base in node.bases:
+        target = base.value if isinstance(base, ast.Subscript) else base
+        if (isinstance(target, ast.Name) and target.id == "Protocol"
+                or isinstance(target, ast.Attribute) and target.attr == "Protocol"):
+            return True
+    return False
 
 
-def test_no_store_class_is_asked_for_outside_storage():
+def _members(node: ast.ClassDef) -> Iterator[tuple[str, int]]:
+    """The names a class body declares (annotations, assignments, methods, properties)."""
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield item.name, item.lineno
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            yield item.target.id, item.lineno
+        elif isinstance(item, ast.Assign):
+            yield from ((t.id, item.lineno) for t in item.targets if isinstance(t, ast.Name))
+
+
+def test_no_protocol_declares_a_private_member():
+    """A ``Protocol`` is what other code may use of an object: a private name in one makes
+    another object's private member an interface (the rule above then passes, the Protocol
+    "defining" the name, while a module reads another's private state)."""
+    found = [f"{_where(module, line)}: {node.name}.{name}"
+             for module, tree in TREES.items() for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef) and _protocol(node)
+             for name, line in _members(node) if _private(name)]
+    assert not found, ("Protocol members with private names (make the member public on the object that owns it, "
+                       "or have the owner hand over what is used, e.g. a record of its operations):\n"
+                       + "\n".join(found))
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _classes_of(package: str) -> set[str]:
+    """The names of the classes the modules of ``package`` define."""
+    return {node.name for module, tree in TREES.items() if _inside(module, package)
+            for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def _bound(module: str, package: str, classes: set[str]) -> tuple[set[str], set[str]]:
+    """The names ``module`` binds by importing from ``package``: to its classes (``from
+    ..codecs.sharding import ShardingCodec as S``) and to its modules (``from .. import
+    codecs``, ``import zarrdask.codecs.base``), dotted as they are then written."""
+    named: set[str] = set()
+    modules: set[str] = set()
+    for node in ast.walk(TREES[module]):
+        if isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if _inside(a.name, package))
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, MODULES[module], node)
+            for alias in node.names:
+                if _inside(f"{base}.{alias.name}", package) and f"{base}.{alias.name}" in MODULES:
+                    modules.add(alias.asname or alias.name)
+                elif _inside(base, package) and alias.name in classes:
+                    named.add(alias.asname or alias.name)
+    return named, modules
+
+
+def _asked(node: ast.expr, named: set[str], modules: set[str], classes: set[str]) -> set[str]:
+    """The classes of the package an isinstance's class argument (or its tuple) names."""
+    asked = set()
+    for part in ast.walk(node):
+        if isinstance(part, ast.Name) and part.id in named:
+            asked.add(part.id)
+        elif isinstance(part, ast.Attribute) and part.attr in classes and ast.unparse(part.value) in modules:
+            asked.add(ast.unparse(part))
+    return asked
+
+
+#: the packages whose objects answer for themselves, the classes of each that may still be
+#: asked for (the ABC a store is: "is it a store" is no fact of one store class), and what
+#: to use instead of asking
+ANSWERING = (
+    ("zarrdask.storage", frozenset({"Store"}),
+     "let the store answer (Store.guard, held_in, identity(), file_of, is_local, read_only, or a new Store method)"),
+    ("zarrdask.codecs", frozenset(),
+     "let the pipeline or codec answer (ChunkPipeline.sharding, pipeline.codec_chain, Codec.kind, or a new "
+     "public method in codecs/)"),
+)
+
+
+@pytest.mark.parametrize(("package", "askable", "fix"), ANSWERING, ids=[p for p, _, _ in ANSWERING])
+def test_no_class_of_a_package_is_asked_for_outside_it(package, askable, fix):
     """A store answers for itself (``Store.guard``, ``held_in``, ``identity()``, ``file_of``,
-    ``is_local``, ``read_only``): outside ``storage/`` no code asks which class a store is,
-    so a new store class cannot be left out of a decision made elsewhere."""
+    ``is_local``, ``read_only``), and a codec chain for itself (``ChunkPipeline.sharding``,
+    ``codec_chain``): outside ``storage/`` and ``codecs/`` no code asks which class one of
+    their objects is (``isinstance``/``issubclass`` of a class they define, base classes
+    included), so a new store or codec class cannot be left out of a decision made elsewhere."""
+    classes = _classes_of(package) - askable
     found = []
     for module, tree in TREES.items():
-        if module.startswith("zarrdask.storage"):
+        if _inside(module, package):
             continue
-        classes = _store_classes_named(module)
+        named, modules = _bound(module, package, classes)
+        if not named and not modules:
+            continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
                     "isinstance", "issubclass") and len(node.args) == 2:
-                asked = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
-                if asked & classes:
-                    found.append(f"{_where(module, node.lineno)}: isinstance of {sorted(asked & classes)}")
-    assert not found, "store classes asked for outside storage/:\n" + "\n".join(found)
+                asked = _asked(node.args[1], named, modules, classes)
+                if asked:
+                    found.append(f"{_where(module, node.lineno)}: {node.func.id} of {sorted(asked)}")
+    assert not found, f"classes of {package} asked for outside it ({fix}):\n" + "\n".join(found)
