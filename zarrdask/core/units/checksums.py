@@ -35,7 +35,8 @@ def carries_checksum(codecs: Sequence[Any]) -> bool:
             continue
         config = codec.get("configuration") or {}
         if codec["name"] in (V2Serializer.name, V2Compressor.name):  # numcodecs configs, with their ids
-            parts = config.get("filters", [config])
+            # (a compressor's own settings may be named "filters": lzma's)
+            parts = config.get("filters") or () if codec["name"] == V2Serializer.name else [config]
             if any(_checked(p["id"], p) for p in parts):
                 return True
             continue
