@@ -16,6 +16,7 @@ spec requires. The arithmetic is in ``_casting.py``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,19 +32,27 @@ from .registry import register_codec
 Pairs = tuple[tuple[Any, Any], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """The cast for one input type: both numeric types and ``scalar_map`` parsed each way."""
+
+    source: Numeric
+    target: Numeric
+    encode: Pairs
+    decode: Pairs
+
+
 @register_codec
 class CastValueCodec(ArrayArrayCodec):
     name = "cast_value"
 
     def __init__(self, data_type: DataType, rounding: str = "nearest-even", out_of_range: str | None = None,
-                 scalar_map: Mapping[str, Any] | None = None) -> None:
+                 scalar_map: Mapping[str, Any] | None = None, bound: _Bound | None = None) -> None:
         self.data_type = data_type
         self.rounding = rounding
         self.out_of_range = out_of_range
         self.scalar_map = scalar_map  # JSON, parsed against the input type in validate()
-        self._encode: Pairs = ()
-        self._decode: Pairs = ()
-        self._types: tuple[Numeric, Numeric] | None = None
+        self._bound = bound  # what validate() derives from the input type: needed to encode or decode
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> CastValueCodec:
@@ -83,11 +92,10 @@ class CastValueCodec(ArrayArrayCodec):
         if self.out_of_range == "wrap" and not target.integer:
             raise config_error((*loc, "configuration", "out_of_range"),
                                f"'wrap' needs an integer data_type, got {self.data_type.name}")
-        prepared = CastValueCodec(self.data_type, self.rounding, self.out_of_range, self.scalar_map)
-        prepared._types = (source, target)
         where = (*loc, "configuration", "scalar_map")
-        prepared._encode = _pairs(self.scalar_map, "encode", spec.dtype, self.data_type, where)
-        prepared._decode = _pairs(self.scalar_map, "decode", self.data_type, spec.dtype, where)
+        bound = _Bound(source, target, _pairs(self.scalar_map, "encode", spec.dtype, self.data_type, where),
+                       _pairs(self.scalar_map, "decode", self.data_type, spec.dtype, where))
+        prepared = CastValueCodec(self.data_type, self.rounding, self.out_of_range, self.scalar_map, bound)
         if spec.fill_value is not None:
             prepared._check_fill(spec, loc)
         return prepared
@@ -110,14 +118,14 @@ class CastValueCodec(ArrayArrayCodec):
         return ChunkSpec(spec.shape, self.data_type, fill)
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        assert self._types is not None  # validate() ran
-        source, target = self._types
-        return cast(array, source, target, self.rounding, self.out_of_range, self._encode)
+        b = self._bound
+        assert b is not None, "cast_value used before validate()"
+        return cast(array, b.source, b.target, self.rounding, self.out_of_range, b.encode)
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        assert self._types is not None
-        source, target = self._types
-        return cast(array, target, source, self.rounding, self.out_of_range, self._decode)
+        b = self._bound
+        assert b is not None, "cast_value used before validate()"
+        return cast(array, b.target, b.source, self.rounding, self.out_of_range, b.decode)
 
 
 def _check_scalar_map(value: Any, loc: Loc) -> None:

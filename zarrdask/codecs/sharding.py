@@ -173,16 +173,19 @@ class ShardingCodec(ArrayBytesCodec):
     name = "sharding_indexed"
 
     def __init__(self, chunk_shape: tuple[int, ...], codecs: list[Codec], index_codecs: list[Codec],
-                 index_location: str = "end") -> None:
+                 index_location: str = "end", *, shard_shape: tuple[int, ...] = (),
+                 inner: CodecPipeline | None = None, index_pipeline: CodecPipeline | None = None,
+                 index_size: int = 0) -> None:
+        """The keywords are what ``validate`` derives from the shard (left out: not validated yet)."""
         self.chunk_shape = tuple(chunk_shape)
         self.codecs = list(codecs)
         self.index_codecs = list(index_codecs)
         self.index_location = index_location
-        self.inner: CodecPipeline | None = None
-        self.index_pipeline: CodecPipeline | None = None
-        self.shard_shape: tuple[int, ...] = ()
-        self.grid_shape: tuple[int, ...] = ()
-        self.index_size = 0
+        self.inner = inner
+        self.index_pipeline = index_pipeline
+        self.shard_shape = tuple(shard_shape)
+        self.grid_shape = tuple(s // c for s, c in zip(self.shard_shape, self.chunk_shape))
+        self.index_size = index_size
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> ShardingCodec:
@@ -215,23 +218,20 @@ class ShardingCodec(ArrayBytesCodec):
         if any(s % c for s, c in zip(spec.shape, self.chunk_shape)):
             raise config_error((*loc, "configuration", "chunk_shape"),
                                f"{list(self.chunk_shape)} must divide the shard shape {list(spec.shape)} evenly")
-        prepared = ShardingCodec(self.chunk_shape, self.codecs, self.index_codecs, self.index_location)
-        prepared.shard_shape = tuple(spec.shape)
-        prepared.grid_shape = tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))
+        grid_shape = tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))
         try:
-            prepared.inner = CodecPipeline(self.codecs, ChunkSpec(self.chunk_shape, spec.dtype, spec.fill_value),
-                                           (*loc, "configuration", "codecs"))
-            prepared.index_pipeline = CodecPipeline(
-                self.index_codecs, ChunkSpec((*prepared.grid_shape, 2), _INDEX_DTYPE, MISSING),
-                (*loc, "configuration", "index_codecs"))
+            inner = CodecPipeline(self.codecs, ChunkSpec(self.chunk_shape, spec.dtype, spec.fill_value),
+                                  (*loc, "configuration", "codecs"))
+            index_pipeline = CodecPipeline(self.index_codecs, ChunkSpec((*grid_shape, 2), _INDEX_DTYPE, MISSING),
+                                           (*loc, "configuration", "index_codecs"))
         except MetadataError as exc:
             raise CodecError("; ".join(str(p) for p in exc.problems)) from None
-        size = prepared.index_pipeline.encoded_size()
+        size = index_pipeline.encoded_size()
         if size is None:
             raise config_error((*loc, "configuration", "index_codecs"),
                                "must have a fixed encoded size (bytes + checksums only, no compression)")
-        prepared.index_size = size
-        return prepared
+        return ShardingCodec(self.chunk_shape, self.codecs, self.index_codecs, self.index_location,
+                             shard_shape=tuple(spec.shape), inner=inner, index_pipeline=index_pipeline, index_size=size)
 
     def without_checksums(self) -> ShardingCodec:
         """Unvalidated (the pipeline validates it against the shard again), with every
