@@ -6,7 +6,7 @@ checkouts (before and after) on a quiet machine and compare the medians:
 
     .venv/bin/python benchmarks/probes/bench_shared_writes.py --repeat 7
 
-Rows: the README's write rows on 512 MiB of float32 (zstd-1; ``--size-mib``): a numpy
+Rows: the scenarios' write rows on 512 MiB of float32 (zstd-1; ``--size-mib``): a numpy
 write into 4 MiB chunks and into 16 MiB shards of 64 KiB chunks, a dask write with chunks =
 shards and one with chunks cutting shards; then 1,024 whole shards of 16 KiB, a shard
 written in 8 region writes of one eighth each (one process, in turn), and 4 processes
