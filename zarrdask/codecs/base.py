@@ -7,6 +7,10 @@ the GIL, so parallelism comes from the caller's threads (or Dask's scheduler).
 
 Kinds, in chain order: ``ArrayArrayCodec``* -> exactly one ``ArrayBytesCodec`` ->
 ``BytesBytesCodec``*.
+
+A codec class also answers, from a configuration alone, the facts others decide by
+(``checksummed``; its numcodecs twin: ``numcodecs_ids``, ``from_numcodecs``,
+``to_numcodecs``), so no table elsewhere has to know every codec.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ..errors import CodecError, CorruptChunkError
 from ..storage.base import Buffer
 
 __all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item",
-           "byte_view", "check_decoded_size", "decode_each", "Frames", "Slots", "slot_views"]
+           "byte_view", "check_decoded_size", "codec_json_of", "decode_each", "Frames", "Slots", "slot_views"]
 
 Loc = tuple[str | int, ...]
 
@@ -52,6 +56,30 @@ class Codec(ABC):
     #: a plain attribute, cheaper to test than ``isinstance`` on an ABC)
     kind: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
+    #: ids of the numcodecs codecs that read and write this codec's bytes (its numcodecs
+    #: twin): a v2 ``filters``/``compressor`` entry of such an id is judged by this class,
+    #: and this codec is written to v2 metadata under the first (:meth:`to_numcodecs`)
+    numcodecs_ids: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """Whether what this codec encodes with ``configuration`` (its v3 configuration or its
+        numcodecs twin's: the settings that decide it are spelled alike) carries a checksum its
+        decoder checks, so that ``verify`` tells a flipped byte from good data. False here: a
+        codec that keeps one says so."""
+        return False
+
+    @classmethod
+    def from_numcodecs(cls, config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The v3 JSON of a numcodecs twin's ``config`` (without ``id``); None here: the twin
+        keeps its name ``numcodecs.<id>``, as zarr-python writes it."""
+        return None
+
+    @classmethod
+    def to_numcodecs(cls, configuration: Mapping[str, Any]) -> dict[str, Any]:
+        """The numcodecs config (with ``id``) of this codec's v3 ``configuration``, for v2
+        metadata; only asked of a codec with ``numcodecs_ids``. Here the same settings."""
+        return {"id": cls.numcodecs_ids[0], **configuration}
 
     @classmethod
     @abstractmethod
@@ -158,6 +186,12 @@ class BytesBytesCodec(Codec):
     def encoded_size(self, size: int) -> int | None:
         """The exact encoded size of ``size`` input bytes when fixed (checksums), else None."""
         return None
+
+
+def codec_json_of(obj: object) -> dict[str, Any] | None:
+    """The JSON of a zarrdask codec; None for anything else (a name, a dict, another
+    library's codec), so that callers taking any of them need not know the classes."""
+    return obj.to_json() if isinstance(obj, Codec) else None
 
 
 def check_decoded_size(name: str, got: int, expected: int) -> None:

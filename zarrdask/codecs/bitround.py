@@ -31,6 +31,7 @@ _INTEGER_FAMILIES = ("int", "uint", "datetime", "timedelta")
 @register_codec
 class BitRoundCodec(ArrayArrayCodec):
     name = "bitround"
+    numcodecs_ids = ("bitround",)  # (numcodecs' BitRound: floating-point data only)
 
     def __init__(self, keepbits: int) -> None:
         self.keepbits = keepbits

@@ -21,11 +21,31 @@ from .registry import register_codec
 
 CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+_SHUFFLE_NAMES = {v: k for k, v in SHUFFLES.items()}
 
 
 @register_codec
 class BloscCodec(BytesBytesCodec):
     name = "blosc"
+    numcodecs_ids = ("blosc",)
+
+    @classmethod
+    def from_numcodecs(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """numcodecs' shuffle is a number (an unknown one reads as ``shuffle``); no typesize."""
+        return {"name": "blosc", "configuration": {
+            "cname": config.get("cname", "lz4"), "clevel": config.get("clevel", 5),
+            "shuffle": _SHUFFLE_NAMES.get(config.get("shuffle", 1), "shuffle"),
+            "blocksize": config.get("blocksize", 0)}}
+
+    @classmethod
+    def to_numcodecs(cls, configuration: Mapping[str, Any]) -> dict[str, Any]:
+        """A shuffle name becomes numcodecs' number, and ``typesize`` goes (numcodecs takes it
+        from the data)."""
+        config = dict(configuration)
+        if isinstance(config.get("shuffle"), str):
+            config["shuffle"] = SHUFFLES[config["shuffle"]]
+            config.pop("typesize", None)
+        return {"id": "blosc", **config}
 
     def __init__(self, cname: str = "zstd", clevel: int = 5, shuffle: str | None = "shuffle",
                  typesize: int | None = None, blocksize: int = 0) -> None:

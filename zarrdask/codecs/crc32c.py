@@ -21,6 +21,11 @@ from .registry import register_codec
 @register_codec
 class Crc32cCodec(BytesBytesCodec):
     name = "crc32c"
+    numcodecs_ids = ("crc32c",)  # (numcodecs' CRC32C appends the same 4 bytes)
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        return True
 
     def __init__(self, verify: bool = True) -> None:
         self.verify = verify

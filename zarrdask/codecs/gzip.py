@@ -22,6 +22,16 @@ from .registry import register_codec
 @register_codec
 class GzipCodec(BytesBytesCodec):
     name = "gzip"
+    numcodecs_ids = ("gzip",)
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """The gzip trailer's CRC-32 of the content, checked on decoding."""
+        return True
+
+    @classmethod
+    def from_numcodecs(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": "gzip", "configuration": {"level": config.get("level", 5)}}
 
     def __init__(self, level: int = 5) -> None:
         self.level = level

@@ -5,12 +5,15 @@ Array -> array: ``numcodecs.delta``, ``fixedscaleoffset``, ``quantize``, ``astyp
 ``numcodecs.zlib``, ``lz4``, ``bz2``, ``lzma``, ``shuffle``, ``adler32``, ``crc32``,
 ``fletcher32``, ``jenkins_lookup3``, ``gzip``, ``zstd``, ``blosc``. The configuration is the numcodecs codec's own (without ``id``).
 Example: ``{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}}``.
+
+Each says whether its bytes carry a checksum its decoder checks (``CHECKSUMMED``), which
+also answers for a v2 ``filters``/``compressor`` entry of that id.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numcodecs
@@ -28,6 +31,20 @@ BYTES_TO_BYTES = ("zlib", "lz4", "bz2", "lzma", "shuffle", "adler32", "crc32", "
                   "jenkins_lookup3", "gzip", "zstd", "blosc")
 
 
+def _always(config: Mapping[str, Any]) -> bool:
+    return True
+
+
+#: the bytes->bytes ids whose encoded bytes hold a checksum their decoder checks, given the
+#: configuration: the checksum codecs themselves; zlib (Adler-32), gzip (CRC-32) and bz2
+#: (CRC) always; lzma unless raw (format 3 keeps no integrity check); zstd with ``checksum``
+CHECKSUMMED: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    **dict.fromkeys(("adler32", "crc32", "fletcher32", "jenkins_lookup3", "zlib", "gzip", "bz2"), _always),
+    "lzma": lambda config: bool(config.get("format", 1) != 3),
+    "zstd": lambda config: bool(config.get("checksum")),
+}
+
+
 def _build(codec_id: str, configuration: Mapping[str, Any], loc: Loc) -> Any:
     try:
         return numcodecs.get_codec({"id": codec_id, **configuration})
@@ -38,6 +55,11 @@ def _build(codec_id: str, configuration: Mapping[str, Any], loc: Loc) -> Any:
 class _NumcodecsMixin:
     codec_id: ClassVar[str]
     name: ClassVar[str]
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        fact = CHECKSUMMED.get(cls.codec_id)
+        return fact is not None and fact(configuration)
 
     def __init__(self, configuration: Mapping[str, Any], impl: Any) -> None:
         self.configuration = dict(configuration)
@@ -113,6 +135,8 @@ class NumcodecsBytesBytes(_NumcodecsMixin, BytesBytesCodec):
 
 
 for _id in ARRAY_TO_ARRAY:
-    register_codec(type(f"Numcodecs_{_id}", (NumcodecsArrayArray,), {"codec_id": _id, "name": f"numcodecs.{_id}"}))
+    register_codec(type(f"Numcodecs_{_id}", (NumcodecsArrayArray,),
+                        {"codec_id": _id, "name": f"numcodecs.{_id}", "numcodecs_ids": (_id,)}))
 for _id in BYTES_TO_BYTES:
-    register_codec(type(f"Numcodecs_{_id}", (NumcodecsBytesBytes,), {"codec_id": _id, "name": f"numcodecs.{_id}"}))
+    register_codec(type(f"Numcodecs_{_id}", (NumcodecsBytesBytes,),
+                        {"codec_id": _id, "name": f"numcodecs.{_id}", "numcodecs_ids": (_id,)}))

@@ -38,7 +38,7 @@ from ._config import check_keys, config_error, get_choice
 from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
 from .nested import parse_codec_list
 from .pipeline import CodecPipeline
-from .registry import register_codec
+from .registry import chain_checksummed, register_codec
 
 __all__ = ["ShardingCodec", "ShardIndex", "MISSING", "fill_test", "is_empty_chunk"]
 
@@ -171,6 +171,11 @@ class ShardingCodec(ArrayBytesCodec):
     """The sharding codec. After ``validate`` it holds the inner and index pipelines."""
 
     name = "sharding_indexed"
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """When the inner chain keeps one: the index's own checksum guards no data."""
+        return chain_checksummed(configuration.get("codecs", ()))
 
     def __init__(self, chunk_shape: tuple[int, ...], codecs: list[Codec], index_codecs: list[Codec],
                  index_location: str = "end", *, shard_shape: tuple[int, ...] = (),

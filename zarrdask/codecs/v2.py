@@ -28,7 +28,7 @@ from ..storage.base import Buffer
 from . import decompress
 from .base import ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc
 from .pipeline import CodecPipeline
-from .registry import unknown_numcodecs_id
+from .registry import numcodecs_checksummed, register_unlisted, unknown_numcodecs_id
 from .transpose import TransposeCodec
 from .vlen import check_item_count
 
@@ -89,11 +89,17 @@ def _decode_errors() -> Iterator[None]:
         raise CorruptChunkError(f"v2 chunk cannot be decoded: {exc}") from exc
 
 
+@register_unlisted
 class V2Serializer(ArrayBytesCodec):
     """A v2 chunk's elements (C order of what it sees) in the stored dtype, through the
     numcodecs filters. ``stored``: the on-disk dtype, set by :meth:`validate` from the spec."""
 
     name = "v2 filters"
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """When a filter does (by its numcodecs id)."""
+        return any(numcodecs_checksummed(f) for f in configuration.get("filters") or ())
 
     def __init__(self, filters: Sequence[Any], stored: np.dtype[Any] | None = None) -> None:
         self.filters = tuple(filters)
@@ -155,12 +161,18 @@ class V2Serializer(ArrayBytesCodec):
         return arr if arr.dtype == spec.dtype.dtype else arr.astype(spec.dtype.dtype)
 
 
+@register_unlisted
 class V2Compressor(BytesBytesCodec):
     """A v2 ``compressor``: any numcodecs codec, its decoding held to the size the chain
     fixes where the format allows (``decompress.py``), straight into the caller's memory
     for zstd and blosc, and only as far as a read needs for zstd."""
 
     name = "v2 compressor"
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """When the compressor does (its configuration is the numcodecs config, with its id)."""
+        return numcodecs_checksummed(configuration)
 
     def __init__(self, impl: Any) -> None:
         self.impl = impl

@@ -67,6 +67,7 @@ def check_item_count(name: str, data: Buffer, n: int) -> None:
 @register_codec
 class VLenUTF8Codec(_VLenCodec):
     name = "vlen-utf8"
+    numcodecs_ids = ("vlen-utf8",)
     _impl = VLenUTF8()
     _families = ("string", "object")
 
@@ -74,5 +75,6 @@ class VLenUTF8Codec(_VLenCodec):
 @register_codec
 class VLenBytesCodec(_VLenCodec):
     name = "vlen-bytes"
+    numcodecs_ids = ("vlen-bytes",)
     _impl = VLenBytes()
     _families = ("bytes", "object")

@@ -31,6 +31,17 @@ _local = threading.local()
 @register_codec
 class ZstdCodec(BytesBytesCodec):
     name = "zstd"
+    numcodecs_ids = ("zstd",)
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """With ``checksum``, each frame ends in an XXH64 of its content, checked on decoding."""
+        return bool(configuration.get("checksum"))
+
+    @classmethod
+    def from_numcodecs(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": "zstd", "configuration": {"level": config.get("level", 0),
+                                                    "checksum": config.get("checksum", False)}}
 
     def __init__(self, level: int = 0, checksum: bool = False) -> None:
         self.level = level

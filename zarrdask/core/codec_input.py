@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..codecs.base import Codec
-from ..codecs.blosc import SHUFFLES
-from ..codecs.registry import get_codec_class, registered_codecs
+from ..codecs.base import codec_json_of
+from ..codecs.registry import class_for, get_codec_class, numcodecs_twin, registered_codecs
 from ..compat.zarr_python import tunable_settings
 from ..errors import MetadataError, Problem, UnknownExtensionError
 from ..keywords import did_you_mean
 
 __all__ = ["as_list", "codec_json_v2", "codec_json_v3"]
 
-_SHUFFLE_NAMES = {v: k for k, v in SHUFFLES.items()}
 _ACCEPTED = ("a codec name ('zstd'), a dict {'name': ..., 'configuration': ...}, a numcodecs codec "
              "(numcodecs.Zstd(level=3)) or a zarr.codecs object (zarr.codecs.ZstdCodec(level=3))")
 
@@ -63,8 +61,9 @@ def _check_name(name: Any, where: tuple[str | int, ...]) -> None:
 def codec_json_v3(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
     """One codec -> v3 JSON ``{"name": ..., "configuration": ...}``; ``where`` names the
     keyword and position for errors (``("compressors", 0)``)."""
-    if isinstance(obj, Codec):
-        return obj.to_json()
+    own = codec_json_of(obj)
+    if own is not None:
+        return own
     if hasattr(obj, "to_dict") and not isinstance(obj, Mapping):
         obj = _zarr_python_codec(obj)
     elif hasattr(obj, "get_config"):
@@ -90,20 +89,13 @@ def _zarr_python_codec(obj: Any) -> Any:
 
 
 def _numcodecs_to_v3(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A numcodecs config -> the v3 codec of the same name where the spec has one."""
+    """A numcodecs config -> the v3 codec its twin class names (``Codec.from_numcodecs``),
+    else ``numcodecs.<id>`` with the same settings."""
     config = {k: v for k, v in obj.items() if k != "id"}
     codec_id = obj["id"]
-    if codec_id == "zstd":
-        return {"name": "zstd", "configuration": {"level": config.get("level", 0),
-                                                    "checksum": config.get("checksum", False)}}
-    if codec_id == "gzip":
-        return {"name": "gzip", "configuration": {"level": config.get("level", 5)}}
-    if codec_id == "blosc":
-        return {"name": "blosc", "configuration": {
-            "cname": config.get("cname", "lz4"), "clevel": config.get("clevel", 5),
-            "shuffle": _SHUFFLE_NAMES.get(config.get("shuffle", 1), "shuffle"),
-            "blocksize": config.get("blocksize", 0)}}
-    return {"name": f"numcodecs.{codec_id}", "configuration": _plain(config)}
+    twin = numcodecs_twin(codec_id)
+    v3 = twin.from_numcodecs(config) if twin is not None else None
+    return v3 if v3 is not None else {"name": f"numcodecs.{codec_id}", "configuration": _plain(config)}
 
 
 def codec_json_v2(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
@@ -114,15 +106,14 @@ def codec_json_v2(obj: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
         return dict(obj.get_config())
     if isinstance(obj, str):
         obj = {"id": obj}
-    if isinstance(obj, Codec):
-        obj = obj.to_json()
+    obj = codec_json_of(obj) or obj
     if isinstance(obj, Mapping) and "id" in obj:
         plain: dict[str, Any] = _plain(obj)
         return plain
     if isinstance(obj, Mapping) and "name" in obj:
         name, config = obj["name"], _plain(obj.get("configuration") or {})
-        if name == "blosc" and isinstance(config.get("shuffle"), str):
-            config["shuffle"] = SHUFFLES[config["shuffle"]]
-            config.pop("typesize", None)
+        cls = class_for(name) if isinstance(name, str) else None
+        if cls is not None and cls.numcodecs_ids:  # (its twin's config: Codec.to_numcodecs)
+            return cls.to_numcodecs(config)
         return {"id": name.removeprefix("numcodecs."), **config}
     raise _bad(obj, where)
