@@ -6,6 +6,8 @@ The answers must be those of the tables the library held before the codecs answe
 
 from __future__ import annotations
 
+import pkgutil
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,7 +25,7 @@ from zarrdask.codecs.blosc import BloscCodec
 from zarrdask.codecs.bytes import BytesCodec
 from zarrdask.codecs.crc32c import Crc32cCodec
 from zarrdask.codecs.gzip import GzipCodec
-from zarrdask.codecs.registry import get_codec_class, numcodecs_twin, registered_codecs
+from zarrdask.codecs.registry import class_for, get_codec_class, numcodecs_twin, registered_codecs
 from zarrdask.codecs.v2 import V2Compressor, V2Serializer
 from zarrdask.codecs.zstd import ZstdCodec
 from zarrdask.core.codec_input import codec_json_v2, codec_json_v3
@@ -209,6 +211,21 @@ def test_every_numcodecs_id_is_answered_as_before(codec_id: str) -> None:
     numcodecs_class = numcodecs_registry.codec_registry.get(codec_id)
     if numcodecs_class is not None and issubclass(numcodecs_class, Checksum32):
         assert twin is not None and twin.checksummed({})
+
+
+def test_registration_needs_no_list() -> None:
+    """Importing the package imports each of its public modules, and every codec class they
+    define with a name is registered (or, the v2 adapters, registered as unlisted)."""
+    import zarrdask.codecs as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = sys.modules[f"zarrdask.codecs.{info.name}"]  # (imported with the package)
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Codec) and obj.__module__ == module.__name__ \
+                    and "name" in vars(obj):
+                assert class_for(obj.name) is obj, obj
 
 
 def test_a_v2_lzma_compressor_is_checksummed() -> None:

@@ -1,12 +1,19 @@
-"""Codecs: one module per codec, registered by name; the pipeline that chains them."""
+"""Codecs: one module per codec, registered by name; the pipeline that chains them.
 
-from . import (  # noqa: F401
-    bitround, blosc, bytes, cast_value, conditional, crc32c, gzip, n5_default, numcodecs_adapter, packbits, reshape,
-    scale_offset, sharding, transpose, vlen, zfp, zstd,
-)
+Every public module of the package is imported here, so each codec module registers its
+codecs (``@register_codec``) without a list to keep: a new codec is a new module.
+"""
+
+from importlib import import_module
+from pkgutil import iter_modules
+
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
 from .pipeline import CodecPipeline, build_codecs
 from .registry import get_codec_class, register_codec, registered_codecs
+
+for _module in iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "ChunkSpec", "Codec", "CodecPipeline",
