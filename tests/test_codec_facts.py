@@ -96,7 +96,17 @@ def old_v3_to_v2(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 numcodecs_registry.run_entrypoints()
 IDS = sorted({*numcodecs_registry.codec_registry, "nope"})
-NAMES = sorted({*registered_codecs(), *IDS, *(f"numcodecs.{i}" for i in IDS)})
+#: the codecs registered when the tables went (the oracle knows only these: a codec added
+#: since answers for itself, checked by the tests of the members below)
+REGISTERED_THEN = (
+    "bitround", "blosc", "bytes", "cast_value", "conditional", "crc32c", "endian", "gzip", "n5_default",
+    "numcodecs.adler32", "numcodecs.astype", "numcodecs.bitround", "numcodecs.blosc", "numcodecs.bz2",
+    "numcodecs.crc32", "numcodecs.delta", "numcodecs.fixedscaleoffset", "numcodecs.fletcher32",
+    "numcodecs.gzip", "numcodecs.jenkins_lookup3", "numcodecs.lz4", "numcodecs.lzma", "numcodecs.packbits",
+    "numcodecs.quantize", "numcodecs.shuffle", "numcodecs.zlib", "numcodecs.zstd", "packbits", "reshape",
+    "scale_offset", "sharding_indexed", "transpose", "vlen-bytes", "vlen-utf8", "zfp", "zstd",
+)
+NAMES = sorted({*REGISTERED_THEN, *IDS, *(f"numcodecs.{i}" for i in IDS)})
 CONFIGS: list[dict[str, Any]] = [
     {}, {"checksum": True}, {"checksum": False}, {"level": 3, "checksum": 1}, {"format": 1}, {"format": 3},
     {"format": 2, "check": 0}, {"shuffle": 0}, {"shuffle": 2, "typesize": 4}, {"shuffle": 9}, {"shuffle": "bitshuffle"},
