@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("zarrdask.indexing",),
     ("zarrdask.codecs",),
     ("zarrdask.plan",),
+    ("zarrdask.door",),  # the front door: what users pass as a store, resolved once
     ("zarrdask.core",),
     ("zarrdask.compat.dask", "zarrdask.dask_io"),
     ("zarrdask.compat.xarray", "zarrdask.xarray_backend"),

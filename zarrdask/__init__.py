@@ -49,6 +49,7 @@ from .core.create import create_array
 from .core.group import Group, create_group
 from .core.locks import FileLock
 from .core.group import consolidate_metadata as _consolidate
+from .door import resolve as _resolve
 from .errors import ZarrdaskError
 from .keywords import missing_name as _missing_name
 from .storage import open_store
@@ -69,7 +70,9 @@ __version__ = "0.1.0"
 
 def consolidate_metadata(store: Any, path: str | None = None, storage_options: dict[str, Any] | None = None) -> Group:
     """Write consolidated metadata for the group at ``path`` (v2 ``.zmetadata`` / v3 inline)."""
-    return _consolidate(open_store(store, mode="a", storage_options=storage_options), (path or "").strip("/"))
+    found = _resolve("zarrdask.consolidate_metadata", store, path=path, mode="a", storage_options=storage_options,
+                     read=False)
+    return _consolidate(found.store, found.path)
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ there first).
 
 The last two serve engine="zarrdask"'s open shortcuts (``xarray_backend/decode.py``,
 ``backend._dataset``); without them the open runs xarray's own ``decode_cf_variables``
-and ``Dataset`` constructor. ``benchmarks/xarray_fast_paths.py`` measures what they save
+and ``Dataset`` constructor. ``benchmarks/probes/xarray_fast_paths.py`` measures what they save
 (benchmarks/README.md) and ``tests/test_compat.py`` checks that they are taken and agree
 with xarray's own on the installed release.
 

@@ -14,19 +14,18 @@ from typing import Any, Union
 from ..errors import ArrayNotFoundError, ContainsNodeError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
 from ..indexing import basic_selection
 from ..keywords import check_keywords, refuse
+from ..door import Resolved, resolve
+from ..door.node_io import explain_missing
 from ..metadata.nodes import GroupMetadata, NodeMetadata
 from ..plan.fetch_plan import ReadPlan
-from ..storage import open_store
-from ..storage.base import Store, join_path, node_path
+from ..storage.base import Store, join_path
 from ..storage.records import warn_interrupted
 from .array import Array, ArrayOptions
 from .array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
 from .create import commit_array, plan_array
 from .group import Group, make_group, node_from_metadata
-from .node import opened_node
-from .node_io import explain_missing, read_nodes
 
-__all__ = ["open", "open_array", "open_group", "plan_read"]
+__all__ = ["array_at", "group_at", "open", "open_array", "open_group", "plan_read"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 _REPLACE_HINT = "use mode='w' to replace it, or mode='a' (or 'r+') to open it"
@@ -44,16 +43,6 @@ def _check_mode(function: str, mode: str) -> None:
 
 def _where(path: str) -> str:
     return repr(path or "<root>")
-
-
-def _find(store: Store, path: str, zarr_format: int | None, consolidated: bool,
-          error: type[NodeNotFoundError] = NodeNotFoundError) -> NodeMetadata | None:
-    """The node's metadata, None when there is none; a node of the other Zarr version than
-    ``zarr_format`` is an ``error`` (never silently created over)."""
-    meta = read_nodes(store, [path], zarr_format, consolidated)[0]
-    if meta is None and zarr_format is not None and read_nodes(store, [path], None, False)[0] is not None:
-        raise error(str(explain_missing(store, path, zarr_format)))
-    return meta
 
 
 def _not_an_array(function: str, store: Store, path: str, meta: GroupMetadata) -> ArrayNotFoundError:
@@ -78,19 +67,11 @@ def without_create_hint(message: str) -> str:
     return message.split(f"; {_CREATE_HINT}")[0]
 
 
-def _read_only_if_old(store: Store, meta: NodeMetadata) -> Store:
-    """The store read-only when the node is of an old format (Zarr v1, the v3.0 draft),
-    which zarrdask reads but never writes (``migrate`` converts it); N5 is written."""
-    old = hasattr(meta, "source_format") and not getattr(meta, "writable", False)
-    return open_store(store, mode="r") if old else store
-
-
 def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, spec: dict[str, Any],
                     options: dict[str, Any]) -> Array:
     """An existing array opened where the call could also create one: ``shape``/``dtype``/
     ``chunks``/``shards`` must match it; the other creation keywords are validated (a typo
     is an error) but, as in zarr-python, only used when the array is created."""
-    store = _read_only_if_old(store, meta)
     array = node_from_metadata(store, path, meta, options=ArrayOptions(**options))
     assert isinstance(array, Array)
     array.check_expectations(spec.get("shape"), spec.get("dtype"), spec.get("chunks") if spec.get("chunks") != "auto"
@@ -106,13 +87,15 @@ def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, 
     return array
 
 
-def _open_array(function: str, store: Store, path: str, mode: str, zarr_format: int | None,
-                spec: dict[str, Any], options: dict[str, Any]) -> Array:
-    """``open_array``'s modes: create with ``shape``/``dtype`` in "a", "w", "w-"."""
+def array_at(function: str, found: Resolved, mode: str, zarr_format: int | None,
+             spec: dict[str, Any], options: dict[str, Any]) -> Array:
+    """``open_array``'s modes on what the door found (``found``, read unless ``mode``
+    creates): create with ``shape``/``dtype`` in "a", "w", "w-"; an existing array must
+    match ``spec``'s ``shape``/``dtype``/``chunks``/``shards``."""
+    store, path, meta = found.store, found.path, found.metadata
     if mode in ("w", "w-"):  # validated in full before anything is deleted
         plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
         return commit_array(plan, mode == "w", _REPLACE_HINT)
-    meta = _find(store, path, zarr_format, True, ArrayNotFoundError)
     if meta is None:
         if mode == "a" and "shape" in spec:
             plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
@@ -145,13 +128,14 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
     kwargs = dict(kwargs)
     use_consolidated = kwargs.pop("use_consolidated", None)
     spec, options = split_array_keywords(function, kwargs)
-    store, path = _located(function, store, path)
-    s = open_store(store, mode=mode, storage_options=storage_options)
-    path = node_path(path)
+    if "shape" in spec and use_consolidated is not None:
+        raise refuse(function, "use_consolidated", "it applies to groups, and shape= opens or creates an array")
+    found = resolve(function, store, path=path, mode=mode, storage_options=storage_options, zarr_format=zarr_format,
+                    consolidated=use_consolidated is not False, read=mode not in ("w", "w-"),
+                    missing=ArrayNotFoundError if "shape" in spec else NodeNotFoundError)
     if "shape" in spec:
-        if use_consolidated is not None:
-            raise refuse(function, "use_consolidated", "it applies to groups, and shape= opens or creates an array")
-        return _open_array(function, s, path, mode, zarr_format, spec, options)
+        return array_at(function, found, mode, zarr_format, spec, options)
+    s, path, meta = found.store, found.path, found.metadata
     array_only = sorted(k for k in kwargs if k != "attributes" and k not in options)
     no_group = (f"{function}(mode={mode!r}) without shape= creates a group, which takes none of {array_only}: "
                 "pass shape= (and dtype=) to create an array (nothing was changed)")
@@ -160,7 +144,6 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
             raise InvalidModeError(no_group)
         return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=spec.get("attributes"),
                           allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=_group_options(options))
-    meta = _find(s, path, zarr_format, use_consolidated is not False)
     if meta is None:
         if mode != "a":
             raise explain_missing(s, path, zarr_format, f"{_CREATE_HINT} (with shape=, an array)")
@@ -174,23 +157,10 @@ def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
         return _existing_array(function, s, path, meta, spec, options)
     if array_only:
         raise _not_an_array(function, s, path, meta)
-    group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=_group_options(options))
+    group = node_from_metadata(s, path, meta, options=_group_options(options))
     _check_consolidated(group, use_consolidated)
     warn_interrupted(s, path)
     return group
-
-
-def _located(function: str, store: Any, path: str | None) -> tuple[Any, str | None]:
-    """``store`` and ``path``, where an opened node (zarrdask's or zarr-python's ``Array``
-    or ``Group``) stands for its store and path, and ``path`` goes below a group."""
-    node = opened_node(store)
-    if node is None:
-        return store, path
-    inner, at, is_array = node
-    if path and is_array:
-        raise InvalidModeError(f"{function}(): path={path!r} does not apply to an opened array (its path is "
-                               f"{at!r}); pass its group or store with path=")
-    return inner, join_path(at, path or "") or None
 
 
 def _group_options(options: dict[str, Any]) -> ArrayOptions | None:
@@ -218,9 +188,9 @@ def open_array(store: Any, *, mode: str = "r", path: str | None = None,
     if "use_consolidated" in kwargs:
         raise refuse(function, "use_consolidated", "it applies to groups; use zarrdask.open_group")
     spec, options = split_array_keywords(function, kwargs)
-    store, path = _located(function, store, path)
-    s = open_store(store, mode=mode, storage_options=storage_options)
-    return _open_array(function, s, node_path(path), mode, zarr_format, spec, options)
+    found = resolve(function, store, path=path, mode=mode, storage_options=storage_options, zarr_format=zarr_format,
+                    read=mode not in ("w", "w-"), missing=ArrayNotFoundError)
+    return array_at(function, found, mode, zarr_format, spec, options)
 
 
 def open_group(store: Any, *, mode: str = "a", path: str | None = None,
@@ -244,13 +214,20 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
         raise refuse(function, f"use_consolidated={use_consolidated!r}",
                      "zarrdask reads consolidated metadata from .zmetadata (v2) or zarr.json (v3) only; "
                      "pass True, False or None")
-    store, path = _located(function, store, path)
-    s = open_store(store, mode=mode, storage_options=storage_options)
-    path = node_path(path)
+    found = resolve(function, store, path=path, mode=mode, storage_options=storage_options, zarr_format=zarr_format,
+                    consolidated=use_consolidated is not False, read=mode not in ("w", "w-"),
+                    missing=GroupNotFoundError)
+    return group_at(function, found, mode, zarr_format, attributes, use_consolidated, options)
+
+
+def group_at(function: str, found: Resolved, mode: str, zarr_format: int | None, attributes: dict[str, Any] | None,
+             use_consolidated: bool | None, options: ArrayOptions | None) -> Group:
+    """``open_group``'s modes on what the door found (``found``, read unless ``mode``
+    creates): create with ``attributes`` in "a", "w", "w-"."""
+    s, path, meta = found.store, found.path, found.metadata
     if mode in ("w", "w-"):
         return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=attributes,
                           allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=options)
-    meta = _find(s, path, zarr_format, use_consolidated is not False, GroupNotFoundError)
     if meta is None:
         if mode == "a":
             return make_group(s, path, zarr_format, overwrite=False, attributes=attributes,
@@ -260,7 +237,7 @@ def open_group(store: Any, *, mode: str = "a", path: str | None = None,
         raise GroupNotFoundError(f"{function}(): the node at {_where(path)} in {s!r} is an array, not a group; "
                                  f"open it with zarrdask.open_array(store, path={path!r})"
                                  + (" (mode='w' replaces it with a group)" if mode != "r" else ""))
-    group = node_from_metadata(_read_only_if_old(s, meta), path, meta, options=options)
+    group = node_from_metadata(s, path, meta, options=options)
     _check_consolidated(group, use_consolidated)
     warn_interrupted(s, path)
     return group

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ..codecs.base import ChunkSpec
 from ..codecs.protocol import ChunkPipeline
 from ..errors import (
     MetadataError,
@@ -26,10 +25,9 @@ from ..errors import (
 )
 from ..keywords import missing_name
 from ..metadata.dtypes.casting import held_values
-from ..metadata.grid import MAX_EXTENT, AxisGrid, all_chunk_coords, stored_shape
+from ..metadata.grid import AxisGrid, all_chunk_coords
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.nczarr import nczarr_names
-from ..metadata.v3draft import chunk_prefix
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
@@ -38,7 +36,7 @@ from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
 from .output import format_bytes, output_array
-from .pipelines import shape_pipelines
+from .pipelines import array_layout
 from .selection_methods import SelectionMethods, point_values
 from .describe import NodeInfo, array_info
 from .html import array_html
@@ -94,24 +92,16 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def _setup(self) -> None:
         meta = self._metadata
-        key = join_path(self._path, "zarr.json" if meta.zarr_format == 3 else ".zarray")
+        layout = array_layout(meta, self._path, verify=self._options.verify_checksums)
+        grid, spec, pipelines = layout.grid, layout.spec, layout.pipelines
+        self._pipeline: ChunkPipeline = layout.pipeline
         try:
-            grid = meta.chunk_grid.axes(meta.shape)
-            # (every unit of a regular grid is stored with one shape; a rectilinear grid's
-            # units each with their own, so each shape gets its pipeline, built on first use)
-            spec = ChunkSpec(stored_shape(grid, (0,) * len(grid)), meta.data_type, meta.fill_value)
-            if spec.nbytes > MAX_EXTENT:
-                raise MetadataError([Problem(("chunk_grid" if meta.zarr_format == 3 else "chunks",),
-                                             f"a chunk of shape {spec.shape} ({spec.nbytes} bytes) is larger "
-                                             "than memory can address")])
-            pipelines = shape_pipelines(meta, key, verify=self._options.verify_checksums)
-            self._pipeline: ChunkPipeline = pipelines(spec.shape)
             chunk_store = _apply_storage_transformers(self._store, meta)
         except MetadataError as exc:
             if exc.key is not None:
                 raise
-            raise type(exc)(exc.problems, key=key) from None
-        prefix = chunk_prefix(meta, self._path)
+            raise type(exc)(exc.problems, key=join_path(self._path, "zarr.json")) from None
+        prefix = meta.chunk_prefix(self._path)
         pool = pool_key(chunk_store, prefix)
         decoded = array_cache(pool, meta.to_json(), self._options.cache_bytes)
         source = open_units(chunk_store, prefix, meta.chunk_key_encoding, pipelines, spec, self._options, grid,
@@ -344,8 +334,8 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     def _why_read_only(self) -> str:
         """Why writes are refused: an old format zarrdask never writes, or a read-only store
         (the array cannot tell whether mode='r' or the store itself made it so)."""
-        source = getattr(self._metadata, "source_format", None)
-        if source is not None:
+        source = self._metadata.source_format
+        if source is not None and not self._metadata.writable:
             return (f"array {self.name!r} is {source}, which zarrdask reads but never writes; `zarrdask migrate` "
                     "(or zarrdask.migrate) converts it to Zarr v3.1, which can be written")
         return (f"array {self.name!r} is read-only: its store {self.store.url} is (opened with mode='r', the default "

@@ -29,12 +29,14 @@ from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.nodes import ArrayMetadata, GroupMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
-from ..storage import open_store
+from ..door import resolve
 from ..storage.base import Store, join_path, new_node_path, node_path
 from .array import Array, ArrayOptions
 from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config, split_array_keywords
 from .codec_input import as_list, codec_json_v2, codec_json_v3
-from .node_io import encode_node, read_nodes, write_node
+from .codec_parts import codec_json
+from .pipelines import array_layout
+from ..door.node_io import encode_node, read_nodes, write_node
 
 __all__ = ["ArrayPlan", "INDEX_CODECS", "NewGroup", "OVERWRITE_HINT", "commit_array", "create_array", "create_legacy",
            "opened_read_only", "plan_array", "write_group"]
@@ -227,12 +229,12 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
             raise MetadataError("Zarr v2 has no sharding and no v3 codec chain; use zarr_format=3")
         metadata = _metadata_v2(shape, dtype, spec.chunks, spec.fill_value, spec.compressors, filters,
                                 spec.dimension_names, spec.attributes, spec.chunk_key_encoding, order)
-    array = Array(store, path, metadata, opts)  # validates the codec chain before any write
+    layout = array_layout(metadata, path, verify=opts.verify_checksums)  # the codec chain, checked before any write
     if zarr_format == 3:
-        metadata = metadata.evolve(codecs=_named(array.codecs, "codecs"))
+        metadata = metadata.evolve(codecs=_named(codec_json(metadata, layout.pipeline), "codecs"))
     if isinstance(metadata, ArrayMetadataV3) and is_n5_path(store.url):  # an N5 container: the array as N5 holds it
         metadata = as_n5_array(metadata, join_path(path, N5_DOCUMENT))
-        Array(store, path, metadata, opts)
+        array_layout(metadata, path, verify=opts.verify_checksums)
     encode_node(path, metadata)  # validates the attributes before any write
     return ArrayPlan(store, path, metadata, opts, data if spec.write_data else None)
 
@@ -282,8 +284,9 @@ def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtyp
                      order=order, attributes=attributes, chunk_key_encoding=chunk_key_encoding,
                      dimension_names=dimension_names, write_data=write_data,
                      allow_reserved_names=allow_reserved_names)
-    s = open_store(store, mode="a", storage_options=storage_options)
-    plan = plan_array(s, path if path is not None else name, spec, zarr_format, options, function)
+    found = resolve(function, store, path=path if path is not None else name, mode="a",
+                    storage_options=storage_options, read=False)
+    plan = plan_array(found.store, found.path, spec, zarr_format, options, function)
     return commit_array(plan, overwrite, OVERWRITE_HINT)
 
 
@@ -303,8 +306,8 @@ def create_legacy(function: str, store: Any, path: str | None, keywords: Mapping
     if keywords.get("dtype") is None:
         keywords["dtype"] = "float64"
     spec, options = split_array_keywords(function, keywords)
-    plan = plan_array(open_store(store, mode="a", storage_options=storage_options), path, ArraySpec(**spec),
-                      zarr_format, options, function)
+    found = resolve(function, store, path=path, mode="a", storage_options=storage_options, read=False)
+    plan = plan_array(found.store, found.path, ArraySpec(**spec), zarr_format, options, function)
     array = commit_array(plan, overwrite, exists_hint)
     if data is not None and array.size:
         array[...] = data
@@ -313,7 +316,7 @@ def create_legacy(function: str, store: Any, path: str | None, keywords: Mapping
 
 def opened_read_only(array: Array) -> Array:
     """``array`` again, through a read-only view of its store."""
-    return Array(open_store(array.store, mode="r"), array.path, array.metadata, array.options)
+    return Array(resolve("zarrdask.open", array, mode="r").store, array.path, array.metadata, array.options)
 
 
 def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, fill_value: Any, compressors: Any,

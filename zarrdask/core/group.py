@@ -27,7 +27,7 @@ from ..keywords import check_keywords, missing_name, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
 from ..metadata.v3 import GroupMetadataV3
-from ..storage import open_store
+from ..door import resolve
 from ..storage.base import Store, join_path, normalize_key
 from ..storage.records import RECORDS_DIR, warn_interrupted
 from .array import Array, ArrayOptions
@@ -35,7 +35,7 @@ from .cache import forget_below
 from .create import OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
-from .node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
+from ..door.node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
     from .describe import NodeInfo
@@ -454,7 +454,8 @@ def create_group(store: Any, *, path: str | None = None, zarr_format: int | None
                  allow_reserved_names: bool = False) -> Group:
     """Create a group (and any missing parents) and return it; the keywords are zarr-python
     3's ``zarr.create_group``'s (``allow_reserved_names``: as for :func:`create_array`)."""
-    return make_group(open_store(store, mode="a", storage_options=storage_options), path, zarr_format,
+    found = resolve("zarrdask.create_group", store, path=path, mode="a", storage_options=storage_options, read=False)
+    return make_group(found.store, found.path, zarr_format,
                       overwrite=overwrite, attributes=attributes, allow_reserved_names=allow_reserved_names,
                       exists_hint=OVERWRITE_HINT)
 

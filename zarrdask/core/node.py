@@ -7,12 +7,11 @@ from typing import Any, Generic, TypeVar, cast
 
 from ..errors import ReadOnlyError
 from ..storage.base import Store
-from ..storage.zarr_python import is_zarr_python_store
 from ..metadata.nodes import NodeMetadata
 from .attributes import Attributes
-from .node_io import write_node
+from ..door.node_io import write_node
 
-__all__ = ["Node", "opened_node"]
+__all__ = ["Node"]
 
 _N = TypeVar("_N", bound="Node[Any]")
 #: the metadata type of a kind of node (an array's or a group's, either Zarr format)
@@ -90,14 +89,3 @@ class Node(Generic[M]):
     def _metadata_changed(self) -> None:
         """Hook for subclasses that derive state from the metadata."""
 
-
-def opened_node(obj: Any) -> tuple[Any, str, bool] | None:
-    """An opened node given where a store goes: a zarrdask ``Array``/``Group``, or a
-    zarr-python one (a zarr-python store and a path; zarr-python is never imported), as
-    its store, its path and whether it is an array; None for anything else."""
-    if isinstance(obj, Node):
-        return obj.store, obj.path, getattr(obj.metadata, "node_type", None) == "array"
-    store = getattr(obj, "store", None)
-    if hasattr(obj, "path") and is_zarr_python_store(store):
-        return store, (obj.path or "").strip("/"), hasattr(obj, "shape") and hasattr(obj, "dtype")
-    return None

@@ -9,7 +9,7 @@ pipelines are immutable and shared between arrays with the same chain and chunk 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,11 +17,13 @@ from ..codecs.base import ChunkSpec
 from ..codecs.pipeline import CodecPipeline
 from ..codecs.protocol import ChunkPipeline
 from ..codecs.v2 import v2_pipeline
-from ..errors import MetadataError
+from ..errors import MetadataError, Problem
+from ..metadata.grid import MAX_EXTENT, AxisGrid, stored_shape
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.v3 import ArrayMetadataV3
+from ..storage.base import join_path
 
-__all__ = ["PipelineAt", "shape_pipelines"]
+__all__ = ["ArrayLayout", "PipelineAt", "array_layout", "shape_pipelines"]
 
 #: the pipeline of a unit stored with a given shape
 PipelineAt = Callable[[tuple[int, ...]], ChunkPipeline]
@@ -30,6 +32,38 @@ PipelineAt = Callable[[tuple[int, ...]], ChunkPipeline]
 #: its config objects alive, so an identity can't be reused by another object meanwhile
 _PIPELINES: dict[tuple[Any, ...], tuple[tuple[Any, ...], CodecPipeline]] = {}
 _PIPELINES_MAX = 256
+
+
+class ArrayLayout(NamedTuple):
+    """An array's stored units as its metadata lays them out, checked: the grid, the spec
+    of a unit at the origin, the pipelines per stored shape and the origin unit's one."""
+
+    grid: tuple[AxisGrid, ...]
+    spec: ChunkSpec
+    pipelines: PipelineAt
+    pipeline: ChunkPipeline
+
+
+def array_layout(metadata: ArrayMetadata, path: str, *, verify: bool) -> ArrayLayout:
+    """The layout of the array at ``path``; a MetadataError naming its metadata document
+    where the grid or the codec chain cannot hold its units. Needs no store, so creating
+    an array checks it before anything is written."""
+    key = join_path(path, "zarr.json" if metadata.zarr_format == 3 else ".zarray")
+    try:
+        grid = metadata.chunk_grid.axes(metadata.shape)
+        # (every unit of a regular grid is stored with one shape; a rectilinear grid's
+        # units each with their own, so each shape gets its pipeline, built on first use)
+        spec = ChunkSpec(stored_shape(grid, (0,) * len(grid)), metadata.data_type, metadata.fill_value)
+        if spec.nbytes > MAX_EXTENT:
+            raise MetadataError([Problem(("chunk_grid" if metadata.zarr_format == 3 else "chunks",),
+                                         f"a chunk of shape {spec.shape} ({spec.nbytes} bytes) is larger "
+                                         "than memory can address")])
+        pipelines = shape_pipelines(metadata, key, verify=verify)
+        return ArrayLayout(grid, spec, pipelines, pipelines(spec.shape))
+    except MetadataError as exc:
+        if exc.key is not None:
+            raise
+        raise type(exc)(exc.problems, key=key) from None
 
 
 def shape_pipelines(metadata: ArrayMetadata, key: str, *, verify: bool) -> PipelineAt:

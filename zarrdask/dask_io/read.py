@@ -21,16 +21,17 @@ from dask.base import tokenize
 from dask.utils import parse_bytes
 
 from ..compat.dask import named_from_array
-from ..core.api import open_array
+from ..core.api import array_at
 from ..core.array import Array
 from ..core.block_reader import BlockReader
 from ..errors import ArrayNotFoundError, ShapeMismatchError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 from .dask_keywords import ReadKeywords, merged, read_keywords
-from .sources import Location, locate, node_path, not_an_array
+from .sources import locate, node_path, not_an_array
 from .transactions import check_shared
 
 if TYPE_CHECKING:
+    from ..door import Resolved
     from ..storage import StoreLike
 
 __all__ = ["from_zarr", "open_location", "open_source", "read_chunks"]
@@ -84,7 +85,8 @@ def from_zarr(
     """
     given = read_keywords(FUNCTION, merged(FUNCTION, kwargs, zarr_read_kwargs), _NAMED)
     node_at = node_path(FUNCTION, component=component, path=path)
-    array = open_location(FUNCTION, locate(FUNCTION, url, node_at, storage_options), given, storage_options)
+    found = locate(FUNCTION, url, node_at, storage_options, mode=given.mode, zarr_format=given.expect.get("zarr_format"))
+    array = open_location(FUNCTION, found, given)
     check_shared(FUNCTION, array.store)
     block_chunks = read_chunks(array, chunks)
     reader = BlockReader(array)
@@ -111,16 +113,14 @@ def open_source(
     function: str = FUNCTION,
 ) -> Array:
     """The zarrdask Array named by ``source`` (see :func:`from_zarr`; an Array passes through)."""
-    location = locate(function, source, path, storage_options)
-    return open_location(function, location, ReadKeywords(mode=mode), storage_options)
+    return open_location(function, locate(function, source, path, storage_options, mode=mode), ReadKeywords(mode=mode))
 
 
-def open_location(function: str, location: Location, given: ReadKeywords,
-                  storage_options: dict[str, Any] | None) -> Array:
-    """The array at ``location`` opened as ``given`` says; a group there is an error
-    listing its arrays."""
-    array = location.array
-    if array is not None:  # already open: kept as it is (its options, its store's mode)
+def open_location(function: str, location: Resolved, given: ReadKeywords) -> Array:
+    """The array at ``location`` (as the door found it) opened as ``given`` says; a group
+    there is an error listing its arrays."""
+    array = location.node
+    if isinstance(array, Array):  # already open: kept as it is (its options, its store's mode)
         expect = dict(given.expect)
         fmt = expect.pop("zarr_format", None)
         if fmt is not None and fmt != array.metadata.zarr_format:
@@ -128,12 +128,12 @@ def open_location(function: str, location: Location, given: ReadKeywords,
                 f"{function}(): zarr_format={fmt} given, but array {array.name!r} is Zarr v{array.metadata.zarr_format}")
         array.check_expectations(**expect)
         return array.with_options(**given.options) if given.options else array
-    try:
-        return open_array(location.store, path=location.path, mode=given.mode,
-                          storage_options=storage_options,
-                          **given.expect, **given.options)
+    expect = dict(given.expect)
+    zarr_format = expect.pop("zarr_format", None)
+    try:  # (named as the opener whose mode='a' creates an array, for the message of a missing one)
+        return array_at("zarrdask.open_array", location, given.mode, zarr_format, expect, dict(given.options))
     except ArrayNotFoundError as exc:
-        raise not_an_array(function, location, exc, storage_options) from exc
+        raise not_an_array(function, location, exc) from exc
 
 
 def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]:

@@ -11,35 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.api import open as open_node
-from ..core.array import Array
 from ..core.group import Group
-from ..core.node import Node
+from ..door import Resolved, resolve
 from ..errors import ArrayNotFoundError, InvalidModeError
-from ..storage.zarr_python import is_zarr_python_store
 
-__all__ = ["Location", "group_arrays", "is_array_node", "locate", "node_path", "not_an_array"]
+__all__ = ["group_arrays", "locate", "node_path", "not_an_array"]
 
 _MAX_LISTED = 20  # arrays named in the error for a group given where an array is expected
-
-
-class Location:
-    """A store-like (path, URL, Store) and the node path in it; ``array`` when ``url``
-    already was an opened zarrdask Array at that path."""
-
-    __slots__ = ("array", "path", "store")
-
-    def __init__(self, store: Any, path: str | None, array: Array | None = None) -> None:
-        self.store = store
-        self.path = path
-        self.array = array
-
-    def describe(self) -> str:
-        """The location as the user named it, for messages."""
-        where = f"path {self.path!r} of " if self.path else ""
-        store = self.store
-        if hasattr(store, "__fspath__"):
-            store = str(store)
-        return f"{where}{store!r}"
 
 
 def node_path(function: str, **aliases: str | None) -> str | None:
@@ -53,26 +31,14 @@ def node_path(function: str, **aliases: str | None) -> str | None:
     return values.pop() if values else None
 
 
-def locate(function: str, url: Any, path: str | None, storage_options: dict[str, Any] | None) -> Location:
-    """Where ``url`` and the node ``path`` point. A node (zarrdask or zarr-python) stands for
-    its store and path; ``path`` then goes below a group and is refused for an array (dask
-    would ignore it), as are non-empty ``storage_options`` (the node's store is open)."""
-    if not _is_node(url):
-        return Location(url, path)
-    kind = type(url).__name__
-    if storage_options:
-        raise InvalidModeError(
-            f"{function}(): storage_options= do not apply to an already opened {kind}; "
-            "pass the path or URL instead of the opened node, with storage_options=")
-    node_at = (getattr(url, "path", "") or "").strip("/")
-    if path is not None:
-        if _is_array(url):
-            raise InvalidModeError(
-                f"{function}(): component={path!r} does not apply to an already opened {kind} "
-                f"(its path is {node_at!r}); pass its group, store or URL with component=")
-        node_at = f"{node_at}/{path}".strip("/")
-        return Location(url.store, node_at or None)
-    return Location(url.store, node_at or None, url if isinstance(url, Array) else None)
+def locate(function: str, url: Any, path: str | None, storage_options: dict[str, Any] | None, *,
+           mode: str = "r", read: bool = True, zarr_format: int | None = None) -> Resolved:
+    """Where ``url`` and the node ``path`` point, resolved by the door (read unless
+    ``read=False``): a node (zarrdask or zarr-python) stands for its store and path;
+    ``path`` then goes below a group and is refused for an array (dask would ignore it),
+    as are non-empty ``storage_options`` (the node's store is open)."""
+    return resolve(function, url, path=path, mode=mode, storage_options=storage_options, zarr_format=zarr_format,
+                   read=read, keyword="component", missing=ArrayNotFoundError)
 
 
 def group_arrays(store: Any, path: str | None, storage_options: dict[str, Any] | None = None) -> list[str] | None:
@@ -99,11 +65,10 @@ def group_arrays(store: Any, path: str | None, storage_options: dict[str, Any] |
     return found
 
 
-def not_an_array(function: str, location: Location, cause: ArrayNotFoundError,
-                 storage_options: dict[str, Any] | None = None) -> ArrayNotFoundError:
+def not_an_array(function: str, location: Resolved, cause: ArrayNotFoundError) -> ArrayNotFoundError:
     """The error for a group where an array is expected: ``cause``'s, naming the group's
     arrays (up to 20) and the ``component=`` that opens one."""
-    arrays = group_arrays(location.store, location.path, storage_options)
+    arrays = group_arrays(location.store, location.path)
     if arrays is None:
         return cause
     base = f"{location.path}/" if location.path else ""
@@ -114,19 +79,3 @@ def not_an_array(function: str, location: Location, cause: ArrayNotFoundError,
         more = " ..." if len(arrays) > _MAX_LISTED else ""
         listed = f"its arrays: {shown}{more}; pass component={base + arrays[0]!r} for the first"
     return ArrayNotFoundError(f"{function}(): {location.describe()} is a group, not an array; {listed}")
-
-
-def _is_node(obj: Any) -> bool:
-    """A zarrdask node, or a zarr-python Array/Group (a zarr-python store and a path)."""
-    if isinstance(obj, Node):
-        return True
-    return hasattr(obj, "path") and is_zarr_python_store(getattr(obj, "store", None))
-
-
-def is_array_node(obj: Any) -> bool:
-    """An opened array: a zarrdask ``Array`` or a zarr-python one (``to_zarr`` writes into it)."""
-    return _is_node(obj) and _is_array(obj)
-
-
-def _is_array(obj: Any) -> bool:
-    return isinstance(obj, Array) or (not isinstance(obj, Node) and hasattr(obj, "shape") and hasattr(obj, "dtype"))

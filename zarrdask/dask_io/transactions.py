@@ -24,10 +24,8 @@ from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
 from ..errors import InvalidModeError, StoreError
-from ..storage import open_store
 from ..storage.base import Store
 from ..storage.transactional import holds_chunks, in_session, merge_changes, merge_into
-from ..storage.zarr_python import ZarrPythonStore, is_zarr_python_store
 from .progress import compute
 
 __all__ = ["Writes", "check_forkable", "check_read_after_write", "check_shared", "check_travels", "combined", "merge_written",
@@ -68,14 +66,12 @@ def combined(graphs: Sequence[Delayed]) -> Delayed:
     return Delayed(name, HighLevelGraph.from_collections(name, layer, dependencies=list(graphs)))
 
 
-def check_travels(function: str, store: Any, *, client: Any = None) -> None:
-    """Refuse, before anything is written, a store (zarrdask's or zarr-python's) that
-    cannot be sent to the worker processes of the scheduler in use: ``client`` when given,
-    else dask's (a default distributed client, or dask's processes)."""
+def check_travels(function: str, store: Store, *, client: Any = None) -> None:
+    """Refuse, before anything is written, a store that cannot be sent to the worker
+    processes of the scheduler in use: ``client`` when given, else dask's (a default
+    distributed client, or dask's processes)."""
     if not _ships_tasks(client):
         return
-    if is_zarr_python_store(store):
-        store = ZarrPythonStore(store)  # as it travels: a session's store as a fork
     while isinstance(getattr(store, "inner", None), Store):  # zarrdask's wrappers travel as their base
         store = store.inner
     try:
@@ -90,12 +86,12 @@ def check_travels(function: str, store: Any, *, client: Any = None) -> None:
     check_shared(function, store, client=client)
 
 
-def check_shared(function: str, store: Any, *, client: Any = None) -> None:
+def check_shared(function: str, store: Store, *, client: Any = None) -> None:
     """Refuse a store held in memory that the tasks would not share: zarr-python's
     MemoryStore whenever tasks are pickled (each task gets a copy of its contents), zarrdask's
     memory stores when tasks run in other processes. Reads would see only the fill value
     and writes would be lost."""
-    kind = _in_memory(store)
+    kind = store.held_in
     if kind == "copied" and _ships_tasks(client):
         where = "every task receives a copy of its contents"
     elif kind == "process" and _other_processes(client):
@@ -108,12 +104,6 @@ def check_shared(function: str, store: Any, *, client: Any = None) -> None:
         "a URL), or the threaded scheduler: with dask.config.set(scheduler='threads')")
 
 
-def _in_memory(store: Any) -> str | None:
-    """Where the store's contents live (``Store.held_in``): "copied" (pickled with them),
-    "process" (this process's memory), else None."""
-    if isinstance(store, str):
-        return "process" if store.startswith("memory://") else None
-    return open_store(store, mode="a").held_in
 
 
 def check_forkable(target: Any) -> None:

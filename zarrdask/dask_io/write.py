@@ -24,6 +24,7 @@ from ..core.api import open as open_node
 from ..core.array import Array
 from ..core.block_reader import BlockReader
 from ..core.create import create_array
+from ..door import Resolved, opened_node
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
@@ -33,7 +34,7 @@ from .dask_keywords import (ReadKeywords, WriteKeywords, merged, read_keywords, 
                             write_keywords)
 from .read import from_zarr, open_location, open_source
 from .staging import staging_refusal
-from .sources import Location, group_arrays, is_array_node, locate, node_path
+from .sources import group_arrays, locate, node_path
 from .write_graph import write_graph
 
 if TYPE_CHECKING:
@@ -188,11 +189,11 @@ def to_zarr(
     target_bytes = task_bytes(FUNCTION, task_size)
     staging_choice(FUNCTION, staging)
     reading = read_keywords(FUNCTION, merged(FUNCTION, zarr_read_kwargs), _NAMED, allow_mode=False)
+    node = opened_node(url)
+    mode = write_mode(mode, region, overwrite=given.overwrite, into_array=node is not None and node[2])
     location = locate(FUNCTION, url, node_path(FUNCTION, component=component, path=path, name=given.name),
-                      storage_options)
+                      storage_options, mode="r+" if mode in ("r+", "a") else "a", read=mode in ("r+", "a"))
     check_travels(FUNCTION, location.store)
-    mode = write_mode(mode, region, overwrite=given.overwrite,
-                      into_array=location.array is not None or is_array_node(url))
     if return_stored and not compute and da.array_expr_enabled():
         # dask's array expressions lose a Delayed's graph in map_blocks (and have no to_zarr of their own)
         raise InvalidModeError(f"{FUNCTION}(): return_stored=True with compute=False needs dask's "
@@ -209,7 +210,7 @@ def to_zarr(
             f"{FUNCTION}(): the dask array has unknown chunk sizes (shape {arr.shape}), as after a boolean mask "
             "like x[x > 0.5]; writing places every block, so its size must be known: call "
             "x.compute_chunk_sizes() first (https://docs.dask.org/en/latest/array-chunks.html#unknown-chunks)")
-    target, region = _prepare_target(arr, location, mode, region, append_axis, storage_options, given, reading)
+    target, region = _prepare_target(arr, location, mode, region, append_axis, given, reading)
     delayed = write_into(arr, target.with_options(**{"threads": 1, **given.options}), region,
                          task_bytes=target_bytes, staging=staging, call=FUNCTION)
     if compute:
@@ -327,18 +328,17 @@ class Target(NamedTuple):
 
 def _prepare_target(
     x: da.Array | np.ndarray,
-    location: Location,
+    location: Resolved,
     mode: str,
     region: Sequence[slice] | None,
     append_axis: int,
-    storage_options: dict[str, Any] | None,
     given: WriteKeywords,
     reading: ReadKeywords,
 ) -> Target:
     """Create, open or resize the target (its metadata is written here) and the region."""
     if mode in ("r+", "a"):
         try:
-            target = _open_existing(x, location, mode, storage_options, given, reading)
+            target = _open_existing(x, location, mode, given, reading)
         except NodeNotFoundError:
             if mode == "r+":
                 raise
@@ -363,32 +363,32 @@ def _prepare_target(
     create.setdefault("dtype", x.dtype)
     create.setdefault("zarr_format", 3)
     try:
-        target = create_array(location.store, path=location.path, shape=shape, chunks=chunks,
-                              overwrite=mode == "w", storage_options=storage_options, **create, **given.options)
+        target = create_array(location, shape=shape, chunks=chunks,
+                              overwrite=mode == "w", **create, **given.options)
     except ContainsNodeError as exc:
-        raise _exists_error(location, storage_options) or exc from None
+        raise _exists_error(location) or exc from None
     return Target(target, tuple(slice(0, n) for n in target.shape))
 
 
-def _exists_error(location: Location, storage_options: dict[str, Any] | None) -> ContainsNodeError | None:
+def _exists_error(location: Resolved) -> ContainsNodeError | None:
     """The error for a node already at the target, with the fixes that work for to_zarr
     (a group's arrays are named: replacing a group deletes them all); None if none is there."""
-    arrays = group_arrays(location.store, location.path, storage_options)
+    arrays = group_arrays(location.store, location.path)
     if arrays is not None:
         names = ", ".join(repr(a) for a in arrays[:5]) + (" ..." if len(arrays) > 5 else "")
         return ContainsNodeError(
             f"{FUNCTION}(): a group is at {location.describe()} (arrays: {names or 'none'}): pass "
             "component='<name>' to write an array inside it, or overwrite=True (or mode='w') to replace the "
             "whole group")
-    if not _node_exists(location, storage_options):
+    if not _node_exists(location):
         return None
     return ContainsNodeError(
         f"{FUNCTION}(): an array already exists at {location.describe()}: pass overwrite=True (or mode='w') "
         "to replace it, mode='r+' to write into it or mode='a' to append to it")
 
 
-def _open_existing(x: da.Array | np.ndarray, location: Location, mode: str, storage_options: dict[str, Any] | None,
-                   given: WriteKeywords, reading: ReadKeywords) -> Array:
+def _open_existing(x: da.Array | np.ndarray, location: Resolved, mode: str, given: WriteKeywords,
+                   reading: ReadKeywords) -> Array:
     """The existing target for ``"r+"``/``"a"``: the array keywords that describe it are
     checked against it (NodeNotFoundError when absent); those that only create are refused."""
     expect: dict[str, Any] = {}
@@ -403,7 +403,7 @@ def _open_existing(x: da.Array | np.ndarray, location: Location, mode: str, stor
             f"{FUNCTION}(): {', '.join(f'{k}=' for k in creating_only)} apply when an array is created; "
             f"mode='r+' writes into an existing one: leave them out (or pass mode='w' to replace it)")
     expect = merged(FUNCTION, expect, reading.expect)
-    target = open_location(FUNCTION, location, ReadKeywords("r+", expect, reading.options), storage_options)
+    target = open_location(FUNCTION, location, ReadKeywords("r+", expect, reading.options))
     if creating_only:  # mode "a", and the array exists
         raise InvalidModeError(
             f"{FUNCTION}(): {', '.join(f'{k}=' for k in creating_only)} apply when an array is created; "
@@ -411,9 +411,9 @@ def _open_existing(x: da.Array | np.ndarray, location: Location, mode: str, stor
     return target
 
 
-def _node_exists(location: Location, storage_options: dict[str, Any] | None) -> bool:
+def _node_exists(location: Resolved) -> bool:
     try:
-        open_node(location.store, mode="r", path=location.path, storage_options=storage_options)
+        open_node(location.store, mode="r", path=location.path)
     except ZarrdaskError:
         return False
     return True

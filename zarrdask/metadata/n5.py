@@ -70,8 +70,9 @@ class N5KeyEncoding:
 class ArrayMetadataN5(ArrayMetadataV3):
     """An N5 dataset as v3 array metadata (``source_format`` names the format found)."""
 
-    source_format: ClassVar[str] = SOURCE_FORMAT
+    source_format: ClassVar[str | None] = SOURCE_FORMAT
     writable: ClassVar[bool] = True
+    stands_alone: ClassVar[bool] = True
 
     def to_documents(self) -> dict[str, bytes]:
         return {N5_DOCUMENT: _dumps(n5_attributes(self, N5_DOCUMENT))}
@@ -81,7 +82,7 @@ class ArrayMetadataN5(ArrayMetadataV3):
 class GroupMetadataN5(GroupMetadataV3):
     """An N5 group (a directory of a container, with or without ``attributes.json``)."""
 
-    source_format: ClassVar[str] = SOURCE_FORMAT
+    source_format: ClassVar[str | None] = SOURCE_FORMAT
     writable: ClassVar[bool] = True
 
     def to_documents(self) -> dict[str, bytes]:

@@ -21,8 +21,9 @@ from ..errors import Problem, ReadOnlyError
 from .grid import raise_problems
 from .v2 import ArrayMetadataV2
 
-__all__ = ["ArrayMetadataV1", "V1_DOCUMENTS", "is_v1", "parse_v1", "refuse_write"]
+__all__ = ["ArrayMetadataV1", "SOURCE_FORMAT", "V1_DOCUMENTS", "is_v1", "parse_v1", "refuse_write"]
 
+SOURCE_FORMAT = "Zarr v1"
 V1_DOCUMENTS = ("meta", "attrs")
 _FIELDS = {"zarr_format", "shape", "chunks", "dtype", "compression", "compression_opts", "fill_value", "order"}
 _BLOSC_SHUFFLE = (0, 1, 2)
@@ -39,10 +40,13 @@ class ArrayMetadataV1(ArrayMetadataV2):
     """A v1 array, read as the v2 array it is equivalent to (``zarr_format`` reads 2;
     ``source_format`` names the format found). Its documents cannot be written."""
 
-    source_format: ClassVar[str] = "Zarr v1"
+    source_format: ClassVar[str | None] = SOURCE_FORMAT
+    writable: ClassVar[bool] = False
+    dimensions_attribute: ClassVar[bool] = False
+    stands_alone: ClassVar[bool] = True
 
     def to_documents(self) -> dict[str, bytes]:
-        raise refuse_write(self.source_format, "meta")
+        raise refuse_write(SOURCE_FORMAT, "meta")
 
 
 def is_v1(doc: Any) -> bool:

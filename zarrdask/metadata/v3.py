@@ -79,6 +79,21 @@ class ArrayMetadataV3:
 
     zarr_format: ClassVar[Literal[3]] = 3
     node_type: ClassVar[Literal["array"]] = "array"
+    #: whether the axes are named by xarray's ``_ARRAY_DIMENSIONS`` attribute, which
+    #: xarray then requires (v3 has ``dimension_names``; Zarr v1 predates the convention)
+    dimensions_attribute: ClassVar[bool] = False
+    #: whether the format keeps an array alone, with no group around it (Zarr v1, an N5
+    #: dataset at a container's root): xarray then reads it as a dataset of one variable
+    stands_alone: ClassVar[bool] = False
+    #: the older format of Zarr's family this node was read from as its equal (v1, the
+    #: v3.0 draft, N5); None for the format itself
+    source_format: ClassVar[str | None] = None
+    #: whether zarrdask writes this node's documents (an old format it only reads: False)
+    writable: ClassVar[bool] = True
+
+    def chunk_prefix(self, path: str) -> str:
+        """Where the chunks of the array at ``path`` lie: under its own path."""
+        return path
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
@@ -177,6 +192,11 @@ class GroupMetadataV3:
 
     zarr_format: ClassVar[Literal[3]] = 3
     node_type: ClassVar[Literal["group"]] = "group"
+    #: the older format of Zarr's family this node was read from as its equal (v1, the
+    #: v3.0 draft, N5); None for the format itself
+    source_format: ClassVar[str | None] = None
+    #: whether zarrdask writes this node's documents (an old format it only reads: False)
+    writable: ClassVar[bool] = True
 
     def evolve(self, **changes: Any) -> GroupMetadataV3:
         return replace(self, **changes)

@@ -26,7 +26,7 @@ from .v1 import refuse_write
 from .v2 import ArrayMetadataV2
 from .v3 import GroupMetadataV3
 
-__all__ = ["ArrayMetadataDraft", "DRAFT_FORMAT", "DraftKeyEncoding", "GroupMetadataDraft", "chunk_prefix",
+__all__ = ["ArrayMetadataDraft", "DRAFT_FORMAT", "DraftKeyEncoding", "GroupMetadataDraft",
            "document_key", "is_draft_entry_point", "parse_draft_array", "parse_draft_group"]
 
 DRAFT_FORMAT = "https://purl.org/zarr/spec/protocol/core/3.0"
@@ -47,12 +47,6 @@ def document_key(path: str, kind: str) -> str:
     return f"meta/root{'/' + path if path else ''}.{kind}.json"
 
 
-def chunk_prefix(metadata: Any, path: str) -> str:
-    """Where the chunks of the array at ``path`` lie: ``data/root/<path>`` for a draft
-    array, the array's own path for every other format."""
-    return f"data/root/{path}" if isinstance(metadata, ArrayMetadataDraft) else path
-
-
 @dataclass(frozen=True, slots=True)
 class DraftKeyEncoding:
     """``c0/1`` (or ``c0.1``): ``c`` followed by the coordinates joined by the separator."""
@@ -70,16 +64,21 @@ class DraftKeyEncoding:
 class ArrayMetadataDraft(ArrayMetadataV2):
     """A draft array, read as the equivalent v2 array (``zarr_format`` reads 2;
     ``source_format`` names the format found); chunk keys per :class:`DraftKeyEncoding`
-    under :func:`chunk_prefix`. Its documents cannot be written."""
+    under :meth:`chunk_prefix`. Its documents cannot be written."""
 
-    source_format: ClassVar[str] = SOURCE_FORMAT
+    source_format: ClassVar[str | None] = SOURCE_FORMAT
+    writable: ClassVar[bool] = False
 
     @property
     def chunk_key_encoding(self) -> DraftKeyEncoding:  # type: ignore[override]
         return DraftKeyEncoding(self.dimension_separator)
 
+    def chunk_prefix(self, path: str) -> str:
+        """Where the chunks of the array at ``path`` lie: ``data/root/<path>``."""
+        return f"data/root/{path}"
+
     def to_documents(self) -> dict[str, bytes]:
-        raise refuse_write(self.source_format, "meta/root")
+        raise refuse_write(SOURCE_FORMAT, "meta/root")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +87,11 @@ class GroupMetadataDraft(GroupMetadataV3):
     (found by listing ``meta/root``), so that members open without the v3 layout's
     ``zarr.json`` per node."""
 
-    source_format: ClassVar[str] = SOURCE_FORMAT
+    source_format: ClassVar[str | None] = SOURCE_FORMAT
+    writable: ClassVar[bool] = False
 
     def to_documents(self) -> dict[str, bytes]:
-        raise refuse_write(self.source_format, "meta/root")
+        raise refuse_write(SOURCE_FORMAT, "meta/root")
 
 
 def _data_type(value: Any, problems: list[Problem]) -> Any:

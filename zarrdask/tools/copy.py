@@ -26,13 +26,13 @@ from dask.task_spec import Task
 from ..core.api import open as open_node
 from ..core.array import Array
 from ..core.group import Group, consolidate_metadata, walk
-from ..core.node_io import write_node
+from ..door.node_io import write_node
 from ..dask_io.transactions import check_travels, run_writes
 from ..dask_io.write_graph import gathered
 from ..errors import ContainsNodeError, InvalidModeError
 from ..metadata.v2 import GroupMetadataV2
 from ..metadata.v3 import GroupMetadataV3
-from ..storage import open_store
+from ..door import resolve
 from ..storage.base import Store, join_path
 from ..storage.records import WriteRecord, clear_record, keeps_records, write_record
 from ..storage.transactional import changes
@@ -68,14 +68,14 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
     chunks, shards = check_spec("chunks", chunks), check_spec("shards", shards)
     if zarr_format not in (None, 2, 3):
         raise InvalidModeError(f"zarr_format={zarr_format!r}: expected 2 or 3 (or None: the source's)")
-    src = open_store(source, storage_options=storage_options)
-    dst = open_store(target, mode="a", storage_options=target_storage_options)
+    src = resolve("zarrdask.copy", source, storage_options=storage_options, read=False).store
+    dst = resolve("zarrdask.copy", target, mode="a", storage_options=target_storage_options, read=False).store
     if src.url == dst.url:
         raise InvalidModeError(f"source and target are the same store ({src.url})")
     for store in (src, dst):
         check_travels("zarrdask.copy", store, client=client)
     root = open_node(src, path=path or None)
-    found = getattr(root.metadata, "source_format", None)
+    found = root.metadata.source_format
     if found is not None and found != "Zarr v1":
         return _copy_draft(src, dst, path, found, changed=chunks is not KEEP or shards is not KEEP
                            or compressors is not KEEP or zarr_format not in (None, 3) or dry_run or overwrite)

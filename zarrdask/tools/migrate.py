@@ -35,12 +35,13 @@ from ..codecs.numcodecs_adapter import BYTES_TO_BYTES
 from ..core.array import Array
 from ..core.codec_input import codec_json_v3
 from ..core.group import walk
-from ..core.node_io import NodeMetadata, read_node
+from ..door.node_io import NodeMetadata, read_node
 from ..metadata.dtypes import data_type_from_numpy, parse_data_type_v3, stored_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem
+from ..metadata.n5 import SOURCE_FORMAT as N5_FORMAT
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3
-from ..storage import open_store
+from ..door import resolve
 from ..storage.base import Store, join_path
 from .migrate_old import copy_draft, draft_needs_copy, v1_removed
 
@@ -68,7 +69,8 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
     v3.0-draft store is copied to ``target`` (an empty store) instead."""
     if to != 3:
         raise InvalidModeError(f"migrate converts Zarr v2, v1 and the v3.0 draft to v3; to={to!r} is not supported")
-    s = open_store(store, mode="r" if dry_run or target is not None else "a", storage_options=storage_options)
+    s = resolve("zarrdask.migrate", store, mode="r" if dry_run or target is not None else "a",
+                storage_options=storage_options, read=False).store
     path = path.strip("/")
     try:
         root = read_node(s, path, 2)
@@ -76,7 +78,7 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
         raise
     except FileNotFoundError:
         found = read_node(s, path)
-        if getattr(found, "source_format", None) == "N5":
+        if found.source_format == N5_FORMAT:
             raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is an N5 container, which migrate and copy do not "
                                    "convert yet; zarrdask.to_zarr(zarrdask.from_zarr(src, component=name), dst, "
                                    "component=name) copies one array's values into Zarr v3") from None
@@ -87,7 +89,7 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
     if needs_copy is not None and target is None:
         raise needs_copy
     if needs_copy is not None:
-        dst = open_store(target, mode="a", storage_options=target_storage_options)
+        dst = resolve("zarrdask.migrate", target, mode="a", storage_options=target_storage_options, read=False).store
         made = copy_draft(s, path, root, dst, dry_run=dry_run, to_v3=array_document)
         return [MigratedNode(rel, join_path(rel, "zarr.json"), m.to_json(), ()) for rel, m in sorted(made.items())]
     if target is not None:

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.array import Array
-from ..core.node_io import NodeMetadata
+from ..door.node_io import NodeMetadata
 from ..errors import ContainsNodeError, InvalidModeError
 from ..metadata.v1 import V1_DOCUMENTS, ArrayMetadataV1
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3
-from ..metadata.v3draft import SOURCE_FORMAT, ArrayMetadataDraft, GroupMetadataDraft, chunk_prefix
+from ..metadata.v3draft import SOURCE_FORMAT, ArrayMetadataDraft, GroupMetadataDraft
 from ..storage.base import Store, join_path
 
 __all__ = ["draft_needs_copy", "copy_draft", "v1_removed"]
@@ -87,7 +87,7 @@ def copy_draft(src: Store, path: str, meta: NodeMetadata, dst: Store, *, dry_run
     nodes = {"": meta, **(meta.consolidated or {})} if isinstance(meta, GroupMetadataDraft) else {"": meta}
     for rel, node in nodes.items():
         if isinstance(node, ArrayMetadataDraft):
-            _copy_chunks(src, chunk_prefix(node, join_path(path, rel)), dst, rel, node.dimension_separator)
+            _copy_chunks(src, node.chunk_prefix(join_path(path, rel)), dst, rel, node.dimension_separator)
     dst.set_many({join_path(rel, name): blob for rel, new in converted.items()
                   for name, blob in new.to_documents().items()})
     return converted

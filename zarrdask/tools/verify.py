@@ -24,7 +24,7 @@ from typing import Any
 from ..core.array import Array
 from ..core.executor import run_all
 from ..core.group import consolidate_metadata
-from ..core.node_io import NodeMetadata, parse_node_documents, read_node
+from ..door.node_io import NodeMetadata, parse_node_documents, read_node
 from ..core.progress import ProgressBar, counted
 from ..core.units import StoredUnits
 from ..errors import InvalidValueError, MetadataError, NodeNotFoundError
@@ -32,7 +32,7 @@ from ..metadata.nodes import ArrayMetadata
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
 from ..metadata.consolidated import v2_documents_for
-from ..storage import open_store
+from ..door import resolve
 from ..storage.base import Store, join_path
 from ..storage.records import RECORDS_DIR, WriteRecord, is_record, read_records
 from ..storage.temporary import atomic_files, is_staged
@@ -111,7 +111,7 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     terminal, nothing in a file or pipe)."""
     if sample is not None and sample < 0:
         raise InvalidValueError(f"sample={sample!r}: expected a number of chunks, 0 or more")
-    s = open_store(store, mode="a" if fix else "r", storage_options=storage_options)
+    s = resolve("zarrdask.verify", store, mode="a" if fix else "r", storage_options=storage_options, read=False).store
     path = path.strip("/")
     if next(iter(s.list_prefix(path)), None) is None:
         raise NodeNotFoundError(f"no array or group at {path or '<root>'!r} in {s!r}: nothing is stored there")

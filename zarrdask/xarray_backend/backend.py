@@ -18,10 +18,11 @@ from xarray import Coordinates, Dataset, Variable
 from xarray.backends.common import AbstractDataStore, BackendEntrypoint
 
 from zarrdask.compat.xarray import close_on_error, construct_dataset, datatree_from_dict_with_io_cleanup, normalize_path
-from zarrdask.core.api import open_array, open_group, without_create_hint
+from zarrdask.core.api import array_at, group_at, without_create_hint
 from zarrdask.core.executor import run_waiting
 from zarrdask.core.group import Group
-from zarrdask.errors import GroupNotFoundError, InvalidStoreError, NodeNotFoundError
+from zarrdask.door import resolve
+from zarrdask.errors import GroupNotFoundError, InvalidStoreError
 from zarrdask.xarray_backend.decode import decode_cf_variables
 from zarrdask.xarray_backend.public import public
 from zarrdask.xarray_backend.store import LoneArray, ZarrdaskDataStore
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["ZarrdaskBackendEntrypoint"]
 
 _METADATA_KEYS = ("zarr.json", ".zgroup", ".zarray")
+#: the opener the engine's messages name (its modes and keywords are open_group's)
+_OPENER = "zarrdask.open_group"
 
 
 def _open_store(
@@ -60,33 +63,18 @@ def _open_store(
     if store is not None:
         raise InvalidStoreError(
             f"store= must be a zarrdask Group or ZarrdaskDataStore, got {type(store).__name__}")
+    found = resolve(_OPENER, normalize_path(filename_or_obj), path=group, mode=mode, storage_options=storage_options,
+                    zarr_format=zarr_format, consolidated=consolidated is not False, missing=GroupNotFoundError)
+    meta = found.metadata
+    if meta is not None and meta.node_type == "array" and meta.stands_alone:
+        # a Zarr v1 array or an N5 container that is one dataset: a dataset of one variable
+        return ZarrdaskDataStore(LoneArray(array_at("zarrdask.open_array", found, "r", None, {}, {})),  # type: ignore[arg-type]
+                                 **options)
     try:
-        root = open_group(
-            normalize_path(filename_or_obj),
-            mode=mode,
-            path=group,
-            storage_options=storage_options,
-            use_consolidated=consolidated,
-            zarr_format=zarr_format,
-        )
-    except GroupNotFoundError as exc:
-        lone = _v1_array(filename_or_obj, group, storage_options)
-        if lone is None:  # (open_group's hint of its mode= is no advice for opening a dataset)
-            raise GroupNotFoundError(without_create_hint(str(exc))) from None
-        return ZarrdaskDataStore(lone, **options)  # type: ignore[arg-type]
+        root = group_at(_OPENER, found, mode, zarr_format, None, consolidated, None)
+    except GroupNotFoundError as exc:  # (open_group's hint of its mode= is no advice for opening a dataset)
+        raise GroupNotFoundError(without_create_hint(str(exc))) from None
     return ZarrdaskDataStore(root, **options)
-
-
-def _v1_array(filename_or_obj: Any, group: str | None, storage_options: dict[str, Any] | None) -> LoneArray | None:
-    """A Zarr v1 array or an N5 container that is one dataset, where a group was looked for:
-    the array opens as a dataset of one variable (None: no such array there)."""
-    try:
-        array = open_array(normalize_path(filename_or_obj), path=group, storage_options=storage_options)
-    except NodeNotFoundError:
-        return None
-    if getattr(array.metadata, "source_format", None) not in ("Zarr v1", "N5"):
-        return None
-    return LoneArray(array)
 
 
 def _preload_index_coordinates(stores: list[ZarrdaskDataStore], drop_variables: Any) -> None:

@@ -146,7 +146,7 @@ def array_dims_and_attrs(array: Array) -> DimsAndAttrs:
     # Straight from the (immutable) metadata: ``array.attrs`` re-reads it per key.
     attrs = dict(meta.attributes)
     names: Sequence[str | None] | None
-    if meta.zarr_format == 3 or getattr(meta, "source_format", None) == "Zarr v1":  # (v1 names no dimension)
+    if not meta.dimensions_attribute:
         names = meta.dimension_names
         if names is None and array.ndim:
             names = _nczarr_dims_maybe(array, attrs)

@@ -29,7 +29,8 @@ from zarrdask.compat.xarray import (
 from zarrdask.core.api import open_group
 from zarrdask.core.array import Array
 from zarrdask.core.group import create_group
-from zarrdask.storage import open_store
+from zarrdask.dask_io.transactions import check_travels
+from zarrdask.door import resolve
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.core.group import Group
 from zarrdask.errors import ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
@@ -58,9 +59,11 @@ def open_group_for_write(
     missing) or opened for update (``a``, ``a-``, ``r+``), over a
     :class:`~zarrdask.storage.write_behind.WriteBehindStore`: the writer sends what it
     wrote with ``group.store.flush()``, a few concurrent batches whatever the node count.
-    Errors name ``function`` (the one the user called), the user's ``store`` and
-    the ``mode`` that works."""
-    held = WriteBehindStore(open_store(store, mode="a", storage_options=storage_options))
+    A store Dask's worker processes could not share is refused first. Errors name
+    ``function`` (the one the user called), the user's ``store`` and the ``mode`` that works."""
+    found = resolve(function, store, path=path, mode="a", storage_options=storage_options, read=False)
+    check_travels(function, found.store)  # (before anything is written)
+    held, path = WriteBehindStore(found.store), found.path or None
     where = f"{'group ' + repr(path) + ' of ' if path else ''}{_describe(store)}"
     if mode == "w":  # everything below is replaced: one listing tells what is there
         held.survey(path or "")

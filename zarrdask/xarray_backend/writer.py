@@ -30,7 +30,6 @@ from zarrdask.compat.xarray import (
 )
 from zarrdask.core.group import Group, consolidate_metadata
 from zarrdask.dask_io.dask_keywords import staging_choice, task_bytes
-from zarrdask.dask_io.transactions import check_travels
 from zarrdask.dask_io.write_graph import then_cleared
 from zarrdask.errors import DatasetError
 from zarrdask.keywords import refuse
@@ -139,7 +138,6 @@ def write_dataset(
             v.load()
     encoding = {} if encoding is None else encoding
     mode = choose_default_mode(mode=mode, append_dim=append_dim, region=region)
-    check_travels(function, store)
     root = open_group_for_write(
         store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options,
         function=function,
@@ -229,7 +227,6 @@ def write_datatree(
             f"unexpected encoding group name(s) provided: {unknown}; the tree's groups are "
             f"{sorted(dt.groups)}")
     mode = choose_default_mode(mode=mode, append_dim=None, region=region)
-    check_travels(function, store)
     root = open_group_for_write(
         store, mode=mode, path=group, zarr_format=zarr_format, storage_options=storage_options,
         function=function,
