@@ -176,7 +176,7 @@ def rss_mib() -> float:
 
 def run(size_mib: int, repeat: int, budget: int, data_dir: str, patterns=PATTERNS) -> Scenario:
     import zarrdask
-    from zarrdask.core.cache import pool_info
+    from zarrdask.runtime.cache import pool_info
 
     shape, layout = geometry(size_mib)
     data = make_data(shape)

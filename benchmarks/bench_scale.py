@@ -77,7 +77,7 @@ import numpy as np  # noqa: E402
 from dask.array.core import PerformanceWarning, normalize_chunks  # noqa: E402
 
 import zarrdask  # noqa: E402
-from zarrdask.core.block_reader import BlockReader  # noqa: E402
+from zarrdask.nodes.block_reader import BlockReader  # noqa: E402
 
 warnings.filterwarnings("ignore", category=PerformanceWarning)  # the broadcast in values() multiplies blocks
 

@@ -3,8 +3,9 @@
 A call is on the argument's path when one of its arguments is the argument itself, the
 same path string, a Store, or the door's record (``zarrdask.door.Resolved``): what the
 argument becomes on its way in. Counted from the public call to the first read of a
-stored key, and, over the whole public call, the times the path enters ``core/`` from
-another package (a call whose caller is outside ``core/``). Comprehensions are not calls.
+stored key, and, over the whole public call, the times the path enters the core (the node
+model, the public API, the runtime and the displays: ``CORE``) from another package (a
+call whose caller is outside it). Comprehensions are not calls.
 
 Run ``python tests/_door_calls.py`` to print the three paths call by call;
 ``tests/test_door_calls.py`` holds them to their bounds.
@@ -24,6 +25,8 @@ from zarrdask.door import Resolved
 from zarrdask.storage.base import Store
 
 PACKAGE = os.path.dirname(zarrdask.__file__)
+#: the packages of the core (what core/ held before it was split by job)
+CORE = frozenset({"nodes", "api", "runtime", "display"})
 #: the Store members that read stored keys
 READS = frozenset({"get", "get_many", "get_ranges"})
 
@@ -46,9 +49,9 @@ class Path(NamedTuple):
     to_first_read: list[Call]
     whole: list[Call]
 
-    def entries(self, package: str = "core") -> int:
-        """How often the whole call's path enters ``package`` from another one."""
-        return sum(1 for c in self.whole if c.package == package and c.caller.split("/")[0] != package)
+    def entries(self, packages: frozenset[str] = CORE) -> int:
+        """How often the whole call's path enters ``packages`` from another one."""
+        return sum(1 for c in self.whole if c.package in packages and c.caller.split("/")[0] not in packages)
 
 
 def _module(frame: FrameType | None) -> str:
@@ -127,7 +130,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as where:
         for name, path in entry_paths(where).items():
             print(f"{name}: {len(path.to_first_read)} calls to the first read of a stored key; "
-                  f"{len(path.whole)} in the whole call, entering core/ {path.entries()} time(s)")
+                  f"{len(path.whole)} in the whole call, entering the core {path.entries()} time(s)")
             for i, call in enumerate(path.whole, 1):
                 mark = "  " if i <= len(path.to_first_read) else "  (after the first read) "
                 print(f"{mark}{i:3d} {call.module}:{call.function}")

@@ -279,7 +279,7 @@ def exercise(files: Files, r: random.Random, path: str = "") -> list[np.ndarray]
 
 
 def _exercise_array(a: zarrdask.Array, r: random.Random) -> np.ndarray | None:
-    from zarrdask.core.output import MEMORY_BYTES
+    from zarrdask.runtime.output import MEMORY_BYTES
 
     units = math.prod(axis.count for axis in a.unit_grid)
     whole = None

@@ -231,7 +231,7 @@ def test_large_results_are_private_mappings_that_behave_like_arrays(monkeypatch,
     """Results above the size threshold get their own anonymous mapping (no huge-page
     advice, prefaulted while the read decodes into it); they must be ordinary writable,
     picklable C-ordered arrays with the values."""
-    import zarrdask.core.output as output_module
+    import zarrdask.runtime.output as output_module
 
     monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
     data = np.arange(64 * 64, dtype="float64").reshape(64, 64)
@@ -256,7 +256,7 @@ def test_large_result_mappings_are_reused_only_once_no_array_uses_them(monkeypat
     out again; the idle mappings stay within RESULT_IDLE_MAX_BYTES."""
     import gc
 
-    import zarrdask.core.output as output_module
+    import zarrdask.runtime.output as output_module
 
     monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
     monkeypatch.setattr(output_module, "RESULT_IDLE_BYTES", 3 * 8192)
@@ -295,7 +295,7 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
     import gc
     import time
 
-    import zarrdask.core.output as output_module
+    import zarrdask.runtime.output as output_module
 
     gc.collect()  # results earlier tests left in cycles go back to the real pool, not this test's
     monkeypatch.setattr(output_module, "FRESH_PAGES_BYTES", 4096)
@@ -332,7 +332,7 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
         if pid == 0:
             os._exit(0 if not output_module._idle_results and output_module._releaser is None else 1)
         assert os.waitpid(pid, 0)[1] == 0
-    script = ("import numpy as np, zarrdask.core.output as o\n"
+    script = ("import numpy as np, zarrdask.runtime.output as o\n"
               "o.FRESH_PAGES_BYTES = o.RESULT_IDLE_BYTES = 4096\n"
               "kept = [o.output_array((4096,), np.dtype('f8')) for _ in range(3)]\n"
               "del kept[0]\n")  # (one given back while running, two at exit)
@@ -342,7 +342,7 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
 def test_prefault_keeps_values_already_written():
     """Prefaulting a mapping that a read is writing into keeps every written value,
     whether the page was written before, during or after the prefault."""
-    from zarrdask.core.output import prefault
+    from zarrdask.runtime.output import prefault
 
     n = 3 * (8 << 20) // 8 + 123  # several prefault steps and a partial one
     out = np.frombuffer(mmap.mmap(-1, n * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype="f8")

@@ -1,5 +1,5 @@
 """Shards read whole are decoded a slab at a time straight into a stack and placed with one
-copy per slab (``core/units/block_placement.py``); partly read shards go chunk by chunk. The
+copy per slab (``nodes/units/block_placement.py``); partly read shards go chunk by chunk. The
 slab path is a shortcut kept for its benchmark (benchmarks/README.md), so these
 properties prove it equal to the chunk-by-chunk path and to the values written, over
 generated arrays: 1-3 dimensions, shards clipped at the array's edge, transposes before
@@ -21,14 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-import zarrdask.core.units.shards as shards
+import zarrdask.nodes.units.shards as shards
 from _util import draw_shard_geometry
 from zarrdask.codecs import decompress
 from zarrdask.codecs.base import ChunkSpec
 from zarrdask.codecs.sharding import MISSING
 from zarrdask.codecs.pipeline import CodecPipeline
-from zarrdask.core import output
-from zarrdask.core.units import block_placement
+from zarrdask.runtime import output
+from zarrdask.nodes.units import block_placement
 from zarrdask.metadata.dtypes import parse_data_type_v3
 from zarrdask.metadata.extension import parse_named_config
 from zarrdask.errors import CorruptChunkError, MissingChunkError, ZarrdaskError

@@ -1,4 +1,4 @@
-"""The decoded-chunk cache (``core/cache.py``): never stale after a zarrdask write, within
+"""The decoded-chunk cache (``runtime/cache.py``): never stale after a zarrdask write, within
 its budget, counted right, opt-in through every entry point, never pickled.
 
 The property tests interleave reads, writes, writes of the fill value (which delete chunks),
@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.core.block_reader import BlockReader
-from zarrdask.core.cache import CONFIG_KEY, pool_info
+from zarrdask.nodes.block_reader import BlockReader
+from zarrdask.runtime.cache import CONFIG_KEY, pool_info
 from zarrdask.errors import InvalidModeError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,7 +113,7 @@ def test_budget_statistics_and_eviction_in_a_fresh_process(tmp_path):
     """Counts after known reads; the pool never holds more than the budget; evictions counted."""
     out = _run("""
         import sys, numpy as np, zarrdask
-        from zarrdask.core.cache import pool_info
+        from zarrdask.runtime.cache import pool_info
         path = sys.argv[1]
         zarrdask.create_array(path, data=np.arange(64.0).reshape(8, 8), chunks=(4, 4))
         a = zarrdask.open_array(path, cache_bytes=3 * 128)   # three 4x4 float64 chunks
@@ -340,7 +340,7 @@ def test_shards_held_whole(layout, data):
 def test_held_shards_above_the_huge_page_size_are_mappings_of_their_own(tmp_path, monkeypatch):
     """Held shards from numpy's huge-page size on get a mapping of their own (no huge-page
     advice), read-only in the pool, bit-exact whether read whole or in part."""
-    import zarrdask.core.output as output
+    import zarrdask.runtime.output as output
 
     monkeypatch.setattr(output, "HUGEPAGE_HINT_BYTES", 64)
     path = str(tmp_path / "a")
@@ -366,7 +366,7 @@ def test_held_shards_above_the_huge_page_size_are_mappings_of_their_own(tmp_path
 def test_a_held_shard_is_decoded_into_by_one_read_at_a_time():
     """A chunk one read is decoding is waited for by another, and claimed again by it when
     the first gives up (its fetch predates a write)."""
-    from zarrdask.core.held_shard import HeldShard
+    from zarrdask.runtime.held_shard import HeldShard
     from zarrdask.plan.fetch_plan import ChunkPlacement
 
     chunks = [ChunkPlacement((i,), i, None, None) for i in range(4)]
@@ -443,8 +443,8 @@ def test_a_shard_is_held_as_one_array_once_a_read_wants_a_quarter_of_it(tmp_path
     """A time series at a point (one inner chunk of each shard) is held chunk by chunk: a
     whole shard mapped and counted for it would crowd the pool. A read of a quarter of a
     shard's chunks holds the shard as one array, and reads of it go there from then on."""
-    from zarrdask.core.cache import _POOL
-    from zarrdask.core.held_shard import HeldShard
+    from zarrdask.runtime.cache import _POOL
+    from zarrdask.runtime.held_shard import HeldShard
 
     path = str(tmp_path / "a")
     model = np.arange(32 * 24, dtype="f8").reshape(32, 24)

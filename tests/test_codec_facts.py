@@ -28,11 +28,11 @@ from zarrdask.codecs.gzip import GzipCodec
 from zarrdask.codecs.registry import class_for, get_codec_class, numcodecs_twin, registered_codecs
 from zarrdask.codecs.v2 import V2Compressor, V2Serializer
 from zarrdask.codecs.zstd import ZstdCodec
-from zarrdask.core.codec_input import codec_json_v2, codec_json_v3
-from zarrdask.core.units.checksums import carries_checksum
+from zarrdask.nodes.codec_input import codec_json_v2, codec_json_v3
+from zarrdask.nodes.units.checksums import carries_checksum
 from zarrdask.storage.memory import MemoryStore
 
-# --- the oracle: the tables as they were in core/units/checksums.py and core/codec_input.py
+# --- the oracle: the tables as they were in nodes/units/checksums.py and nodes/codec_input.py
 
 _SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 _SHUFFLE_NAMES = {v: k for k, v in _SHUFFLES.items()}

@@ -27,7 +27,7 @@ def test_dask_private_from_array_serves_the_installed_dask(tmp_path):
         assert da.array_expr_enabled()
         import zarrdask
         from zarrdask.compat.dask import private_from_array, CHECKED_ON
-        from zarrdask.core.block_reader import BlockReader
+        from zarrdask.nodes.block_reader import BlockReader
         a = zarrdask.create_array({str(tmp_path / "a.zarr")!r}, shape=(10, 6), dtype="i4", chunks=(4, 3))
         a[...] = np.arange(60).reshape(10, 6)
         x = private_from_array(BlockReader(a), ((4, 4, 2), (3, 3)), "zarrdask-read-test", lock=False,
@@ -50,7 +50,7 @@ def test_dask_fallback_reads_the_same(monkeypatch):
     monkeypatch.setattr(dask_compat.da, "array_expr_enabled", lambda: True)
     a = zarrdask.create_array(MemoryStore(), shape=(8,), dtype="u1", chunks=(4,))
     a[...] = np.arange(8)
-    from zarrdask.core.block_reader import BlockReader
+    from zarrdask.nodes.block_reader import BlockReader
 
     x = dask_compat.named_from_array(BlockReader(a), ((4, 4),), "zarrdask-read-x", lock=False, asarray=False,
                                      fancy=False, inline_array=True, meta=np.empty((0,), "u1"))

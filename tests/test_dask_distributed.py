@@ -12,8 +12,8 @@ import pytest
 import dask
 import dask.array as da
 import distributed
-from zarrdask.core.api import open_array
-from zarrdask.core.create import create_array
+from zarrdask.api.openers import open_array
+from zarrdask.nodes.create import create_array
 from zarrdask.dask_io import from_zarr, to_zarr
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
@@ -116,7 +116,7 @@ def test_cluster_writes_to_s3_from_misaligned_chunks_and_another_job_reads_it(cl
     import xarray as xr
     from _s3 import s3_storage_options
 
-    from zarrdask.core.group import create_group
+    from zarrdask.nodes.group import create_group
 
     options = s3_storage_options(s3_endpoint)
     data = np.random.default_rng(5).standard_normal((300, 260)).astype("f4")

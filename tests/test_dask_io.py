@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from _util import CountingStore, run_with_query_planning
 
-from zarrdask.core.api import open_array
-from zarrdask.core.create import create_array
+from zarrdask.api.openers import open_array
+from zarrdask.nodes.create import create_array
 from zarrdask.dask_io import from_zarr, plan_write, to_zarr
-from zarrdask.core.block_reader import BlockReader
+from zarrdask.nodes.block_reader import BlockReader
 from zarrdask.errors import ContainsNodeError, ShapeMismatchError
 from zarrdask.storage import MemoryStore, Store, SuffixRange
 
@@ -111,7 +111,7 @@ def test_read_tasks_go_through_the_one_threading_policy(monkeypatch):
     explicit ``threads`` option; the values are the same on every scheduler."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from zarrdask.core import executor
+    from zarrdask.runtime import executor
 
     data = np.arange(64 * 64, dtype="int32").reshape(64, 64)
     array = create_array(MemoryStore(), shape=(64, 64), dtype="int32", **LAYOUT)
@@ -322,7 +322,7 @@ def test_query_planning_on_in_a_subprocess(tmp_path):
         from dask.callbacks import Callback
         from dask.utils import key_split
         assert da.array_expr_enabled()
-        from zarrdask.core.create import create_array
+        from zarrdask.nodes.create import create_array
         from zarrdask.dask_io import from_zarr, to_zarr
         from zarrdask.storage import MemoryStore
 

@@ -1,4 +1,4 @@
-"""The one threading policy (``zarrdask.core.executor``): the caller works on its own
+"""The one threading policy (``zarrdask.runtime.executor``): the caller works on its own
 call, idle cores help, nothing oversubscribes the cores, results keep their order and
 a failure is the one a serial run raises."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarrdask.core import executor
+from zarrdask.runtime import executor
 
 
 def _threads_used(items: int, threads: int | None, on_worker: bool = True) -> set[str]:

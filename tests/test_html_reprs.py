@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.core import html as node_html
-from zarrdask.core.describe import codec_summary
-from zarrdask.plan.display import STYLE, short_json
+from zarrdask.display import html as node_html
+from zarrdask.display.describe import codec_summary
+from zarrdask.display.kit import STYLE, short_json
 
 HOSTILE = "<script>alert('x')</script>&amp;\"q\""
 VOID = {"input", "br", "img", "meta", "hr", "wbr", "col", "area", "base", "embed", "link", "source", "track"}

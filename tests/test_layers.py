@@ -32,9 +32,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("zarrdask.metadata",),
     ("zarrdask.indexing",),
     ("zarrdask.codecs",),
+    ("zarrdask.display",),  # text and HTML of nodes and plans (read through Protocols)
     ("zarrdask.plan",),
     ("zarrdask.door",),  # the front door: what users pass as a store, resolved once
-    ("zarrdask.core",),
+    ("zarrdask.runtime",),  # threads, result memory, the decoded-chunk cache, locks, progress
+    ("zarrdask.nodes",),  # Array, Group, creation, stored units
+    ("zarrdask.api",),  # open / open_array / open_group and zarr-python's conveniences
     ("zarrdask.compat.dask", "zarrdask.dask_io"),
     ("zarrdask.compat.xarray", "zarrdask.xarray_backend"),
     ("zarrdask.tools",),

@@ -62,107 +62,107 @@ def _group(tmp_path: Any) -> zarrdask.Group:
 
 #: ``module:qualname`` -> (where its keywords go, a call passing ``**kw`` with valid arguments otherwise)
 ACCOUNTED: dict[str, tuple[str, Callable[[Any, dict[str, Any]], Any]]] = {
-    "zarrdask.core.api:open": (
-        "array keywords of zarr-python's open, checked by core/array_keywords.py",
+    "zarrdask.api.openers:open": (
+        "array keywords of zarr-python's open, checked by nodes/array_keywords.py",
         lambda t, kw: zarrdask.open(str(t / "a.zarr"), mode="a", **kw)),
-    "zarrdask.core.api:open_array": (
-        "array keywords of zarr-python's open_array, checked by core/array_keywords.py",
+    "zarrdask.api.openers:open_array": (
+        "array keywords of zarr-python's open_array, checked by nodes/array_keywords.py",
         lambda t, kw: zarrdask.open_array(str(t / "a.zarr"), mode="w", shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.api:open_group": (
+    "zarrdask.api.openers:open_group": (
         "zarr-python's open_group keywords, each accepted or refused by name",
         lambda t, kw: zarrdask.open_group(str(t / "g.zarr"), **kw)),
-    "zarrdask.core.create:create_array": (
+    "zarrdask.nodes.create:create_array": (
         "ArrayOptions (runtime options), checked against its fields",
         lambda t, kw: zarrdask.create_array(str(t / "a.zarr"), shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.group:Group.create_array": (
+    "zarrdask.nodes.group:Group.create_array": (
         "create_array's keywords, checked against its signature",
         lambda t, kw: _group(t).create_array("x", shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.group:Group.create": (
+    "zarrdask.nodes.group:Group.create": (
         "Group.create_array",
         lambda t, kw: _group(t).create("x", shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.group:Group.require_array": (
+    "zarrdask.nodes.group:Group.require_array": (
         "create_array's keywords, checked against its signature",
         lambda t, kw: _group(t).require_array("x", shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.group:Group.zeros": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.zeros": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).zeros("x", shape=(2,), **kw)),
-    "zarrdask.core.group:Group.ones": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.ones": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).ones("x", shape=(2,), **kw)),
-    "zarrdask.core.group:Group.full": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.full": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).full("x", shape=(2,), fill_value=3, **kw)),
-    "zarrdask.core.group:Group.empty": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.empty": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).empty("x", shape=(2,), **kw)),
-    "zarrdask.core.group:Group.zeros_like": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.zeros_like": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).zeros_like("x", np.ones(2), **kw)),
-    "zarrdask.core.group:Group.ones_like": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.ones_like": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).ones_like("x", np.ones(2), **kw)),
-    "zarrdask.core.group:Group.full_like": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.full_like": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).full_like("x", np.ones(2), fill_value=2, **kw)),
-    "zarrdask.core.group:Group.empty_like": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.empty_like": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).empty_like("x", np.ones(2), **kw)),
-    "zarrdask.core.group:Group.create_dataset": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.nodes.group:Group.create_dataset": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: _group(t).create_dataset("x", shape=(2,), **kw)),
-    "zarrdask.core.group:Group.require_dataset": (
+    "zarrdask.nodes.group:Group.require_dataset": (
         "Group.require_array",
         lambda t, kw: _group(t).require_dataset("x", shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.group:Group.array": (
+    "zarrdask.nodes.group:Group.array": (
         "Group.create_array",
         lambda t, kw: _group(t).array("x", shape=(2,), dtype="i1", **kw)),
-    "zarrdask.core.convenience:create": (
-        "zarr.create's keywords, checked by core/array_keywords.py",
+    "zarrdask.api.convenience:create": (
+        "zarr.create's keywords, checked by nodes/array_keywords.py",
         lambda t, kw: zarrdask.create((2,), store=str(t / "a.zarr"), **kw)),
-    "zarrdask.core.convenience:zeros": (
+    "zarrdask.api.convenience:zeros": (
         "zarrdask.create", lambda t, kw: zarrdask.zeros((2,), store=str(t / "a.zarr"), **kw)),
-    "zarrdask.core.convenience:ones": (
+    "zarrdask.api.convenience:ones": (
         "zarrdask.create", lambda t, kw: zarrdask.ones((2,), store=str(t / "a.zarr"), **kw)),
-    "zarrdask.core.convenience:full": (
+    "zarrdask.api.convenience:full": (
         "zarrdask.create", lambda t, kw: zarrdask.full((2,), 5, store=str(t / "a.zarr"), **kw)),
-    "zarrdask.core.convenience:empty": (
+    "zarrdask.api.convenience:empty": (
         "zarrdask.create", lambda t, kw: zarrdask.empty((2,), store=str(t / "a.zarr"), **kw)),
-    "zarrdask.core.convenience:zeros_like": (
+    "zarrdask.api.convenience:zeros_like": (
         "zarrdask.zeros", lambda t, kw: zarrdask.zeros_like(np.ones(2), **kw)),
-    "zarrdask.core.convenience:ones_like": (
+    "zarrdask.api.convenience:ones_like": (
         "zarrdask.ones", lambda t, kw: zarrdask.ones_like(np.ones(2), **kw)),
-    "zarrdask.core.convenience:full_like": (
+    "zarrdask.api.convenience:full_like": (
         "zarrdask.full", lambda t, kw: zarrdask.full_like(np.ones(2), fill_value=1, **kw)),
-    "zarrdask.core.convenience:empty_like": (
+    "zarrdask.api.convenience:empty_like": (
         "zarrdask.empty", lambda t, kw: zarrdask.empty_like(np.ones(2), **kw)),
-    "zarrdask.core.convenience:open_like": (
+    "zarrdask.api.convenience:open_like": (
         "zarrdask.open_array", lambda t, kw: zarrdask.open_like(np.ones(2), str(t / "a.zarr"), **kw)),
-    "zarrdask.core.convenience:array": (
+    "zarrdask.api.convenience:array": (
         "zarrdask.create (or zarrdask.from_array for a Zarr array)", lambda t, kw: zarrdask.array(np.ones(2), **kw)),
-    "zarrdask.core.convenience:from_array": (
+    "zarrdask.api.convenience:from_array": (
         "create_array's keywords, checked against its signature",
         lambda t, kw: zarrdask.from_array(str(t / "a.zarr"), data=np.ones(2), **kw)),
-    "zarrdask.core.convenience:open_consolidated": (
+    "zarrdask.api.convenience:open_consolidated": (
         "zarrdask.open_group",
         lambda t, kw: zarrdask.open_consolidated(str(t / "g.zarr"), **kw)),
-    "zarrdask.core.convenience:group": (
+    "zarrdask.api.convenience:group": (
         "zarrdask.open_group", lambda t, kw: zarrdask.group(str(t / "g.zarr"), **kw)),
-    "zarrdask.core.convenience:save_array": (
-        "zarr.create's keywords (and zarr-python's mode), checked by core/array_keywords.py",
+    "zarrdask.api.convenience:save_array": (
+        "zarr.create's keywords (and zarr-python's mode), checked by nodes/array_keywords.py",
         lambda t, kw: zarrdask.save_array(str(t / "a.zarr"), np.ones(2), **kw)),
-    "zarrdask.core.convenience:save_group": (
+    "zarrdask.api.convenience:save_group": (
         "the arrays to save, by name (each one checked to be an array)",
         lambda t, kw: zarrdask.save_group(str(t / "g.zarr"), np.ones(2), **kw)),
-    "zarrdask.core.convenience:save": (
+    "zarrdask.api.convenience:save": (
         "zarrdask.save_group's arrays by name",
         lambda t, kw: zarrdask.save(str(t / "g.zarr"), np.ones(2), **kw)),
-    "zarrdask.core.convenience:load": (
+    "zarrdask.api.convenience:load": (
         "storage_options (and a refused zarr_version), checked by name",
         lambda t, kw: zarrdask.load(str(t / "g.zarr"), **kw)),
-    "zarrdask.core.array:Array.with_options": (
+    "zarrdask.nodes.array:Array.with_options": (
         "ArrayOptions fields, through dataclasses.replace",
         lambda t, kw: _array(t).with_options(**kw)),
-    "zarrdask.core.attributes:Attributes.update": (
+    "zarrdask.nodes.attributes:Attributes.update": (
         "dict.update: every keyword is an attribute by that name (zarr-python's attrs.update)",
         None),
     "zarrdask.dask_io.read:from_zarr": (
@@ -214,7 +214,7 @@ def test_attributes_update_stores_every_keyword(tmp_path: Any) -> None:
 def test_internal_forwarders_reach_checked_signatures(tmp_path: Any) -> None:
     """The internal ``**kwargs`` forward to signatures that have no ``**kwargs`` themselves,
     or to the documented third-party call."""
-    from zarrdask.core.units.base import ChunkSource
+    from zarrdask.nodes.units.base import ChunkSource
     from zarrdask.dask_io.sources import node_path
 
     assert not _takes_var_keyword(ChunkSource.__init__)

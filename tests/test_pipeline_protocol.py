@@ -1,6 +1,6 @@
 """Every chunk pipeline the package builds is a ``ChunkPipeline`` and decodes what is stored.
 
-Pipelines come from ``zarrdask.core.pipelines.shape_pipelines``, the one builder arrays
+Pipelines come from ``zarrdask.nodes.pipelines.shape_pipelines``, the one builder arrays
 use: for each array of the conformance corpus (v2 and v3, sharded or not), for generated
 v3 chains and for v2 arrays of several compressors, filters and orders. Each must pass
 the runtime Protocol check, declare its storage kind as the metadata says (``sharding``),
@@ -19,7 +19,7 @@ import pytest
 import zarrdask
 from zarrdask.codecs.protocol import ChunkPipeline
 from zarrdask.codecs.sharding import ShardingCodec
-from zarrdask.core.pipelines import shape_pipelines
+from zarrdask.nodes.pipelines import shape_pipelines
 from zarrdask.metadata.grid import all_chunk_coords, chunk_slices, stored_shape
 from zarrdask.storage.base import join_path
 

@@ -1,6 +1,6 @@
 """The sharding codec used whole (``ShardingCodec.decode``/``encode``: a shard inside a
 chain that cannot be addressed, after value-changing array->array codecs or inside
-another shard) and the chunk source that addresses inner chunks (``core/units/shards.py``)
+another shard) and the chunk source that addresses inner chunks (``nodes/units/shards.py``)
 are two readers and writers of one format: each reads what the other writes, bit for bit,
 for generated geometries, values and missing chunks."""
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import zarrdask
 from zarrdask.codecs import decompress, zstd_frames
 from zarrdask.codecs.base import Frames, Slots
-from zarrdask.core.executor import MIN_PARALLEL_ITEM_BYTES, run_all
+from zarrdask.runtime.executor import MIN_PARALLEL_ITEM_BYTES, run_all
 from zarrdask.errors import CorruptChunkError
 
 DAMAGE = ["none", "none", "none", "no_claim", "wrong_claim", "truncated", "trailing", "flipped", "dictionary",

@@ -1,4 +1,4 @@
-"""mypy --strict (pyproject's ``[tool.mypy]``) is clean on metadata/, codecs/, plan/ and core/."""
+"""mypy --strict (pyproject's ``[tool.mypy]``) is clean on metadata/, codecs/, plan/, display/, door/, runtime/, nodes/ and api/."""
 
 import subprocess
 import sys
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["zarrdask/metadata", "zarrdask/codecs", "zarrdask/plan", "zarrdask/core"]
+PACKAGES = ["zarrdask/metadata", "zarrdask/codecs", "zarrdask/plan", "zarrdask/display", "zarrdask/door",
+            "zarrdask/runtime", "zarrdask/nodes", "zarrdask/api"]
 
 
 @pytest.mark.slow

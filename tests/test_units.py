@@ -1,4 +1,4 @@
-"""The stored units behind ``Array.units`` (``zarrdask/core/units/``): the kind chosen from
+"""The stored units behind ``Array.units`` (``zarrdask/nodes/units/``): the kind chosen from
 the codec chain, key listing, statistics against a count from the values themselves, the
 bytes stage after the sharding codec in both directions, deletes that drop cached indexes,
 the check of one unit, and the two ways whole units are fetched giving the same values."""
@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.core.units.chunks import PlainChunkSource
-from zarrdask.core.units.shards import ShardedChunkSource
+from zarrdask.nodes.units.chunks import PlainChunkSource
+from zarrdask.nodes.units.shards import ShardedChunkSource
 from zarrdask.indexing import basic_selection
 from zarrdask.storage.memory import MemoryStore
 

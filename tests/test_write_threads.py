@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.core.executor import MIN_PARALLEL_ITEM_BYTES, MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
+from zarrdask.runtime.executor import MIN_PARALLEL_ITEM_BYTES, MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
 from zarrdask.storage.memory import MemoryStore
 
 
@@ -105,7 +105,7 @@ def test_same_bytes_whatever_the_runs_of_inner_chunks(batch: int, inner: tuple[i
     """A write encodes a shard's inner chunks in runs (``_WRITE_BATCH_BYTES``): a shard in
     one run, or in many (its last run assembles it), whole and partial shards, inner chunks
     left at the fill value: the same stored bytes, and the numpy model's values."""
-    from zarrdask.core.units import shards as shard_units
+    from zarrdask.nodes.units import shards as shard_units
     rng = np.random.default_rng(seed)
     shape, shards = (128, 256), (64, 128)
     model = rng.standard_normal(shape).astype("f4")

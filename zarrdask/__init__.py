@@ -39,16 +39,16 @@ def _import_numcodecs() -> None:
 _import_numcodecs()
 
 from . import codecs as codecs
-from .core.api import open, open_array, open_group, plan_read
-from .core.array import Array, ArrayOptions
-from .core.cache import CacheInfo, cache_clear
-from .core.convenience import (array, create, empty, empty_like, from_array, full, full_like, group, load, ones,
+from .api.openers import open, open_array, open_group, plan_read
+from .nodes.array import Array, ArrayOptions
+from .runtime.cache import CacheInfo, cache_clear
+from .api.convenience import (array, create, empty, empty_like, from_array, full, full_like, group, load, ones,
                                ones_like, open_consolidated, open_like, save, save_array, save_group, zeros,
                                zeros_like)
-from .core.create import create_array
-from .core.group import Group, create_group
-from .core.locks import FileLock
-from .core.group import consolidate_metadata as _consolidate
+from .nodes.create import create_array
+from .nodes.group import Group, create_group
+from .runtime.locks import FileLock
+from .nodes.group import consolidate_metadata as _consolidate
 from .door import resolve as _resolve
 from .errors import ZarrdaskError
 from .keywords import missing_name as _missing_name

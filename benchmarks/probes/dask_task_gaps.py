@@ -79,7 +79,7 @@ def main() -> int:
     import zarrdask
     from harness import Geometry
     from libs import TSDaskAdapter, ts_spec
-    from zarrdask.core.block_reader import BlockReader
+    from zarrdask.nodes.block_reader import BlockReader
 
     geom = Geometry.from_size(args.size_mib)
     path = reference.sharded_array(geom, args.data_dir)

@@ -77,7 +77,7 @@ def dask_calls(path: str, rounds: int, pause: float) -> dict[str, dict[str, floa
     import zarrdask
     from dask_task_gaps import CallTimes
     from libs import TSDaskAdapter, ts_spec
-    from zarrdask.core.block_reader import BlockReader
+    from zarrdask.nodes.block_reader import BlockReader
 
     array = zarrdask.open_array(path)
     unit = array.shards or array.chunks

@@ -1,7 +1,7 @@
 """Whole-shard reads: the slab shortcut against per-chunk placement (issue 24).
 
 A shard read whole has its inner chunks decoded a slab at a time straight into a stack and
-placed with one copy per slab (``core/units/block_placement.py``); the general path
+placed with one copy per slab (``nodes/units/block_placement.py``); the general path
 decodes and places each inner chunk on its own (the path partly read shards take). The
 house rule keeps a shortcut only when it saves at least 10 %; this reads one array both
 ways, interleaved round by round, on ``bench_sharding.py``'s layout (shards (16, 512, 512),

@@ -28,7 +28,7 @@ import numpy as np
 import zarrdask
 from zarrdask.codecs import decompress, zstd_frames
 from zarrdask.codecs.base import Frames, Slots
-from zarrdask.core.units.block_placement import slabs
+from zarrdask.nodes.units.block_placement import slabs
 
 HERE = Path(__file__).resolve().parent  # benchmarks/probes
 BENCH = HERE.parent

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..core.api import without_create_hint
+from ..api.openers import without_create_hint
 from ..errors import ZarrdaskError
 from ..keywords import did_you_mean
 from . import copy, info, migrate, tree, verify

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.api import open as open_node
-from ..core.array import Array
-from ..core.describe import NodeInfo
-from ..core.group import Group
+from ..api.openers import open as open_node
+from ..nodes.array import Array
+from ..display.describe import NodeInfo
+from ..nodes.group import Group
 from ._common import Subcommands, add_store_arguments, print_json, storage_options
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.api import open as open_node
-from ..core.array import Array
+from ..api.openers import open as open_node
+from ..nodes.array import Array
 from ._common import Subcommands, add_store_arguments, print_json, storage_options
 
 

@@ -15,7 +15,7 @@ The index is a ``(*inner_grid, 2)`` uint64 array of (offset, nbytes) per inner c
 where the index is, how to assemble a shard from encoded inner chunks and how to take
 one apart. Everything else about stored shards (I/O: one index request, coalesced inner
 chunk ranges, whole-shard GETs; the index cache; partial reads and writes; the bytes stage
-after this codec) is ``core/units/shards.py``'s, built on these same format functions.
+after this codec) is ``nodes/units/shards.py``'s, built on these same format functions.
 This codec's own ``decode``/``encode`` are only the :class:`~.base.ArrayBytesCodec` face of
 the format (:meth:`split` / :meth:`assemble`) for chains whose units are decoded whole: a
 sharding codec nested inside another shard, or after array->array codecs that do more

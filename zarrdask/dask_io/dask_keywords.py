@@ -17,7 +17,7 @@ from typing import Any
 import dask
 from dask.utils import parse_bytes
 
-from ..core.array import ArrayOptions
+from ..nodes.array import ArrayOptions
 from ..errors import InvalidModeError, InvalidValueError, UnexpectedKeywordError
 from ..keywords import did_you_mean, refuse
 

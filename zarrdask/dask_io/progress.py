@@ -1,4 +1,4 @@
-"""Computing write graphs with a progress bar, drawn by ``core.progress`` (a widget in
+"""Computing write graphs with a progress bar, drawn by ``runtime.progress`` (a widget in
 Jupyter, text on a terminal's stderr, nothing in a file or pipe) and counted by Dask: on
 the local schedulers by tqdm's Dask callback (tasks done), with a distributed client by
 distributed's progress feed from the scheduler (tasks remaining), whose own text bar
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.progress import new_bar
+from ..runtime.progress import new_bar
 
 __all__ = ["compute"]
 

@@ -1,7 +1,7 @@
 """``from_zarr``: a lazy dask array with one read task per shard (or per chunk when unsharded).
 
 The graph is built through the public ``da.from_array`` on a tiny picklable
-:class:`~zarrdask.core.block_reader.BlockReader`, so it is a lazily materialised Blockwise layer (a million blocks
+:class:`~zarrdask.nodes.block_reader.BlockReader`, so it is a lazily materialised Blockwise layer (a million blocks
 cost nothing until computed). With dask's array query planning on, ``from_array``
 ignores ``name=``, so ``compat.dask.named_from_array`` builds the same from-array
 expression under zarrdask's name instead (private dask API, kept there).
@@ -21,9 +21,9 @@ from dask.base import tokenize
 from dask.utils import parse_bytes
 
 from ..compat.dask import named_from_array
-from ..core.api import array_at
-from ..core.array import Array
-from ..core.block_reader import BlockReader
+from ..api.openers import array_at
+from ..nodes.array import Array
+from ..nodes.block_reader import BlockReader
 from ..errors import ArrayNotFoundError, ShapeMismatchError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 from .dask_keywords import ReadKeywords, merged, read_keywords

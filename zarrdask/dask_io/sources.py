@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.api import open as open_node
-from ..core.group import Group
+from ..api.openers import open as open_node
+from ..nodes.group import Group
 from ..door import Resolved, resolve
 from ..errors import ArrayNotFoundError, InvalidModeError
 

@@ -20,10 +20,10 @@ import numpy as np
 from dask.array.utils import meta_from_array
 from dask.delayed import Delayed
 
-from ..core.api import open as open_node
-from ..core.array import Array
-from ..core.block_reader import BlockReader
-from ..core.create import create_array
+from ..api.openers import open as open_node
+from ..nodes.array import Array
+from ..nodes.block_reader import BlockReader
+from ..nodes.create import create_array
 from ..door import Resolved, opened_node
 from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
 from ..metadata.grid import cut_at_lines

@@ -58,7 +58,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import List, Task, TaskRef
 
 from ..compat.dask import block_layer, fuse_blockwise, lazy_layer
-from ..core.array import Array
+from ..nodes.array import Array
 from ..errors import InvalidModeError
 from ..metadata.grid import AxisGrid
 from ..plan import CUT_BYTES, WritePlan

@@ -8,7 +8,7 @@ selection into a :class:`ReadPlan` of :class:`UnitRead` records, one per stored 
 touched. A unit is fetched ``whole`` (one GET) when the selection covers it or when
 bytes->bytes codecs after the sharding codec hide its layout; otherwise its index is
 fetched and then only the byte ranges of the chunks it needs. The byte ranges themselves
-depend on the index, which only the executor (``core/units/shards.py``) reads.
+depend on the index, which only the executor (``nodes/units/shards.py``) reads.
 
 >>> from zarrdask.metadata.grid import RegularChunkGrid
 >>> layout = StorageLayout(unit_grid=RegularChunkGrid((4,)).axes((10,)), chunk_shape=(2,),
@@ -90,12 +90,12 @@ class ReadPlan:
                                sum(len(u.chunks) for u in self.units))
 
     def __repr__(self) -> str:
-        from .plan_display import read_plan_text
+        from ..display.plans import read_plan_text
 
         return read_plan_text(self)
 
     def _repr_html_(self) -> str:
-        from .plan_display import read_plan_html
+        from ..display.plans import read_plan_html
 
         return read_plan_html(self)
 

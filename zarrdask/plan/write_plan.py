@@ -187,12 +187,12 @@ class WritePlanSummary:
     pieces: Pieces  # how cut blocks reach the write tasks
 
     def __repr__(self) -> str:
-        from .plan_display import write_summary_text
+        from ..display.plans import write_summary_text
 
         return write_summary_text(self)
 
     def _repr_html_(self) -> str:
-        from .plan_display import write_summary_html
+        from ..display.plans import write_summary_html
 
         return write_summary_html(self)
 

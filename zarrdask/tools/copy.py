@@ -23,9 +23,9 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Task
 
-from ..core.api import open as open_node
-from ..core.array import Array
-from ..core.group import Group, consolidate_metadata, walk
+from ..api.openers import open as open_node
+from ..nodes.array import Array
+from ..nodes.group import Group, consolidate_metadata, walk
 from ..door.node_io import write_node
 from ..dask_io.transactions import check_travels, run_writes
 from ..dask_io.write_graph import gathered

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..codecs.registry import get_codec_class
-from ..core.array import Array
-from ..core.codec_input import codec_json_v2, codec_json_v3
-from ..core.create import INDEX_CODECS
+from ..nodes.array import Array
+from ..nodes.codec_input import codec_json_v2, codec_json_v3
+from ..nodes.create import INDEX_CODECS
 from ..metadata.dtypes import fill_to_json_v2, parse_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem, ShapeMismatchError
 from ..metadata.v2 import ArrayMetadataV2

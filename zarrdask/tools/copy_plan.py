@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.array import Array
-from ..core.describe import codec_summary
+from ..nodes.array import Array
+from ..display.describe import codec_summary
 from ..storage.base import Store
 
 __all__ = ["ArrayPlan", "CopyPlan", "plan_array"]

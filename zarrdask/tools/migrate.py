@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from ..codecs.numcodecs_adapter import BYTES_TO_BYTES
-from ..core.array import Array
-from ..core.codec_input import codec_json_v3
-from ..core.group import walk
+from ..nodes.array import Array
+from ..nodes.codec_input import codec_json_v3
+from ..nodes.group import walk
 from ..door.node_io import NodeMetadata, read_node
 from ..metadata.dtypes import data_type_from_numpy, parse_data_type_v3, stored_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..core.array import Array
+from ..nodes.array import Array
 from ..door.node_io import NodeMetadata
 from ..errors import ContainsNodeError, InvalidModeError
 from ..metadata.v1 import V1_DOCUMENTS, ArrayMetadataV1

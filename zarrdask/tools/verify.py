@@ -21,12 +21,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.array import Array
-from ..core.executor import run_all
-from ..core.group import consolidate_metadata
+from ..nodes.array import Array
+from ..runtime.executor import run_all
+from ..nodes.group import consolidate_metadata
 from ..door.node_io import NodeMetadata, parse_node_documents, read_node
-from ..core.progress import ProgressBar, counted
-from ..core.units import StoredUnits
+from ..runtime.progress import ProgressBar, counted
+from ..nodes.units import StoredUnits
 from ..errors import InvalidValueError, MetadataError, NodeNotFoundError
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.v2 import ArrayMetadataV2

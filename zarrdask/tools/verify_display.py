@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..plan.display import Fact, document, esc, fact_table, rows_table, section
+from ..display.kit import Fact, document, esc, fact_table, rows_table, section
 
 __all__ = ["report_html", "report_text"]
 

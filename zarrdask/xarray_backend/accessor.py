@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from dask.delayed import Delayed
     from xarray.core.types import ZarrWriteModes
 
-    from zarrdask.core.group import Group
+    from zarrdask.nodes.group import Group
     from zarrdask.xarray_backend.region import RegionArg
 
 __all__ = ["ZarrdaskDataArrayAccessor", "ZarrdaskDataTreeAccessor", "ZarrdaskDatasetAccessor"]

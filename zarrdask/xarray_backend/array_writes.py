@@ -13,7 +13,7 @@ import numpy as np
 from dask.delayed import Delayed
 
 from zarrdask.compat.xarray import is_chunked_array
-from zarrdask.core.array import Array
+from zarrdask.nodes.array import Array
 from zarrdask.dask_io.dask_keywords import task_bytes
 from zarrdask.dask_io.transactions import combined, run_writes
 from zarrdask.dask_io.write import planned, write_into

@@ -18,9 +18,9 @@ from xarray import Coordinates, Dataset, Variable
 from xarray.backends.common import AbstractDataStore, BackendEntrypoint
 
 from zarrdask.compat.xarray import close_on_error, construct_dataset, datatree_from_dict_with_io_cleanup, normalize_path
-from zarrdask.core.api import array_at, group_at, without_create_hint
-from zarrdask.core.executor import run_waiting
-from zarrdask.core.group import Group
+from zarrdask.api.openers import array_at, group_at, without_create_hint
+from zarrdask.runtime.executor import run_waiting
+from zarrdask.nodes.group import Group
 from zarrdask.door import resolve
 from zarrdask.errors import GroupNotFoundError, InvalidStoreError
 from zarrdask.xarray_backend.decode import decode_cf_variables

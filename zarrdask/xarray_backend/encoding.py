@@ -20,7 +20,7 @@ from xarray import Variable
 from zarrdask.compat.xarray import FillValueCoder
 from zarrdask.errors import DatasetError, DatasetTypeError
 from zarrdask.codecs import get_codec_class
-from zarrdask.core.array import Array
+from zarrdask.nodes.array import Array
 from zarrdask.errors import ChunkAlignmentError
 from zarrdask.keywords import did_you_mean
 

@@ -22,11 +22,11 @@ from xarray.core import indexing
 
 from zarrdask.compat.xarray import DIMENSION_KEY, Frozen
 from zarrdask.errors import DatasetError, DatasetKeyError
-from zarrdask.core.array import Array
-from zarrdask.core.block_reader import BlockReader
-from zarrdask.core.cache import check_budget
-from zarrdask.core.executor import run_waiting
-from zarrdask.core.group import Group
+from zarrdask.nodes.array import Array
+from zarrdask.nodes.block_reader import BlockReader
+from zarrdask.runtime.cache import check_budget
+from zarrdask.runtime.executor import run_waiting
+from zarrdask.nodes.group import Group
 from zarrdask.errors import MetadataError
 from zarrdask.metadata.nczarr import nczarr_dimension_names
 from zarrdask.xarray_backend.encoding import (

@@ -26,13 +26,13 @@ from zarrdask.compat.xarray import (
     validate_and_transpose_existing_dims,
     validate_datatypes_for_zarr_append,
 )
-from zarrdask.core.api import open_group
-from zarrdask.core.array import Array
-from zarrdask.core.group import create_group
+from zarrdask.api.openers import open_group
+from zarrdask.nodes.array import Array
+from zarrdask.nodes.group import create_group
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.door import resolve
 from zarrdask.storage.write_behind import WriteBehindStore
-from zarrdask.core.group import Group
+from zarrdask.nodes.group import Group
 from zarrdask.errors import ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.encoding import encode_fill_value_attr, write_layout

@@ -28,7 +28,7 @@ from zarrdask.compat.xarray import (
     dump_to_store,
     validate_dataset_names,
 )
-from zarrdask.core.group import Group, consolidate_metadata
+from zarrdask.nodes.group import Group, consolidate_metadata
 from zarrdask.dask_io.dask_keywords import staging_choice, task_bytes
 from zarrdask.dask_io.write_graph import then_cleared
 from zarrdask.errors import DatasetError

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...errors import InvalidModeError
-from ..cache import check_budget
+from ...runtime.cache import check_budget
 
 __all__ = ["ArrayOptions", "WriteLock"]
 
@@ -28,9 +28,9 @@ class ArrayOptions:
     ``index_cache_size``: shard indexes kept per array (LRU).
     ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
     ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
-    ``progress``: writes show a progress bar (chunks encoded; see ``core.progress``).
+    ``progress``: writes show a progress bar (chunks encoded; see ``runtime.progress``).
     ``lock``: held around every write call (``acquire()``/``release()``: a ``distributed.Lock``, a
-    :class:`~zarrdask.core.locks.FileLock`), for processes writing parts of the same chunk or shard
+    :class:`~zarrdask.runtime.locks.FileLock`), for processes writing parts of the same chunk or shard
     outside Dask. Without it they are still safe where the store guards a read-modify-write of a
     key (``Store.guard``: local files, S3, memory, Icechunk); elsewhere they are refused.
     ``safe_chunks``: False lets a write of part of a chunk or shard go ahead unguarded into a store
@@ -40,7 +40,7 @@ class ArrayOptions:
     ``cache_bytes``: the budget of the process's decoded-chunk cache this array reads through
     (int bytes or a string such as ``"512 MiB"``; 0: off; None: the ``zarrdask.cache-bytes``
     dask config value when the array is opened outside a dask worker, else off; see
-    ``core/cache.py``).
+    ``runtime/cache.py``).
     """
 
     write_empty_chunks: bool = False

@@ -31,15 +31,15 @@ from ..metadata.nczarr import nczarr_names
 from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
-from .cache import CacheInfo, array_cache, array_statistics, forget, pool_key
+from ..runtime.cache import CacheInfo, array_cache, array_statistics, forget, pool_key
 from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
-from .output import format_bytes, output_array
+from ..runtime.output import format_bytes, output_array
 from .pipelines import array_layout
 from .selection_methods import SelectionMethods, point_values
-from .describe import NodeInfo, array_info
-from .html import array_html
+from ..display.describe import NodeInfo, array_info
+from ..display.html import array_html
 
 __all__ = ["Array", "ArrayOptions"]
 

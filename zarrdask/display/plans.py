@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .display import Fact, document, fact_table, format_bytes, rows_table, section
+from .kit import Fact, document, fact_table, format_bytes, rows_table, section
 
 __all__ = ["read_plan_html", "read_plan_text", "write_summary_html", "write_summary_text"]
 

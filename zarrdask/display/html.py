@@ -2,14 +2,14 @@
 (name, dimensions, data type), folding sections (metadata, codecs, attributes, what is
 stored), the array cut into shards and a shard into chunks drawn to scale with dimension
 names on the axes; a group's members as a tree whose first level is open and whose
-subgroups open on click. The parts (stylesheet, sections, tables) are ``plan/display.py``'s."""
+subgroups open on click. The parts (stylesheet, sections, tables) are ``display/kit.py``'s."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from ..plan.display import Fact, attributes_list, document, esc, fact_table, section, short_json, toggle
+from .kit import Fact, attributes_list, document, esc, fact_table, section, short_json, toggle
 from .describe import DescribedArray, DescribedGroup, array_info, codec_summary, group_info, storage_rows
 from .html_grid import AxisDrawing, grid_figure
 

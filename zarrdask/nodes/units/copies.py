@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...plan.fetch_plan import ChunkPlacement, UnitRead
-from ..executor import run_all
+from ...runtime.executor import run_all
 
 __all__ = ["Copy", "held_copies", "place_copies"]
 

@@ -22,13 +22,13 @@ import numpy as np
 from ..errors import InvalidModeError, InvalidValueError, UnexpectedKeywordError
 from ..keywords import check_keywords, refuse
 from ..storage.base import join_path
-from .api import open as open_node
-from .api import open_array, open_group
-from .array import Array
-from .array_keywords import DEFAULT_FILL
-from .create import OVERWRITE_HINT, create_array, create_legacy
-from .group import Group
-from .like import array_like, is_array_like, is_array_node, like_keywords, regular_chunks
+from .openers import open as open_node
+from .openers import open_array, open_group
+from ..nodes.array import Array
+from ..nodes.array_keywords import DEFAULT_FILL
+from ..nodes.create import OVERWRITE_HINT, create_array, create_legacy
+from ..nodes.group import Group
+from ..nodes.like import array_like, is_array_like, is_array_node, like_keywords, regular_chunks
 
 __all__ = ["LoadedGroup", "array", "create", "empty", "empty_like", "from_array", "full", "full_like", "group", "load",
            "ones", "ones_like", "open_consolidated", "open_like", "save", "save_array", "save_group", "zeros",

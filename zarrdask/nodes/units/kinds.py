@@ -8,7 +8,7 @@ from ...codecs.base import ChunkSpec
 from ...codecs.protocol import ChunkPipeline
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding
 from ...storage.base import Store
-from ..cache import ArrayCache, ArrayKey
+from ...runtime.cache import ArrayCache, ArrayKey
 from .base import ChunkSource
 from .chunks import PlainChunkSource
 from .options import ArrayOptions

@@ -1,5 +1,5 @@
 """zarr-python's named selection methods (``get_basic_selection``, ``set_mask_selection``,
-``blocks``, ...) on :class:`~zarrdask.core.array.Array`.
+``blocks``, ...) on :class:`~zarrdask.nodes.array.Array`.
 
 Each normalises its selection with :mod:`zarrdask.indexing` and reads or writes through
 the array's one read path and one write path; ``fields=`` (structured dtypes) and ``out=``

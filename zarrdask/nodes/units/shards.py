@@ -29,9 +29,9 @@ from ...indexing import Projection, Selection, c_order_stop
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
 from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides
 from ...storage.base import Buffer, Store, Value
-from ..executor import run_all
-from ..output import scratch
-from ..cache import ArrayCache, ArrayKey
+from ...runtime.executor import run_all
+from ...runtime.output import scratch
+from ...runtime.cache import ArrayCache, ArrayKey
 from .base import ChunkSource, with_key
 from .block_placement import Slab, place_block, slabs
 from .options import ArrayOptions

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..metadata.grid import AxisGrid
-from ..plan.display import Fact, document, fact_table
+from .kit import Fact, document, fact_table
 from ..storage.base import Store
 
 __all__ = ["DescribedArray", "DescribedGroup", "NodeInfo", "Row", "array_info", "codec_summary", "group_info",
@@ -19,7 +19,7 @@ __all__ = ["DescribedArray", "DescribedGroup", "NodeInfo", "Row", "array_info", 
 
 class DescribedArray(Protocol):
     """What a description reads of an array (``Array``'s public face; this module sits
-    below ``core/array.py``, which calls it)."""
+    below ``nodes/array.py``, which calls it)."""
 
     @property
     def metadata(self) -> Any: ...

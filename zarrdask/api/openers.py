@@ -20,10 +20,10 @@ from ..metadata.nodes import GroupMetadata, NodeMetadata
 from ..plan.fetch_plan import ReadPlan
 from ..storage.base import Store, join_path
 from ..storage.records import warn_interrupted
-from .array import Array, ArrayOptions
-from .array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
-from .create import commit_array, plan_array
-from .group import Group, make_group, node_from_metadata
+from ..nodes.array import Array, ArrayOptions
+from ..nodes.array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
+from ..nodes.create import commit_array, plan_array
+from ..nodes.group import Group, make_group, node_from_metadata
 
 __all__ = ["array_at", "group_at", "open", "open_array", "open_group", "plan_read"]
 

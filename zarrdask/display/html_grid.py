@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..plan.display import esc
+from .kit import esc
 
 __all__ = ["AxisDrawing", "grid_figure"]
 

@@ -31,14 +31,14 @@ from ..door import resolve
 from ..storage.base import Store, join_path, normalize_key
 from ..storage.records import RECORDS_DIR, warn_interrupted
 from .array import Array, ArrayOptions
-from .cache import forget_below
+from ..runtime.cache import forget_below
 from .create import OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
 from ..door.node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
-    from .describe import NodeInfo
+    from ..display.describe import NodeInfo
 
 __all__ = ["Group", "consolidate_metadata", "create_group", "make_group", "node_from_metadata", "walk"]
 
@@ -115,12 +115,12 @@ class Group(Node[GroupMetadata]):
     @property
     def info(self) -> NodeInfo:
         """The group as a table: members, attributes, consolidated metadata."""
-        from .describe import group_info
+        from ..display.describe import group_info
 
         return group_info(self)
 
     def _repr_html_(self) -> str:
-        from .html import group_html
+        from ..display.html import group_html
 
         return group_html(self)
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import InvalidModeError
 from ..indexing import OrthogonalSelection, Selection
-from ..plan.display import Fact, document, fact_table, format_bytes
+from ..display.kit import Fact, document, fact_table, format_bytes
 from ..plan.fetch_plan import ReadPlan
 from ..storage.base import Store
 from .held_shard import HeldShard

@@ -24,10 +24,10 @@ from ...indexing import Projection, Selection, basic_selection
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_coords, chunk_slices, stored_shape
 from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read
 from ...storage.base import ByteRange, Store, join_path
-from ..cache import ArrayCache, ArrayKey, forget
-from ..executor import MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
-from ..output import output_array
-from ..progress import ProgressBar, counted
+from ...runtime.cache import ArrayCache, ArrayKey, forget
+from ...runtime.executor import MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
+from ...runtime.output import output_array
+from ...runtime.progress import ProgressBar, counted
 from .checksums import carries_checksum
 from .copies import Copy, place_copies
 from .interface import StorageStatistics, UnitShape

@@ -13,7 +13,7 @@ from ...errors import CodecError
 from ...indexing import Selection, c_order_stop
 from ...metadata.grid import stored_shape
 from ...plan.fetch_plan import UnitRead
-from ..output import scratch
+from ...runtime.output import scratch
 from .base import ChunkSource, with_key
 from .puts import UnitPuts
 

@@ -1,7 +1,7 @@
-"""Sharded reads through the decoded-chunk cache (``core/cache.py``).
+"""Sharded reads through the decoded-chunk cache (``runtime/cache.py``).
 
 A shard small beside the budget is held as one array of its inner chunks side by side
-(``core/held_shard.py``) once a read wants a quarter of its chunks or more, or once it is
+(``runtime/held_shard.py``) once a read wants a quarter of its chunks or more, or once it is
 held; other shards are held chunk by chunk. What is missing is fetched as the read's plan
 says and decoded by the source's codecs; what is held is copied out (``copies.py``). The
 uncached reads, and the fetching and decoding both share, are ``shards.py``'s."""
@@ -18,9 +18,9 @@ from ...codecs.pipeline import CodecPipeline
 from ...codecs.sharding import ShardingCodec
 from ...errors import CodecError
 from ...plan.fetch_plan import ChunkPlacement, UnitRead, shard_placements
-from ..cache import ArrayCache
-from ..executor import run_all
-from ..held_shard import HeldShard
+from ...runtime.cache import ArrayCache
+from ...runtime.executor import run_all
+from ...runtime.held_shard import HeldShard
 from .base import with_key
 from .copies import Copy, held_copies, place_copies
 from .options import ArrayOptions
@@ -91,7 +91,7 @@ class CachedShardReads:
 
     def _read_held(self, units: Sequence[UnitRead], targets: Sequence[np.ndarray], found: list[HeldShard | None],
                    cache: ArrayCache, ticket: int) -> None:
-        """Read through held shards (``core/held_shard.py``; ``found``: those held, None for
+        """Read through held shards (``runtime/held_shard.py``; ``found``: those held, None for
         the rest, made here): the inner chunks missing from them are claimed, decoded into
         their slots (``_fill_held``) and settled, then each unit's part is copied out of its
         held shard (``copies.held_copies``). ``ticket``: the pool's clock before ``found`` was

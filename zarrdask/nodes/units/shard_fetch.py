@@ -16,7 +16,7 @@ from ...errors import CodecError, CorruptChunkError
 from ...plan.fetch_plan import ChunkPlacement, UnitRead
 from ...storage.base import Buffer, ByteRange, Store
 from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
-from ..cache import ArrayKey, last_write
+from ...runtime.cache import ArrayKey, last_write
 from .base import with_key
 from .options import ArrayOptions
 from .shard_indexes import IndexCache

@@ -2,7 +2,7 @@
 
 Dask's ``from_array`` (``from_zarr``) and xarray's lazy arrays (``chunks=...``) hand one
 to every task and call ``reader[slices]`` there. How that read uses threads is the
-executor's single policy (``core/executor.py``): serial on a worker thread, zarrdask's
+executor's single policy (``runtime/executor.py``): serial on a worker thread, zarrdask's
 pool on the main thread (dask's synchronous scheduler).
 """
 

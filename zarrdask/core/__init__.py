@@ -1,1 +1,0 @@
-"""The core: Array, Group, creation and opening (everything but Dask and xarray)."""
