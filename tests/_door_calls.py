@@ -8,7 +8,7 @@ model, the public API, the runtime and the displays: ``CORE``) from another pack
 call whose caller is outside it). Comprehensions are not calls.
 
 Run ``python tests/_door_calls.py`` to print the three paths call by call;
-``tests/test_door_calls.py`` holds them to their bounds.
+``tests/nodes/test_door_calls.py`` holds them to their bounds.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Inputs for the fuzz tests (tests/test_fuzz.py): seed stores and the mutations applied to them.
+"""Inputs for the fuzz tests (tests/interop/test_fuzz.py): seed stores and the mutations applied to them.
 
 Seeds are the public conformance corpus (stores written by other implementations) plus
 arrays written here with every registered codec, v2 compressor and filter. A mutation

@@ -6,9 +6,9 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Markers used by xarray's own backend test-suite, reused in tests/test_xarray_compat.py.
+    # Markers used by xarray's own backend test-suite, reused in tests/xarray/test_xarray_compat.py.
     for name in ("asyncio", "flaky", "network", "skip_if_param", "skip_with_dask_array"):
-        config.addinivalue_line("markers", f"{name}: used by xarray's test-suite (tests/test_xarray_compat.py)")
+        config.addinivalue_line("markers", f"{name}: used by xarray's test-suite (tests/xarray/test_xarray_compat.py)")
 
 
 # One moto S3 server for the whole session (moto's state is process-wide).

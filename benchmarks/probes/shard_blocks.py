@@ -6,7 +6,7 @@ decodes and places each inner chunk on its own (the path partly read shards take
 house rule keeps a shortcut only when it saves at least 10 %; this reads one array both
 ways, interleaved round by round, on ``bench_sharding.py``'s layout (shards (16, 512, 512),
 inner chunks (4, 64, 64), zstd level 1, ``harness.make_data``'s float32 field). Equal values:
-``tests/test_block_placement.py::test_slabs_equal_values_and_chunk_by_chunk``.
+``tests/nodes/test_block_placement.py::test_slabs_equal_values_and_chunk_by_chunk``.
 
     .venv/bin/python benchmarks/probes/shard_blocks.py [--size-mib 512] [--rounds 7] [--threads N]
 """

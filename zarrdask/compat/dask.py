@@ -14,14 +14,14 @@ dask's blockwise fusion (``optimize_blockwise``) applied to a graph ahead of tim
 such a layer fuses with a blockwise source into one task per block (dask fuses only array
 collections' graphs, not a ``Delayed``'s). Without fusion the graph is the same tasks,
 unfused: ``fuse_blockwise`` falls back to it when dask's fusion fails, and
-``tests/test_write_staging.py`` checks that the installed dask fuses.
+``tests/dask/test_write_staging.py`` checks that the installed dask fuses.
 
 ``named_from_array``: with dask's array query planning on, ``da.from_array`` ignores
 ``name=`` and keys its blocks ``fromarray-<token>``, which hides zarrdask's reads from
 progress bars and the dashboard. There dask's own ``FromArray`` expression (the same
 lazily materialised ``graph_from_arraylike`` layer, one task per block) is built through
 a subclass that only changes its name. Any failure falls back to ``da.from_array``;
-``tests/test_compat.py`` checks that the private path, not the fallback, serves the
+``tests/project/test_compat.py`` checks that the private path, not the fallback, serves the
 installed dask.
 """
 

@@ -5,7 +5,7 @@ An ``AsyncFileSystem`` implements its coroutines as ``_cat_file`` / ``_pipe_file
 documented async interface, named with a leading underscore by its convention. zarrdask
 runs them on fsspec's event loop, one request each. A conditional write on S3 needs what
 those two hide: the ETag of the object read, and ``If-Match`` on the write (``_pipe_file``
-forwards keywords only below 100 MiB, where it sends one PUT). ``tests/test_compat.py``
+forwards keywords only below 100 MiB, where it sends one PUT). ``tests/project/test_compat.py``
 fails when a release renames any of these; the fallbacks leave the store unguarded.
 """
 

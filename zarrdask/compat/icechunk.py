@@ -6,7 +6,7 @@ before its workers write the chunks, and the workers need that metadata in their
 A fork of a changed session is built as ``fork()`` builds one (a deep copy of the
 session's bytes, ``_session.as_bytes()`` / ``from_bytes``, wrapped in the session
 module's ``ForkSession``); merging it back lays the caller's changes onto themselves,
-which leaves them as they are. ``tests/test_compat.py`` fails when a release changes this.
+which leaves them as they are. ``tests/project/test_compat.py`` fails when a release changes this.
 """
 
 from __future__ import annotations

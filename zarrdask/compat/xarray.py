@@ -2,7 +2,7 @@
 
 Each name is xarray's own when the installed release has it, so the writer's checks and
 messages stay xarray's; otherwise a fallback of zarrdask's with the same behaviour
-(``tests/test_compat.py`` checks that xarray's are the ones in use, and that each
+(``tests/project/test_compat.py`` checks that xarray's are the ones in use, and that each
 fallback agrees with xarray's on generated inputs, so a release that moves one fails
 there first).
 
@@ -17,7 +17,7 @@ there first).
 The last two serve engine="zarrdask"'s open shortcuts (``xarray_backend/decode.py``,
 ``backend._dataset``); without them the open runs xarray's own ``decode_cf_variables``
 and ``Dataset`` constructor. ``benchmarks/probes/xarray_fast_paths.py`` measures what they save
-(benchmarks/README.md) and ``tests/test_compat.py`` checks that they are taken and agree
+(benchmarks/README.md) and ``tests/project/test_compat.py`` checks that they are taken and agree
 with xarray's own on the installed release.
 
 xarray's internals (outside its public and backend API) the engine builds on, also only
@@ -31,7 +31,7 @@ here:
   ``dump_to_store``, ``encode_zarr_variable``, ``encode_zarr_attr_value``,
   ``FillValueCoder``; and ``datatree_from_dict_with_io_cleanup`` (it reaches into each
   Dataset's private closer). A release that moves one fails the import of the xarray engine here,
-  naming it, and ``tests/test_compat.py`` first.
+  naming it, and ``tests/project/test_compat.py`` first.
 """
 
 from __future__ import annotations

@@ -4,13 +4,13 @@ never imported).
 ``Store._ensure_open`` (checked on zarr-python 3.1.6): opens a store not opened yet, as
 zarr-python's own ``open`` functions do before the first request (a ``ZipStore(p, mode="r")``
 holds no zip file and no lock until then). Without the attribute the store is used as
-given; ``tests/test_compat.py`` fails when a release drops it.
+given; ``tests/project/test_compat.py`` fails when a release drops it.
 
 ``_tunable_attrs`` (checked on zarr-python 3.1.6): the settings of a codec object that the
 user left unset and zarr-python fills from the array's data type (blosc's ``typesize`` and
 ``shuffle``). ``to_dict()`` shows placeholders for them, so they are dropped and filled
 from the data type as zarr-python does. Without the attribute every setting is taken as
-given (what ``to_dict()`` shows); ``tests/test_compat.py`` fails when a release drops it.
+given (what ``to_dict()`` shows); ``tests/project/test_compat.py`` fails when a release drops it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 writer as accessors.
 
 Each takes the keywords of xarray's own ``to_zarr`` for that type (the same names,
-defaults and kinds; ``tests/test_dropin_xarray.py`` compares the signatures) plus
+defaults and kinds; ``tests/interop/test_dropin_xarray.py`` compares the signatures) plus
 zarrdask's ``progress``. Imported by ``import zarrdask`` (xarray is a dependency), so it
 imports only xarray; the writer and Dask load when an accessor is first used.
 """

@@ -121,7 +121,7 @@ def _dataset(
     assembled directly: the constructor's merge would
     only make shallow copies of the variables (it has nothing to align, no index to
     build and no name to reconcile). Anything else goes through the constructor and
-    its checks and errors. ``tests/test_xarray_fast_decode.py`` compares both.
+    its checks and errors. ``tests/xarray/test_xarray_fast_decode.py`` compares both.
     """
     dims: dict[Any, int] = {}
     for var in (*data_vars.values(), *coord_vars.values()):

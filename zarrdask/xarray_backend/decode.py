@@ -12,7 +12,7 @@ goes through xarray: the plain variables are passed to xarray's function as
 
 The fast path is deliberately narrow: any doubt (an unknown leading-underscore
 attribute, time-like ``units``, a non-NaN fill value, a per-call ``use_cftime``, ...)
-sends the variable to xarray. ``tests/test_xarray_fast_decode.py`` checks identity
+sends the variable to xarray. ``tests/xarray/test_xarray_fast_decode.py`` checks identity
 (values, attrs, encoding, dtype, data wrapper) against xarray for a matrix of cases.
 """
 

@@ -30,7 +30,7 @@ from _util import corpus_dir, load_manifest
 
 MANIFEST = load_manifest()
 VALID = [c for c in (MANIFEST["cases"] if MANIFEST else []) if "error" not in c["expect"]]
-DOCS = Path(__file__).parent.parent / "docs" / "cli-json.md"
+DOCS = Path(__file__).parents[2] / "docs" / "cli-json.md"
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

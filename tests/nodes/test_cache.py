@@ -29,7 +29,7 @@ from zarrdask.nodes.block_reader import BlockReader
 from zarrdask.runtime.cache import CONFIG_KEY, pool_info
 from zarrdask.errors import InvalidModeError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAYOUTS = {
     "v3-sharded": dict(zarr_format=3, chunks=(2, 3), shards=(4, 6)),
     "v3-sharded-transposed": dict(zarr_format=3, chunks=(4, 6), codecs=[  # (inner chunks (2, 3) in the array)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 README = (BENCH / "README.md").read_text()
 
 

@@ -2,7 +2,7 @@
 
 Each writer owns its own cells but shares shards with the others, so each rewrites part
 of a stored shard. The store guards that read-modify-write (a lock file per key on local
-disk, compare-and-swap in memory, conditional PUTs on S3: tests/test_s3_conditional.py),
+disk, compare-and-swap in memory, conditional PUTs on S3: tests/storage/test_s3_conditional.py),
 so every cell of every writer that reports success is its own. A store that cannot guard
 it refuses the write before storing anything. ``ZARRDASK_ACCEPTANCE_TRIALS`` sets the
 trials per case (the issue's acceptance: 20).

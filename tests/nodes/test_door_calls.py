@@ -17,7 +17,7 @@ import pytest
 from _door_calls import entry_paths
 
 BOUNDS = {"from_zarr": 25, "to_zarr": 25, "open_dataset": 45}
-PACKAGE = Path(__file__).resolve().parent.parent / "zarrdask"
+PACKAGE = Path(__file__).resolve().parents[2] / "zarrdask"
 
 
 @pytest.fixture(scope="module")

@@ -122,7 +122,7 @@ def test_packaging_license_is_an_spdx_string():
     import tomllib
     from pathlib import Path
 
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert project["project"]["license"] == "BSD-3-Clause"  # a TOML table is deprecated from setuptools 77
     assert "setuptools>=77" in project["build-system"]["requires"][0]
 
@@ -130,7 +130,7 @@ def test_packaging_license_is_an_spdx_string():
 def test_readme_says_what_replaces_open_zarr():
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert '| `xr.open_zarr(p)` | `xr.open_dataset(p, engine="zarrdask", chunks={})` |' in readme
 
 

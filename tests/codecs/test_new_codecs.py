@@ -1,7 +1,7 @@
 """Codecs registered in zarr-extensions since the core spec: ``scale_offset``, ``bitround``
 (with its ``numcodecs.bitround`` alias), ``cast_value``, ``packbits`` and ``reshape``, by
 the specs' examples, properties, and against numcodecs and zarr-python. (Interop with
-zarr-python 3.4 and cast-value-rs: tests/test_zarr34_interop.py.)"""
+zarr-python 3.4 and cast-value-rs: tests/interop/test_zarr34_interop.py.)"""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ import pytest
 
 import zarrdask
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = ROOT / ".venv-py312"
 PEER_PACKAGES = ("zarr==3.4.2", "cast-value-rs==0.5.1")  # cast_value needs cast-value-rs
 

@@ -15,7 +15,7 @@ import pytest
 import zarrdask
 from zarrdask.errors import CorruptChunkError, InvalidModeError, MetadataError, ReadOnlyError
 
-DATA = Path(__file__).parent / "data" / "old_formats"
+DATA = Path(__file__).parents[1] / "data" / "old_formats"
 V1 = json.loads((DATA / "v1" / "expected" / "manifest.json").read_text())
 DRAFT = json.loads((DATA / "v3draft" / "expected" / "manifest.json").read_text())
 DRAFT_STORE = DATA / "v3draft" / DRAFT["store"]

@@ -6,7 +6,7 @@ claims are opened and read (tests/_fuzz_inputs.py). Any other exception is a fin
 a crash kills the run; a hang trips the deadline. The suite runs 10,000 inputs; a long
 run (README, "Security")::
 
-    ZARRDASK_FUZZ_EXAMPLES=1000000 .venv/bin/python -m pytest tests/test_fuzz.py -p no:cacheprovider --timeout=0
+    ZARRDASK_FUZZ_EXAMPLES=1000000 .venv/bin/python -m pytest tests/interop/test_fuzz.py -p no:cacheprovider --timeout=0
 """
 
 from __future__ import annotations

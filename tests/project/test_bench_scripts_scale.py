@@ -16,8 +16,8 @@ from dask._task_spec import List, Task, TaskRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "benchmarks" / "probes"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "benchmarks" / "probes"))
 
 import bench_costs  # noqa: E402
 import bench_memory  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 pytest.importorskip("tensorstore", reason="the rows compare against TensorStore (the test extra installs it)")
 pytest.importorskip("zarr", reason="the rows compare against zarr-python (the test extra installs it)")

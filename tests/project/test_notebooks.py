@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from packaging.requirements import Requirement
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 EXTRA = "notebooks"
 #: notebooks whose executed outputs must hold a rendered image (matplotlib)
 PLOTS = {"climate"}

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "zarrdask"
+PACKAGE = Path(__file__).resolve().parents[2] / "zarrdask"
 
 #: Layers from the bottom up; a module's layer is the first entry its dotted name starts
 #: with (the longest prefix wins). Modules of one layer may import each other (no cycles).

@@ -20,7 +20,7 @@ A peer is left out of an example only for a chain it cannot write (each named at
 ``ZARRDASK_DIFF_EXAMPLES`` examples in each of the two tests (default 400, so 800 in
 ``ci/test``). A long randomised run::
 
-    ZARRDASK_DIFF_EXAMPLES=20000 .venv/bin/python -m pytest tests/test_differential.py -p no:cacheprovider --timeout=0
+    ZARRDASK_DIFF_EXAMPLES=20000 .venv/bin/python -m pytest tests/interop/test_differential.py -p no:cacheprovider --timeout=0
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 CLI_LINES = [line.split(" #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
              for line in block.splitlines() if line.startswith("zarrdask ")]

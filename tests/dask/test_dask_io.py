@@ -107,7 +107,7 @@ def test_read_tasks_pickle_small():
 
 def test_read_tasks_go_through_the_one_threading_policy(monkeypatch):
     """Every read asks the executor's one policy how many threads it may use: the cores on
-    any thread but a pool thread (idle cores help; tests/test_executor.py), or the
+    any thread but a pool thread (idle cores help; tests/nodes/test_executor.py), or the
     explicit ``threads`` option; the values are the same on every scheduler."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -326,7 +326,7 @@ def test_query_planning_on_in_a_subprocess(tmp_path):
         from zarrdask.dask_io import from_zarr, to_zarr
         from zarrdask.storage import MemoryStore
 
-        class Prefixes(Callback):  # as in tests/test_dask_io.py
+        class Prefixes(Callback):  # as in tests/dask/test_dask_io.py
             def __init__(self):
                 super().__init__()
                 self.seen = set()

@@ -80,7 +80,7 @@ def test_core_write_progress(tmp_path: Path, capfd: pytest.CaptureFixture) -> No
     a = zarrdask.create_array(tmp_path / "w.zarr", shape=(100, 100), dtype="f4", chunks=(10, 10), progress=True)
     a[...] = np.ones((100, 100), dtype="f4")
     err = capfd.readouterr().err
-    assert err == ""  # stderr is no terminal: no bar (drawing: tests/test_progress.py)
+    assert err == ""  # stderr is no terminal: no bar (drawing: tests/nodes/test_progress.py)
 
 
 def test_to_zarr_progress(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:

@@ -614,7 +614,7 @@ class TestS3Store(StoreTests):
 
 
 class TestZarrPythonMemoryStore(StoreTests):
-    """zarr-python's own MemoryStore, accepted as a store (tests/test_zarr_python_stores.py
+    """zarr-python's own MemoryStore, accepted as a store (tests/storage/test_zarr_python_stores.py
     runs whole arrays, Dask and xarray through it)."""
     expect_held_in = "copied"
     expect_cached = False
@@ -661,7 +661,7 @@ class TestZarrPythonLocalStore(StoreTests):
 
 
 class TestWriteBehindStore(StoreTests):
-    """Held writes behave as written for every reader of the wrapper (tests/test_remote.py
+    """Held writes behave as written for every reader of the wrapper (tests/storage/test_remote.py
     counts the requests it saves)."""
     expect_held_in = "process"
     expect_cached = False  # (held writes)

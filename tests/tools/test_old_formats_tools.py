@@ -13,7 +13,7 @@ import pytest
 import zarrdask
 from zarrdask.errors import InvalidModeError
 
-DATA = Path(__file__).parent / "data" / "old_formats"
+DATA = Path(__file__).parents[1] / "data" / "old_formats"
 DRAFT = json.loads((DATA / "v3draft" / "expected" / "manifest.json").read_text())
 DRAFT_STORE = DATA / "v3draft" / DRAFT["store"]
 V1 = json.loads((DATA / "v1" / "expected" / "manifest.json").read_text())
