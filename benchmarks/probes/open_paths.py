@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 _CHILD = r'''
-import json, sys, time, timeit
+import json, sys, tempfile, timeit
 import numpy as np, dask.array as da, xarray as xr
 import zarrdask
 where = sys.argv[1]
@@ -38,8 +38,8 @@ out = {
     "open_array(url)": best(lambda: zarrdask.open_array(arr)),
 }
 x = da.ones((64, 64), chunks=32)
-count = iter(range(10**6))
-out["to_zarr(x, new url)"] = best(lambda: zarrdask.to_zarr(x, f"{where}/new{next(count)}.zarr"))
+count, fresh = iter(range(10**6)), tempfile.mkdtemp(dir=where)
+out["to_zarr(x, new url)"] = best(lambda: zarrdask.to_zarr(x, f"{fresh}/new{next(count)}.zarr"))
 print(json.dumps(out))
 '''
 
@@ -57,7 +57,9 @@ xr.Dataset({f"v{i}": (("t", "y", "x"), np.zeros((4, 8, 8), "f4")) for i in range
 def _run(tree: str, code: str, where: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
     done = subprocess.run([sys.executable, "-c", code, where], env=env, capture_output=True, text=True,
-                          check=True, cwd=os.path.abspath(tree))
+                          cwd=os.path.abspath(tree))
+    if done.returncode:
+        raise SystemExit(f"{tree}: {done.stderr.strip().splitlines()[-1]}")
     return done.stdout
 
 
@@ -65,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", required=True, help="a checkout (twice: A then B)")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--raw", action="store_true", help="print every round's times too")
     args = parser.parse_args()
     a, b = args.tree
     with tempfile.TemporaryDirectory() as where:
@@ -78,6 +81,9 @@ def main() -> None:
     for name in times[a]:
         ma, mb = statistics.median(times[a][name]), statistics.median(times[b][name])
         print(f"{name:32} {ma * 1e3:9.3f} {mb * 1e3:9.3f} {ma / mb:6.2f}")
+        if args.raw:
+            for tree in (a, b):
+                print(f"    {tree}: " + " ".join(f"{t * 1e3:.3f}" for t in times[tree][name]))
 
 
 if __name__ == "__main__":

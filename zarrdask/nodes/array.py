@@ -103,7 +103,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             raise type(exc)(exc.problems, key=join_path(self._path, "zarr.json")) from None
         prefix = meta.chunk_prefix(self._path)
         pool = pool_key(chunk_store, prefix)
-        decoded = array_cache(pool, meta.to_json(), self._options.cache_bytes)
+        decoded = array_cache(pool, meta.to_json, self._options.cache_bytes)
         source = open_units(chunk_store, prefix, meta.chunk_key_encoding, pipelines, spec, self._options, grid,
                             pool_key=pool, decoded=decoded)
         self._source: StoredUnits = source

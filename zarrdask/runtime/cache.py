@@ -396,10 +396,11 @@ def pool_key(store: Store, path: str) -> ArrayKey | None:
     return None if ident is None else (ident, path)
 
 
-def array_cache(array: ArrayKey | None, document: dict[str, Any],
+def array_cache(array: ArrayKey | None, document: Callable[[], dict[str, Any]],
                 cache_bytes: int | str | None) -> ArrayCache | None:
     """The cache of an array opened with ``cache_bytes`` (None: the config default), or None
-    when its budget is 0 or its store has no identity the pool can trust."""
+    when its budget is 0 or its store has no identity the pool can trust. ``document``
+    gives the metadata's JSON, asked only when the array is cached (its token)."""
     asked = check_budget(cache_bytes)
     if array is None:
         if asked:
@@ -408,7 +409,7 @@ def array_cache(array: ArrayKey | None, document: dict[str, Any],
                           "cache", stacklevel=5)
         return None
     budget = _default_budget() if asked is None else asked
-    return ArrayCache(array, metadata_token(document), budget) if budget else None
+    return ArrayCache(array, metadata_token(document()), budget) if budget else None
 
 
 def forget(array: ArrayKey | None, keys: Iterable[str] | None = None) -> None:
