@@ -59,6 +59,7 @@ class ReadableStoreTests:
     expect_local = False  # Store.is_local
     expect_guard: str | None = None  # Store.guard
     expect_held_in: str | None = None  # Store.held_in
+    expect_deletes = True  # Store.supports_deletes
     expect_cached = True  # Store.identity() names the contents (the decoded-chunk cache trusts it)
     expect_files = False  # Store.file_of gives local files
     expect_reach = False  # Store.reach() measured from the requests (remote stores), else 0
@@ -189,6 +190,12 @@ class ReadableStoreTests:
         worker process would not share); wrappers say what their inner says."""
         assert store.held_in == self.expect_held_in
         assert open_store(store, mode="r").held_in == store.held_in
+
+    def test_supports_deletes(self, store: Store) -> None:
+        """Whether keys can be deleted (what a write keeps for a while, its record, is kept
+        only where it can be); wrappers say what their inner says."""
+        assert store.supports_deletes is self.expect_deletes
+        assert open_store(store, mode="r").supports_deletes is store.supports_deletes
 
     def test_cache_identity(self, store: Store) -> None:
         """What names the contents for the decoded-chunk cache: hashable, the same for an
@@ -542,6 +549,7 @@ class TestZipStore(ReadableStoreTests):
     """A zip is written once (mode "w", then closed) and read afterwards."""
 
     expect_guard = None
+    expect_deletes = False
 
     @pytest.fixture
     def store(self, tmp_path) -> Store:
@@ -731,6 +739,7 @@ CONTRACT = {
     "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",
     "writes_parts": "test_set_parts", "is_local": "test_is_local", "url": "test_identity",
     "reach": "test_reach", "guard": "test_guard", "update": "test_update", "held_in": "test_held_in",
+    "supports_deletes": "test_supports_deletes",
     "identity": "test_cache_identity", "file_of": "test_file_of",
 }
 STORE_CLASSES = [

@@ -125,3 +125,59 @@ def test_opened_nodes_stand_for_their_store_and_path(tmp_path: Path) -> None:
     assert zarrdask.open_array(ours, path="x").shape == (3,)
     with pytest.raises(zarrdask.errors.InvalidModeError, match="does not apply to an opened array"):
         zarrdask.open_array(z, path="y")
+
+
+def _zip_of(tmp_path: Path, name: str) -> Path:
+    """A zip archive holding the group 'g' with the array 'x' (and a Dataset's 'v'), as
+    zarr-python's ZipStore writes one."""
+    from zarr.storage import ZipStore
+
+    archive = tmp_path / name
+    store = ZipStore(str(archive), mode="w")
+    root = zarrdask.open_group(store, mode="w")
+    root.create_array("x", data=VALUES, **LAYOUT)
+    xr.Dataset({"v": (("y", "x"), VALUES.astype("f8"))}).zarrdask.to_zarr(store, group="ds", mode="w")
+    store.close()
+    return archive
+
+
+def test_a_zarr_python_zipstore_opened_for_reading_at_every_read_entry_point(tmp_path: Path) -> None:
+    """zarr-python's ``ZipStore(p, mode="r")``, not yet opened by zarr-python, in every way
+    in that reads: the same values as the archive's path gives."""
+    from zarr.storage import ZipStore
+
+    archive = _zip_of(tmp_path, "a.zip")
+
+    def fresh() -> Any:
+        return ZipStore(str(archive), mode="r")
+
+    assert np.array_equal(zarrdask.open_array(fresh(), path="x")[...], VALUES)
+    assert np.array_equal(zarrdask.open(fresh(), path="x")[...], VALUES)
+    assert list(zarrdask.open_group(fresh(), mode="r").array_keys()) == ["x"]
+    assert np.array_equal(zarrdask.from_zarr(fresh(), component="x").compute(), VALUES)
+    back = xr.open_dataset(fresh(), group="ds", engine="zarrdask")
+    xr.testing.assert_identical(back.load(), xr.open_dataset(str(archive), group="ds", engine="zarrdask").load())
+
+
+def test_a_zarr_python_zipstore_opened_for_writing_at_every_write_entry_point(tmp_path: Path) -> None:
+    """zarr-python's ``ZipStore(p, mode="w")`` in ``create_array``, ``to_zarr`` and the
+    xarray writer: the archive holds the bytes a path gets."""
+    from zarr.storage import ZipStore
+
+    store = ZipStore(str(tmp_path / "w.zip"), mode="w")
+    zarrdask.create_array(store, name="c", data=VALUES, **LAYOUT)
+    zarrdask.to_zarr(da.from_array(VALUES, chunks=(7, 11)), store, component="d", **LAYOUT)
+    ds = xr.Dataset({"v": (("y", "x"), VALUES.astype("f8"))})
+    ds.zarrdask.to_zarr(store, group="e", mode="w")
+    store.close()
+    ref = tmp_path / "ref.zarr"
+    zarrdask.create_array(str(ref / "c"), data=VALUES, **LAYOUT)
+    zarrdask.to_zarr(da.from_array(VALUES, chunks=(7, 11)), str(ref / "d"), **LAYOUT)
+    ds.zarrdask.to_zarr(str(ref), group="e", mode="a")
+    archive = str(tmp_path / "w.zip")
+    for name in ("c", "d"):
+        assert np.array_equal(zarrdask.open_array(archive, path=name)[...], VALUES)
+    got, want = _stored(archive), _stored(str(ref))
+    assert {k: v for k, v in got.items() if not k.startswith("e/")} == {k: v for k, v in want.items()
+                                                                         if not k.startswith("e/")}
+    xr.testing.assert_identical(xr.open_dataset(archive, group="e", engine="zarrdask").load(), ds)

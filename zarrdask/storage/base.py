@@ -180,6 +180,10 @@ class Store(ABC):
     #: ``"copied"`` (it pickles with its contents: another process writes into a copy), or
     #: None (any process that opens it sees the same contents)
     held_in: Literal["process", "copied"] | None = None
+    #: whether a stored key can be deleted (zarr-python's name; a zip archive: False, it is
+    #: only ever added to), so that what a write leaves behind for a while (its record) is
+    #: kept only where it can be taken away
+    supports_deletes: bool = True
     #: True when ``_set`` accepts a list of buffers (and writes them without joining).
     writes_parts: bool = False
     #: True for stores in this process's memory or on local disk: a request costs microseconds,

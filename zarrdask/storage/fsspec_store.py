@@ -403,6 +403,8 @@ class ZipStore(FsspecStore):
     key twice stores a duplicate entry (readers see the last one).
     """
 
+    supports_deletes = False
+
     def __init__(
         self,
         archive: str | os.PathLike[str],

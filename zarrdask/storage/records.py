@@ -33,7 +33,6 @@ from typing import Any
 
 from ..errors import InterruptedWriteWarning
 from .base import Store, join_path
-from .fsspec_store import ZipStore
 from .transactional import in_session
 
 __all__ = ["RECORDS_DIR", "WriteRecord", "clear_record", "is_record", "keeps_records", "read_records",
@@ -104,10 +103,10 @@ def is_record(key: str) -> bool:
 def keeps_records(store: Store) -> bool:
     """Whether writes into ``store`` are recorded: not into a session (nothing is visible
     before its commit, which the caller makes; a read-only one refuses to list records)
-    nor a zip archive (never updated in place)."""
+    nor a store that cannot delete keys (a zip archive, never updated in place)."""
     base = _base(store)
     session = getattr(getattr(base, "inner", None), "session", None)  # (Icechunk lists node prefixes only)
-    return not in_session(store) and session is None and not isinstance(base, ZipStore)
+    return not in_session(store) and session is None and store.supports_deletes
 
 
 def write_record(store: Store, record: WriteRecord) -> WriteRecord:

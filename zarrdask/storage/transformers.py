@@ -65,6 +65,7 @@ class WrapperStore(Store):
         self.is_local = inner.is_local
         self.guard = inner.guard
         self.held_in = inner.held_in
+        self.supports_deletes = inner.supports_deletes
 
     def _update(self, keys: list[str]) -> Update:
         return InnerUpdate(self, keys)
