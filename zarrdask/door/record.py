@@ -35,15 +35,3 @@ class Resolved:
         where = f"path {self.path!r} of " if self.path else ""
         given = self.store if self.given is None else self.given
         return f"{where}{str(given) if hasattr(given, '__fspath__') else given!r}"
-
-    @property
-    def source_format(self) -> str:
-        """The format the node was stored in ("Zarr v3", "Zarr v2", "Zarr v1", "N5", ...)."""
-        if self.metadata is None:
-            return "nothing"
-        return self.metadata.source_format or f"Zarr v{self.metadata.zarr_format}"
-
-    @property
-    def node_type(self) -> str | None:
-        """"array" or "group"; None when no node is there."""
-        return None if self.metadata is None else self.metadata.node_type
