@@ -278,6 +278,23 @@ def test_fsspec_conditional_write_names():
     assert s3_call(memory) is None and memory_files(fsspec.filesystem("file")) is None
 
 
+def test_s3fs_retries_are_a_per_instance_count():
+    """s3fs tries each call ``fs.retries`` times (5 by default; checked on s3fs 2026.9.0).
+    zarrdask sets it to 1 on the filesystems it makes, so its own RetryPolicy is the only
+    retrying layer; if s3fs renames the attribute, its tries multiply the policy's again."""
+    import inspect
+
+    import s3fs
+
+    from zarrdask.compat.fsspec import single_try
+
+    fs = s3fs.S3FileSystem(anon=True, skip_instance_cache=True)
+    assert fs.retries == 5
+    assert "retries=self.retries" in inspect.getsource(s3fs.S3FileSystem._call_s3)
+    single_try(fs)
+    assert fs.retries == 1 and s3fs.S3FileSystem.retries == 5
+
+
 # -- xarray's internals (outside its public and backend API) ---------------------------
 # The xarray modules the engine may import from outside compat/: xarray's public top level
 # and its documented backend API (BackendEntrypoint, BackendArray, AbstractDataStore, the

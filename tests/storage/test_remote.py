@@ -2,13 +2,15 @@
 
 The S3 tests go through a loopback proxy (tests/_http.py) in front of the moto server
 that fails a fraction of the requests (503 SlowDown, 500 InternalError, or a dropped
-connection); botocore's and s3fs's own retries are switched off, so every recovery is
-zarrdask's. Data written and read through it must be bit-exact.
+connection); botocore's and s3fs's own retries are off (zarrdask's default on S3), so
+every recovery is zarrdask's. Data written and read through it must be bit-exact.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 import uuid
 
 import dask.array as da
@@ -19,7 +21,7 @@ from _http import LoopbackServer
 from _s3 import BUCKET, s3_storage_options
 
 import zarrdask
-from zarrdask.errors import StoreError, ZarrdaskError
+from zarrdask.errors import InvalidValueError, StoreError, ZarrdaskError
 from zarrdask.storage import ByteRange, FsspecStore
 from zarrdask.storage.retry import RetryPolicy, is_transient
 
@@ -28,17 +30,11 @@ pytestmark = pytest.mark.s3
 FAST_RETRY = RetryPolicy(attempts=8, base_delay=0.005, max_delay=0.05)
 
 
-def _no_client_retries(endpoint: str) -> dict:
-    options = s3_storage_options(endpoint)
-    options["config_kwargs"] = {"retries": {"max_attempts": 1, "mode": "standard"}}  # botocore: one try
-    options["skip_instance_cache"] = True
-    return options
-
-
 def _store(endpoint: str, **kwargs) -> FsspecStore:
+    """A store on S3 as users make it: botocore's and s3fs's own retries are off by default."""
     url = f"s3://{BUCKET}/{uuid.uuid4().hex}"
-    store = FsspecStore(url, storage_options=_no_client_retries(endpoint), **kwargs)
-    store.fs.retries = 1  # s3fs: one try (a class attribute, not an option)
+    store = FsspecStore(url, storage_options={**s3_storage_options(endpoint), "skip_instance_cache": True}, **kwargs)
+    assert store.fs.retries == 1 and store.storage_options["config_kwargs"]["retries"] == {"total_max_attempts": 1}
     return store
 
 
@@ -110,6 +106,63 @@ def test_failures_that_outlast_the_retries_name_the_key_and_url(tmp_path):
         assert isinstance(info.value, ZarrdaskError)
         # three tries, then the error (aiohttp itself resends once on a dropped keep-alive connection)
         assert 3 <= server.failed <= 4, server.failed
+
+
+def _refusing_endpoint() -> str:
+    """An address on the loopback where nothing listens (connections are refused)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def _refused_options() -> dict:
+    return {"endpoint_url": _refusing_endpoint(), "key": "k", "secret": "s", "skip_instance_cache": True}
+
+
+@pytest.mark.parametrize("open_with", ["open_array", "open_dataset"])
+def test_a_refused_connection_fails_quickly_saying_how_often_it_was_tried(open_with):
+    """Only zarrdask's RetryPolicy retries on S3 (botocore's and s3fs's own tries, which
+    multiplied it to 150 connection attempts and ~50 s, are off): six tries with backoff,
+    then an error naming the key, the tries, and the setting that changes them."""
+    url = f"s3://{BUCKET}/nothing-here"
+    began = time.perf_counter()
+    with pytest.raises(StoreError) as info:
+        if open_with == "open_array":
+            zarrdask.open_array(url, storage_options=_refused_options())
+        else:
+            xr.open_dataset(url, engine="zarrdask", storage_options=_refused_options())
+    took = time.perf_counter() - began
+    message = str(info.value)
+    assert "zarr.json" in message and "tried 6 times" in message, message
+    assert "dask.config.set({'zarrdask.retry.attempts': N})" in message and "DASK_ZARRDASK__RETRY__ATTEMPTS" in message
+    assert took < 5, took
+
+
+def test_the_retry_setting_is_dasks_config_on_every_way_in(tmp_path):
+    """The one setting: dask's config ``zarrdask.retry`` (also from the environment, as the
+    CLI gets it); ``FsspecStore(retry=...)`` overrides it for one store; a bad value is an
+    error naming the key and what was expected."""
+    import subprocess
+    import sys
+
+    import dask.config
+
+    with dask.config.set({"zarrdask.retry.attempts": 2, "zarrdask.retry.base_delay": 0.001}):
+        with pytest.raises(StoreError, match="tried 2 times"):
+            zarrdask.open_array(f"s3://{BUCKET}/x", storage_options=_refused_options())
+        assert FsspecStore(f"s3://{BUCKET}/x", storage_options=_refused_options(),
+                           retry=RetryPolicy(attempts=3)).retry.attempts == 3
+    for bad in ({"attempt": 2}, {"attempts": 0}, {"attempts": "many"}):
+        with dask.config.set({"zarrdask.retry": bad}), pytest.raises(InvalidValueError, match="zarrdask.retry"):
+            FsspecStore(f"s3://{BUCKET}/x", storage_options=_refused_options())
+    env = {**os.environ, "DASK_ZARRDASK__RETRY__ATTEMPTS": "3", "DASK_ZARRDASK__RETRY__BASE_DELAY": "0.001"}
+    run = subprocess.run([sys.executable, "-m", "zarrdask", "info", f"s3://{BUCKET}/x", "--storage-option",
+                          f"endpoint_url={_refusing_endpoint()}", "--storage-option", "key=k", "--storage-option",
+                          "secret=s"], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 2 and "tried 3 times" in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
 def test_an_error_that_is_not_transient_is_not_retried(tmp_path):

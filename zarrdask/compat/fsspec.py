@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["async_cat_file", "async_pipe_file", "memory_files", "s3_call"]
+__all__ = ["async_cat_file", "async_pipe_file", "memory_files", "s3_call", "single_try"]
 
 
 def async_cat_file(fs: Any) -> Callable[..., Any]:
@@ -49,6 +49,15 @@ def _conditional_s3_model() -> bool:
     model = botocore.session.get_session().get_service_model("s3")
     members = {op: set(model.operation_model(op).input_shape.members) for op in ("PutObject", "DeleteObject")}
     return {"IfMatch", "IfNoneMatch"} <= members["PutObject"] and "IfMatch" in members["DeleteObject"]
+
+
+def single_try(fs: Any) -> None:
+    """Make s3fs try each request once (its ``retries`` attribute, 5 by default, counts the
+    tries of every call), leaving the retrying to the store's policy. Only for filesystems
+    zarrdask made from a URL with its own options (fsspec caches instances by their
+    options, so a user's filesystem with other options is never this one)."""
+    if isinstance(getattr(fs, "retries", None), int):
+        fs.retries = 1
 
 
 def memory_files(fs: Any) -> object | None:

@@ -11,7 +11,8 @@ import fsspec
 from ..errors import ContainsNodeError, InvalidModeError, InvalidStoreError, StoreError
 from .base import ByteRange, ByteRequest, Store, SuffixRange, join_path, normalize_key
 from .coalesce import coalesce_ranges, split_coalesced
-from .fsspec_store import DEFAULT_CONCURRENCY, FsspecStore, ZipStore, fs_protocols
+from .fsspec_store import FsspecStore, ZipStore, fs_protocols
+from .retry import RetryPolicy
 from .local import LocalStore
 from .mapping import MappingStore, is_mapping_like
 from .memory import MemoryStore
@@ -35,6 +36,7 @@ __all__ = [
     "MemoryStore",
     "MappingStore",
     "FsspecStore",
+    "RetryPolicy",
     "ZipStore",
     "ZarrPythonStore",
     "WrapperStore",
@@ -71,9 +73,7 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
       ``"r"`` reads; ``"w"`` creates a new archive, ``"w-"`` too unless it exists,
       ``"a"`` only when it does not exist yet (a zip is never updated in place).
     * any other URL (``s3://``, ``gs://``, ``http(s)://``, chained ``a::b`` ...) ->
-      ``FsspecStore`` with ``storage_options``; for ``s3://`` ``max_concurrency``
-      defaults to 1 so whole-object reads are one GET (no HEAD first), and botocore's
-      connection pool to the store's request bound (64).
+      ``FsspecStore`` with ``storage_options`` (and its defaults for ``s3://``).
 
     ``mode="r"`` makes the store read-only; every other mode is writable. Node-level
     meaning ("w" overwrites, "w-" fails if present, "r+" must exist) is applied by
@@ -120,11 +120,6 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
         return MemoryStore(rest.strip("/") or None, read_only=read_only)
     if protocol in ("", "file", "local") and not options and "::" not in url:
         return LocalStore(rest if sep else url, read_only=read_only)
-    if protocol == "s3":
-        options.setdefault("max_concurrency", 1)
-        config = dict(options.get("config_kwargs") or {})
-        config.setdefault("max_pool_connections", DEFAULT_CONCURRENCY)  # botocore's default is 10
-        options["config_kwargs"] = config
     try:
         return FsspecStore(url, storage_options=options, read_only=read_only)
     except (ValueError, ImportError, TypeError) as exc:

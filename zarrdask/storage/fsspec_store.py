@@ -37,12 +37,12 @@ from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, Value
-from ..compat.fsspec import async_cat_file, async_pipe_file, memory_files, s3_call
+from ..compat.fsspec import async_cat_file, async_pipe_file, memory_files, s3_call, single_try
 from .in_process import CompareUpdate, container_lock
 from .link import link_to
 from .local import MISSING_ERRORS, LocalStore, is_temporary_name
 from .requests import Requests
-from .retry import RetryPolicy, is_changed, is_range_not_satisfiable, is_transient
+from .retry import RetriesExhausted, RetryPolicy, is_changed, is_range_not_satisfiable, is_transient
 
 __all__ = ["FsspecStore", "ZipStore", "fs_protocols"]
 
@@ -55,12 +55,33 @@ def fs_protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
     return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
 
 
+def _protocol(url: str) -> str:
+    """The protocol of the outermost filesystem of a (possibly chained) URL."""
+    head = url.split("::", 1)[0]
+    return head.partition("://")[0].lower() if "://" in head else ""
+
+
+def _s3_options(options: dict[str, Any], concurrency: int) -> dict[str, Any]:
+    """s3fs's options with zarrdask's defaults under those the user gave: whole-object reads
+    as one GET (``max_concurrency=1``: no HEAD first), botocore's connection pool sized to
+    the store's request bound (its default is 10), and botocore's own retries off, so the
+    store's RetryPolicy is the one that retries (layered, their tries would multiply)."""
+    options = dict(options)
+    options.setdefault("max_concurrency", 1)
+    config = dict(options.get("config_kwargs") or {})
+    config.setdefault("max_pool_connections", concurrency)
+    config.setdefault("retries", {"total_max_attempts": 1})
+    options["config_kwargs"] = config
+    return options
+
+
 class FsspecStore(StreamedReads, Store):
     """A store rooted at ``path`` below ``url_or_fs`` (a URL or an fsspec filesystem).
 
     ``storage_options`` are passed to the filesystem when a URL is given. HTTP(S)
-    stores are always read-only. ``retry`` and ``concurrency`` (requests in flight at
-    once, per store and process) apply to async filesystems.
+    stores are always read-only. ``retry`` (default: ``RetryPolicy.configured()``, from
+    dask's config) and ``concurrency`` (requests in flight at once, per store and process)
+    apply to async filesystems.
     """
 
     def __init__(
@@ -70,10 +91,10 @@ class FsspecStore(StreamedReads, Store):
         path: str = "",
         storage_options: dict[str, Any] | None = None,
         read_only: bool = False,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
-        self.retry = retry
+        self.retry = retry if retry is not None else RetryPolicy.configured()
         self.concurrency = concurrency
         self.storage_options = dict(storage_options or {})
         if isinstance(url_or_fs, AbstractFileSystem):
@@ -83,7 +104,11 @@ class FsspecStore(StreamedReads, Store):
             self._source: str | AbstractFileSystem = url_or_fs
         else:
             self._source = os.fspath(url_or_fs)
+            if _protocol(self._source) in ("s3", "s3a"):
+                self.storage_options = _s3_options(self.storage_options, concurrency)
             fs, root = fsspec.core.url_to_fs(self._source, **self.storage_options)
+            if _protocol(self._source) in ("s3", "s3a"):
+                single_try(fs)
         self.fs = fs
         self.path = path.strip("/")
         root = root.rstrip("/") if root != "/" else root
@@ -95,7 +120,7 @@ class FsspecStore(StreamedReads, Store):
         self._local = "file" in protocols or "local" in protocols
         self._async = bool(getattr(fs, "async_impl", False)) and not self._local
         self._link = link_to(self.url) if self._async else None
-        self._requests = Requests(concurrency, retry, self._link)
+        self._requests = Requests(concurrency, self.retry, self._link)
         self.read_only = read_only or bool({"http", "https"} & set(protocols))
         self._disk = LocalStore(root) if self._local else None
         self._s3 = s3_call(fs) if self._async else None
@@ -137,6 +162,7 @@ class FsspecStore(StreamedReads, Store):
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """A synchronous filesystem call (listing, deleting), under the retry policy."""
         failures = 0
+        began = time.perf_counter()
         while True:
             try:
                 return fn()
@@ -144,8 +170,11 @@ class FsspecStore(StreamedReads, Store):
                 raise
             except Exception as exc:
                 failures += 1
-                if not self._async or failures >= self.retry.attempts or not is_transient(exc):
+                if not self._async or not is_transient(exc):
                     raise StoreError(f"cannot {what} in {self.url}: {exc}") from exc
+                if failures >= self.retry.attempts:
+                    exhausted = RetriesExhausted(exc, self.retry, time.perf_counter() - began)
+                    raise StoreError(f"cannot {what} in {self.url}: {exhausted}") from exc
             time.sleep(self.retry.delay(failures))
 
     # -- reads -----------------------------------------------------------------

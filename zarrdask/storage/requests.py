@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from .link import Link
-from .retry import RetryPolicy, is_transient
+from .retry import RetriesExhausted, RetryPolicy, is_transient
 
 __all__ = ["Requests", "background_loop"]
 
@@ -47,6 +47,7 @@ class Requests:
         """One request within the bound, tried again while it fails transiently."""
         slots = self._semaphore()
         failures = 0
+        began = time.perf_counter()
         while True:
             try:
                 async with slots:
@@ -57,8 +58,10 @@ class Requests:
                     return result
             except Exception as exc:
                 failures += 1
-                if failures >= self.retry.attempts or not is_transient(exc):
+                if not is_transient(exc):
                     raise
+                if failures >= self.retry.attempts:
+                    raise RetriesExhausted(exc, self.retry, time.perf_counter() - began) from exc
             await asyncio.sleep(self.retry.delay(failures))
 
     def stream(self, loop: asyncio.AbstractEventLoop,

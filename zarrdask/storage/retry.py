@@ -16,7 +16,9 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["RetryPolicy", "is_changed", "is_range_not_satisfiable", "is_transient"]
+from ..errors import InvalidValueError
+
+__all__ = ["RetriesExhausted", "RetryPolicy", "is_changed", "is_range_not_satisfiable", "is_transient"]
 
 _TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
@@ -42,12 +44,48 @@ class RetryPolicy:
     max_delay: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.attempts < 1 or self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError(f"invalid retry policy {self}: attempts >= 1, delays >= 0")
+        if not (isinstance(self.attempts, int) and self.attempts >= 1 and self.base_delay >= 0 and self.max_delay >= 0):
+            raise InvalidValueError(f"invalid retry policy {self}: expected an int attempts >= 1 and delays >= 0 "
+                                    "(seconds)")
+
+    @classmethod
+    def configured(cls) -> RetryPolicy:
+        """The policy dask's configuration gives under ``zarrdask.retry`` (keys ``attempts``,
+        ``base_delay``, ``max_delay``; in the environment ``DASK_ZARRDASK__RETRY__ATTEMPTS``
+        and its kin), the defaults for the keys it does not give: every store opened from a
+        URL without ``retry=`` takes it, and carries it to the workers it is pickled to."""
+        import dask.config
+
+        given = dask.config.get("zarrdask.retry", default=None) or {}
+        if not isinstance(given, dict) or not set(given) <= set(_FIELDS):
+            raise InvalidValueError(f"dask config 'zarrdask.retry' is {given!r}: expected a mapping of "
+                                    f"{', '.join(_FIELDS)}")
+        try:
+            return cls(**{k: _FIELDS[k](v) for k, v in given.items()})
+        except (TypeError, ValueError) as exc:
+            raise InvalidValueError(f"dask config 'zarrdask.retry' is {given!r}: {exc}") from exc
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failed try."""
         return min(self.max_delay, self.base_delay * 2 ** (failures - 1)) * random.uniform(0.5, 1.0)
+
+
+class RetriesExhausted(Exception):
+    """A request that failed transiently on every one of its policy's tries; raised from
+    the last failure, its message says how often and how long it was tried and where the
+    policy is set."""
+
+    def __init__(self, last: BaseException, policy: RetryPolicy, seconds: float) -> None:
+        super().__init__(last, policy, seconds)
+        self.last, self.policy, self.seconds = last, policy, seconds
+
+    def __str__(self) -> str:
+        return (f"{self.last} (a transient failure, tried {self.policy.attempts} times over {self.seconds:.1f} s; "
+                "set the tries with dask.config.set({'zarrdask.retry.attempts': N}) or the environment variable "
+                "DASK_ZARRDASK__RETRY__ATTEMPTS=N)")
+
+
+_FIELDS = {"attempts": int, "base_delay": float, "max_delay": float}  # (as the environment gives them: strings)
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
