@@ -141,3 +141,27 @@ def test_open_dataset_of_a_missing_group_offers_no_mode(tmp_path):
     with pytest.raises(NodeNotFoundError) as info:
         xr.open_dataset(tmp_path / "g.zarr", group="nope", engine="zarrdask")
     assert "'nope'" in str(info.value) and "creates a group" not in str(info.value)
+
+
+def test_a_v2_encoding_passed_to_xarrays_own_v3_writer_fails_as_after_engine_zarr(tmp_path):
+    """A v2 store opened with engine="zarrdask" and written as v3 by xarray's own to_zarr:
+    the encoding's codecs are numcodecs objects, as engine="zarr" shows them, so zarr-python
+    refuses them with the same TypeError (it was a raw KeyError 'name' from its codec
+    registry); zarrdask's writer turns them into their v3 codecs, and v2 targets take them."""
+    import xarray as xr
+
+    xr.Dataset({"a": (("x", "y"), np.arange(12.0).reshape(3, 4))}).to_zarr(
+        tmp_path / "v2.zarr", zarr_format=2, mode="w", consolidated=False)
+    errors = []
+    for engine in ("zarr", "zarrdask"):
+        opened = xr.open_dataset(tmp_path / "v2.zarr", engine=engine, chunks={})
+        assert type(opened.a.encoding["compressors"][0]).__name__ == "Blosc"
+        with pytest.raises(TypeError) as info:
+            opened.to_zarr(tmp_path / f"{engine}-v3.zarr", zarr_format=3, mode="w")
+        errors.append(str(info.value))
+        opened.to_zarr(tmp_path / f"{engine}-again-v2.zarr", zarr_format=2, mode="w")
+    assert errors[0] == errors[1] and "Expected a BytesBytesCodec" in errors[0]
+    opened.zarrdask.to_zarr(tmp_path / "ours-v3.zarr", zarr_format=3, mode="w")
+    codecs = zarrdask.open_array(tmp_path / "ours-v3.zarr", path="a").metadata.to_json()["codecs"]
+    assert [c["name"] for c in codecs] == ["bytes", "blosc"]
+    assert (xr.open_dataset(tmp_path / "ours-v3.zarr", engine="zarrdask").a.values == opened.a.values).all()

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numcodecs
 import numpy as np
 from dask.array.core import normalize_chunks
 from xarray import Variable
@@ -104,9 +105,20 @@ def read_encoding(array: Array, dims: Sequence[str]) -> dict[str, Any]:
     else:
         doc = meta.to_json()
         compressor = doc["compressor"]
-        encoding["compressors"] = (compressor,) if compressor is not None else ()
-        encoding["filters"] = tuple(doc["filters"] or ())
+        encoding["compressors"] = (_numcodecs(compressor),) if compressor is not None else ()
+        encoding["filters"] = tuple(_numcodecs(f) for f in doc["filters"] or ())
     return encoding
+
+
+def _numcodecs(config: dict[str, Any]) -> Any:
+    """A v2 codec as the numcodecs object xarray's zarr engine shows, so that passing the
+    encoding on (to zarrdask's writer, or to xarray's own, which refuses numcodecs objects
+    in a v3 array with its readable TypeError rather than a KeyError) does what it does
+    after ``engine="zarr"``; the config itself where numcodecs lacks the id."""
+    try:
+        return numcodecs.get_codec(dict(config))
+    except (ValueError, KeyError, TypeError):
+        return config
 
 
 def decode_fill_value_attr(value: Any, array: Array) -> Any:
