@@ -44,6 +44,10 @@ def test_unknown_chunk_sizes_are_explained_before_anything_is_created(tmp_path):
         zarrdask.to_zarr(masked, tmp_path / "a.zarr")
     assert not (tmp_path / "a.zarr").exists()
     zarrdask.to_zarr(masked.compute_chunk_sizes(), tmp_path / "a.zarr")  # the fix it names works
+    masked = x[x[:, 0] > 0.5]  # (compute_chunk_sizes() set the sizes of the one before in place)
+    with pytest.raises(ShapeMismatchError, match=r"plan_write\(\): .*unknown chunk sizes.*compute_chunk_sizes"):
+        zarrdask.plan_write(masked, tmp_path / "missing.zarr")  # (before the target is looked for)
+    assert zarrdask.plan_write(masked.compute_chunk_sizes(), tmp_path / "a.zarr").write_tasks >= 1
 
 
 def test_a_read_only_store_is_named_as_what_is_read_only(tmp_path):

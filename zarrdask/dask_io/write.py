@@ -203,13 +203,7 @@ def to_zarr(
                                "compute=False compute the result under dask.diagnostics.ProgressBar()")
     if return_stored and not compute:
         check_read_after_write(FUNCTION, location.store)
-    if not isinstance(arr, da.Array):
-        arr = np.asarray(arr)
-    elif any(math.isnan(n) for n in arr.shape):  # before anything is created
-        raise ShapeMismatchError(
-            f"{FUNCTION}(): the dask array has unknown chunk sizes (shape {arr.shape}), as after a boolean mask "
-            "like x[x > 0.5]; writing places every block, so its size must be known: call "
-            "x.compute_chunk_sizes() first (https://docs.dask.org/en/latest/array-chunks.html#unknown-chunks)")
+    arr = _known_sizes(FUNCTION, arr)  # before anything is created
     target, region = _prepare_target(arr, location, mode, region, append_axis, given, reading)
     delayed = write_into(arr, target.with_options(**{"threads": 1, **given.options}), region,
                          task_bytes=target_bytes, staging=staging, call=FUNCTION)
@@ -308,15 +302,27 @@ def plan_write(
     """
     target_bytes = task_bytes("zarrdask.plan_write", task_size)
     staging_choice("zarrdask.plan_write", staging)
+    x = _known_sizes("zarrdask.plan_write", x)
     array = open_source(target, path=path, storage_options=storage_options, function="zarrdask.plan_write")
-    if not isinstance(x, da.Array):
-        x = np.asarray(x)
     slices = _checked_region(x, array, region)
     source = _as_dask(x, array, slices)
     plan = make_write_plan(array.shape, source.chunks, array.unit_grid, slices,
                            task_bytes=target_bytes, itemsize=array.dtype.itemsize)
     return plan.summary(array.dtype.itemsize, staging,
                         can_stage=staging_refusal(source.dtype, array.store) is None)
+
+
+def _known_sizes(function: str, x: da.Array | np.ndarray) -> da.Array | np.ndarray:
+    """``x`` as a dask or numpy array whose every block has a known size (a write places
+    every block), else the error dask gives such arrays, with its fix."""
+    if not isinstance(x, da.Array):
+        return np.asarray(x)
+    if any(math.isnan(n) for n in x.shape):
+        raise ShapeMismatchError(
+            f"{function}(): the dask array has unknown chunk sizes (shape {x.shape}), as after a boolean mask "
+            "like x[x > 0.5]; writing places every block, so its size must be known: call "
+            "x.compute_chunk_sizes() first (https://docs.dask.org/en/latest/array-chunks.html#unknown-chunks)")
+    return x
 
 
 class Target(NamedTuple):
