@@ -119,14 +119,22 @@ class _Terminal:
         return True
 
 
-def test_in_process_bars_count_chunks_and_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_process_bars_count_what_they_work_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dask.array as da
 
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     a = zarrdask.create_array(tmp_path / "w.zarr", shape=(100, 100), dtype="f4", chunks=(10, 10), progress=True)
     a[...] = np.ones((100, 100), dtype="f4")  # 100 chunks encoded on the executor's threads
-    assert "write /: 100%" in terminal.text and "100/100" in terminal.text
+    assert "write /: 100%" in terminal.text and "100/100" in terminal.text and "chunk/s]" in terminal.text
+    terminal.text = ""
+    sharded = zarrdask.create_array(tmp_path / "s.zarr", shape=(100, 100), dtype="f4", chunks=(10, 10),
+                                    shards=(50, 50), progress=True)
+    sharded[...] = np.ones((100, 100), dtype="f4")  # 4 shards, each one unit of work: the bar counts them
+    assert "4/4" in terminal.text and "shard/s]" in terminal.text and "chunk" not in terminal.text
+    terminal.text = ""
+    zarrdask.verify(tmp_path / "s.zarr", progress=True)  # the stored keys it checks, shards here
+    assert "verify: 100%" in terminal.text and "4/4" in terminal.text and "key/s]" in terminal.text
     terminal.text = ""
     x = da.ones((60, 60), chunks=(7, 9))
     zarrdask.to_zarr(x, tmp_path / "d.zarr", chunks=(10, 10), shards=(30, 30), progress=True)

@@ -46,10 +46,11 @@ def new_bar(total: int | None, label: str, unit: str) -> Any:
 
 
 class ProgressBar:
-    """``with ProgressBar(total, "verify") as bar: ... bar.advance()``, counting stored
-    chunks (or shards); thread-safe (the executor's threads advance it)."""
+    """``with ProgressBar(total, "verify", "key") as bar: ... bar.advance()``, counting
+    ``total`` of what a call works through (``unit``: chunks, shards, keys); thread-safe
+    (the executor's threads advance it)."""
 
-    def __init__(self, total: int, label: str = "", unit: str = "chunk") -> None:
+    def __init__(self, total: int, label: str, unit: str) -> None:
         self.total, self.label, self.unit = total, label, unit
         self._lock = threading.Lock()
         self._bar: Any = None

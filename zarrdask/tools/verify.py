@@ -123,7 +123,7 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
             units.extend(_array_units(s, node_path, meta, report, sample))
     report.units_checked = len(units)
     if progress:
-        with ProgressBar(len(units), "verify") as bar:
+        with ProgressBar(len(units), "verify", "key") as bar:  # (a chunk or a shard)
             results = run_all(counted(_check_unit, bar), units, None)
     else:
         results = run_all(_check_unit, units, None)

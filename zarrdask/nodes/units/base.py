@@ -299,7 +299,7 @@ class ChunkSource(ABC):
         if not self.options.progress:
             run_all(encode, items, self.options.threads, **size)
             return
-        with ProgressBar(len(items), f"write {self.path or '/'}") as bar:
+        with ProgressBar(len(items), f"write {self.path or '/'}", self._noun) as bar:
             run_all(counted(encode, bar), items, self.options.threads, **size)
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
