@@ -169,3 +169,32 @@ def test_a_v2_encoding_passed_to_xarrays_own_v3_writer_fails_as_after_engine_zar
     codecs = zarrdask.open_array(tmp_path / "ours-v3.zarr", path="a").metadata.to_json()["codecs"]
     assert [c["name"] for c in codecs] == ["bytes", "blosc"]
     assert (xr.open_dataset(tmp_path / "ours-v3.zarr", engine="zarrdask").a.values == opened.a.values).all()
+
+
+@pytest.mark.parametrize("dtype", ["f8", "i1", "bool", "M8[s]"])
+def test_v2_default_compressors_are_zarr_pythons_and_xarrays(tmp_path, dtype):
+    """zarr-python 3 compresses v2 arrays with Zstd(level=0) from its top-level functions and
+    with numcodecs.Blosc() (lz4) from a group's, which is what xarray's to_zarr writes;
+    zarrdask writes what the same call writes there."""
+    import warnings
+
+    import xarray as xr
+    import zarr
+
+    def ours(a):
+        return a.metadata.to_json()["compressor"]
+
+    def config(a):  # (zarrdask leaves out zstd's "checksum": false, which TensorStore's v2 driver rejects)
+        return {k: v for k, v in a.metadata.compressor.get_config().items() if (k, v) != ("checksum", False)}
+
+    warnings.simplefilter("ignore")  # (zarr-python's v2 warnings)
+    top = config(zarr.create_array({}, shape=(3,), dtype=dtype, zarr_format=2))
+    assert ours(zarrdask.create_array({}, shape=(3,), dtype=dtype, zarr_format=2)) == top
+    theirs = zarr.open_group({}, mode="w", zarr_format=2).create_array("a", shape=(3,), dtype=dtype)
+    here = zarrdask.open_group({}, mode="w", zarr_format=2).create_array("a", shape=(3,), dtype=dtype)
+    assert ours(here) == config(theirs) != top
+    data = xr.Dataset({"a": ("x", np.zeros(3, dtype=dtype))})
+    data.to_zarr(tmp_path / "xarray.zarr", zarr_format=2, mode="w")
+    data.zarrdask.to_zarr(tmp_path / "zarrdask.zarr", zarr_format=2, mode="w")
+    assert ours(zarrdask.open_array(tmp_path / "zarrdask.zarr", path="a")) == config(
+        zarr.open_array(tmp_path / "xarray.zarr", path="a"))

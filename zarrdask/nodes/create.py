@@ -45,6 +45,9 @@ _AUTO_CHUNK_BYTES = 4 << 20
 _AUTO_INNER_BYTES = 1 << 20  # inner chunks of a shard: the unit of partial reads
 _ZSTD_V3 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 _ZSTD_V2 = {"id": "zstd", "level": 0}  # no "checksum" member: TensorStore's v2 driver rejects it
+#: the v2 compressor of arrays made through a group (``Group.create_array``, and so xarray's
+#: ``to_zarr``): zarr-python's numcodecs.Blosc() there, where its top-level functions use zstd
+GROUP_V2_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
 #: the shard index chain zarrdask writes (crc32c-checked, little-endian offsets and sizes)
 INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 #: create_array's own keywords (for did-you-mean)

@@ -32,7 +32,7 @@ from ..storage.base import Store, join_path, normalize_key
 from ..storage.records import RECORDS_DIR, warn_interrupted
 from .array import Array, ArrayOptions
 from ..runtime.cache import forget_below
-from .create import OVERWRITE_HINT, create_array, create_legacy, write_group
+from .create import GROUP_V2_COMPRESSOR, OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
 from ..door.node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
@@ -260,6 +260,8 @@ class Group(Node[GroupMetadata]):
     def _create_array(self, method: str, name: str, kwargs: dict[str, Any]) -> Array:
         check_keywords(f"Group.{method}", kwargs, _array_keywords())
         kwargs, zarr_format = self._member_keywords(method, kwargs)
+        if zarr_format == 2 and kwargs.get("compressors", "auto") == "auto":
+            kwargs["compressors"] = [GROUP_V2_COMPRESSOR]  # (as zarr-python's groups choose)
         return create_array(self._store, path=join_path(self._path, name), zarr_format=zarr_format, **kwargs)
 
     def _create_legacy(self, method: str, name: str, kwargs: dict[str, Any], data: Any = None) -> Array:
