@@ -144,7 +144,7 @@ def test_misaligned_write_has_one_task_per_shard(tmp_path):
     data = _data((100, 90))
     x = da.from_array(data, chunks=(7, 13))
     delayed = to_zarr(x, str(tmp_path / "a.zarr"), compute=False, **LAYOUT)
-    assert isinstance(delayed, Delayed)
+    assert isinstance(delayed, da.Array) and delayed.shape == x.shape and delayed.numblocks == (1, 1)  # (as dask's)
     prefixes = [key_split(k) for k in delayed.__dask_graph__()]
     assert prefixes.count("zarrdask-write") == 4 * 3  # a task per shard
     assert prefixes.count("zarrdask-write-done") == 1  # and the final task
@@ -191,7 +191,7 @@ def test_write_graph_gathers_many_writes_through_a_tree(tmp_path):
     graph = dict(delayed.__dask_graph__())
     writes = {k for k in graph if key_split(k) == "zarrdask-write"}
     assert len(writes) == n_shards
-    reached, todo = set(), [delayed.key]
+    reached, todo = set(), [delayed.__dask_keys__()[0]]  # (the one block of the array it returns, as dask's)
     while todo:
         task = graph[todo.pop()]
         assert len(task.dependencies) <= FAN_IN

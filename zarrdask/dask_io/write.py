@@ -76,7 +76,7 @@ def to_zarr(
     zarr_array_kwargs: dict[str, Any] | None = None,
     zarr_read_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
-) -> Array | Delayed | da.Array:
+) -> Array | da.Array | Delayed:
     """Write ``arr`` to a Zarr array, one task per owned group of shards; never two writers per key.
 
     Called as ``dask.array.to_zarr`` is (same positions and keywords), so a script changes
@@ -115,8 +115,9 @@ def to_zarr(
 
     ``progress=True`` shows a progress bar while the graph runs (distributed's when a
     client is active, else dask's). Returns the target ``Array`` once written (dask:
-    ``None``), or with ``compute=False`` a ``Delayed`` that writes when computed (the
-    metadata is already written). ``return_stored=True`` returns a dask array of the
+    ``None``), or with ``compute=False`` what dask returns: a dask array of ``arr``'s shape
+    that writes when computed and computes to None (the metadata is already written; with
+    dask's array query planning on, a ``Delayed``). ``return_stored=True`` returns a dask array of the
     stored data instead: read back from the target after the write (with ``compute=False``
     computing it writes first; not with dask's array query planning, which has no
     ``to_zarr`` itself). Until the last task ends the array holds the call's record
@@ -154,9 +155,9 @@ def to_zarr(
     distributed client, or dask's processes) the store travels as a fork of the session,
     each write task returns its fork's changes and the graph merges them; with
     ``compute=True`` they are merged into your session before ``to_zarr`` returns, so
-    ``session.commit(...)`` then holds every byte. With ``compute=False`` the ``Delayed``
+    ``session.commit(...)`` then holds every byte. With ``compute=False`` the returned array
     computes to those merged changes: pass them to your session,
-    ``changes = dask.compute(delayed)[0]`` then ``session.merge(changes)`` when not None,
+    ``changes = dask.compute(written)[0]`` then ``session.merge(changes)`` when not None,
     before committing (on the threaded scheduler it computes to None: the writes went into
     the session itself). ``return_stored=True`` with ``compute=False`` is refused there
     (the reads would see forks taken before the writes): compute, then ``from_zarr``. A
@@ -210,7 +211,7 @@ def to_zarr(
     if compute:
         run_writes([delayed], progress)
         return stored(target, region) if return_stored else target
-    return stored(target, region, delayed) if return_stored else delayed
+    return stored(target, region, delayed) if return_stored else pending(delayed, arr)
 
 
 def write_into(x: da.Array | np.ndarray, target: Array, region: tuple[slice, ...], *, task_bytes: int | None = None,
@@ -243,9 +244,11 @@ def planned(target: Array, region: tuple[slice, ...]) -> tuple[int, int]:
 def write_mode(mode: str | None, region: Any, *, overwrite: bool | None, into_array: bool) -> str:
     """The mode ``to_zarr`` runs in: ``mode``, or dask's behaviour when it is left out;
     ``overwrite`` that contradicts ``mode`` is an error (never a guess at deleting)."""
+    if mode == "r":  # (dask's words, which its tests match)
+        raise InvalidModeError(f"{FUNCTION}(): Cannot use mode 'r' (read-only) when writing to zarr; pass one of "
+                               f"{MODES}")
     if mode is not None and mode not in MODES:
-        hint = " (read-only: to_zarr writes)" if mode == "r" else ""
-        raise InvalidModeError(f"{FUNCTION}(): mode must be one of {MODES}, got {mode!r}{hint}")
+        raise InvalidModeError(f"{FUNCTION}(): mode must be one of {MODES}, got {mode!r}")
     if overwrite is not None:
         wanted = "w" if overwrite else "w-"
         if mode is not None and mode != wanted and (overwrite or mode == "w"):
@@ -279,6 +282,18 @@ def _read_after_write(_template: np.ndarray, _written: None, reader: BlockReader
     assert block_info is not None
     where = block_info[None]["array-location"]
     return np.asarray(reader[tuple(slice(o + a, o + b) for o, (a, b) in zip(offset, where))])
+
+
+def pending(writes: Delayed, source: da.Array | np.ndarray) -> da.Array | Delayed:
+    """``compute=False``'s result, as dask's: a dask array of the source's shape and dtype
+    that writes when computed. One block, the write's last task: it computes to None, or
+    (writes into a transactional store from worker processes) to the changes to merge.
+    With dask's array query planning on, which has no ``from_delayed`` (nor a ``to_zarr``
+    of its own), the write's ``Delayed`` itself."""
+    if da.array_expr_enabled():
+        return writes
+    return da.from_delayed(writes, shape=source.shape, dtype=source.dtype,
+                           meta=np.empty((0,) * source.ndim, dtype=source.dtype))
 
 
 def plan_write(
