@@ -17,7 +17,7 @@ Dask: :func:`from_zarr`, :func:`to_zarr`, :func:`plan_write`. xarray:
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 
@@ -57,6 +57,10 @@ from .storage.temporary import remove_temporary_files
 from .tools.migrate import migrate
 from .tools.verify import verify
 from .xarray_backend import accessor as _accessor  # noqa: F401  (registers ds.zarrdask / dt.zarrdask)
+
+if TYPE_CHECKING:  # imported on first use (below); type checkers see their signatures
+    from .dask_io import from_zarr, plan_write, to_zarr
+    from .tools.copy import copy
 
 __all__ = [
     "Array", "ArrayOptions", "CacheInfo", "FileLock", "Group", "ZarrdaskError", "consolidate_metadata", "create_array", "create_group",

@@ -4,12 +4,18 @@ called and the nearest accepted name; never silently dropped."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal, SupportsIndex, Union
 
 from .errors import UnexpectedKeywordError
 
-__all__ = ["did_you_mean", "check_keywords", "missing_name", "refuse"]
+__all__ = ["Mode", "ShapeLike", "did_you_mean", "check_keywords", "missing_name", "refuse"]
+
+#: the modes of ``open`` and its kin (zarr-python's): read, read/write an existing node,
+#: read/write creating, overwrite, create failing if present
+Mode = Literal["r", "r+", "a", "w", "w-"]
+#: a shape as the public API takes it: an int for one axis, or one int per axis
+ShapeLike = Union[SupportsIndex, Sequence[SupportsIndex]]
 
 
 #: names other libraries (or habit) give what zarrdask calls otherwise, where spelling alone

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -137,7 +137,7 @@ def _holding(function: str, data: Any, kwargs: dict[str, Any], exists_hint: str)
 def from_array(store: Any, *, data: Any, write_data: bool = True, name: str | None = None, chunks: Any = "keep",
                shards: Any = "keep", filters: Any = "keep", compressors: Any = "keep", serializer: Any = "keep",
                fill_value: Any = DEFAULT_FILL, attributes: Mapping[str, Any] | None = None,
-               dimension_names: Any = None, zarr_format: int | None = None, **kwargs: Any) -> Array:
+               dimension_names: Any = None, zarr_format: Literal[2, 3] | None = None, **kwargs: Any) -> Array:
     """A new array at ``name`` in ``store`` from ``data``, as ``zarr.from_array``: from a
     Zarr array (zarrdask's or zarr-python's) ``"keep"`` keeps its chunks, shards, filters,
     compressors and serializer (those of another format than ``zarr_format`` are replaced

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 from ..errors import ArrayNotFoundError, ContainsNodeError, GroupNotFoundError, InvalidModeError, NodeNotFoundError
 from ..indexing import basic_selection
-from ..keywords import check_keywords, refuse
+from ..keywords import Mode, check_keywords, refuse
 from ..door import Resolved, resolve
 from ..door.node_io import explain_missing
 from ..metadata.nodes import GroupMetadata, NodeMetadata
@@ -108,7 +108,7 @@ def array_at(function: str, found: Resolved, mode: str, zarr_format: int | None,
     return _existing_array(function, store, path, meta, spec, options)
 
 
-def open(store: Any, *, mode: str = "r", path: str | None = None,  # noqa: A001
+def open(store: Any, *, mode: Mode = "r", path: str | None = None,  # noqa: A001
          storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
          **kwargs: Any) -> Union[Array, Group]:
     """Open the array or group at ``path`` (v2 or v3, detected), as ``zarr.open`` does.
@@ -168,7 +168,7 @@ def _group_options(options: dict[str, Any]) -> ArrayOptions | None:
     return ArrayOptions(**options) if options else None
 
 
-def open_array(store: Any, *, mode: str = "r", path: str | None = None,
+def open_array(store: Any, *, mode: Mode = "r", path: str | None = None,
                storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
                **kwargs: Any) -> Array:
     """Open (or create) an array, as ``zarr.open_array`` does.
@@ -193,7 +193,7 @@ def open_array(store: Any, *, mode: str = "r", path: str | None = None,
     return array_at(function, found, mode, zarr_format, spec, options)
 
 
-def open_group(store: Any, *, mode: str = "a", path: str | None = None,
+def open_group(store: Any, *, mode: Mode = "a", path: str | None = None,
                storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
                attributes: dict[str, Any] | None = None, use_consolidated: bool | None = None,
                **kwargs: Any) -> Group:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..codecs.protocol import ChunkPipeline
 from ..errors import (
@@ -23,7 +24,7 @@ from ..errors import (
     TooLargeError,
     UnknownExtensionError,
 )
-from ..keywords import missing_name
+from ..keywords import ShapeLike, missing_name
 from ..metadata.dtypes.casting import held_values
 from ..metadata.grid import AxisGrid, all_chunk_coords
 from ..metadata.nodes import ArrayMetadata
@@ -303,16 +304,18 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         return ("zarrdask.Array", self._store.url, self._path, digest)
 
     # -- reads ---------------------------------------------------------------------------
-    def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any:
+    def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> npt.NDArray[Any]:
         out = output_array(selection.shape, self.dtype)
         try:
             self._source.read(selection, out)
         except MemoryError as exc:
             raise self._too_large(exc) from None
         out = out.reshape(out_shape)
-        return out[()] if out_shape == () else out
+        return out[()] if out_shape == () else out  # (a numpy scalar for a 0-d result)
 
-    def __getitem__(self, selection: Any) -> Any:
+    def __getitem__(self, selection: Any) -> npt.NDArray[Any]:
+        """The selected values as a new numpy array (a numpy scalar for a single element, as
+        numpy and zarr-python give)."""
         if _is_fancy(selection):
             return self.oindex[selection]
         sel, shape = basic_selection(selection, self.shape)
@@ -381,10 +384,11 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         sel, _ = basic_selection(selection, self.shape)
         self._write(sel, value)
 
-    def resize(self, *shape: Any) -> None:
+    def resize(self, *shape: ShapeLike) -> None:
         """Change the shape. Chunks wholly outside the new shape are deleted, and the parts of
         edge chunks beyond it are reset to the fill value (so growing again shows no stale data)."""
-        new = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+        new: tuple[Any, ...] = (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
+                                else tuple(shape))
         if len(new) != self.ndim or any(not isinstance(s, (int, np.integer)) or s < 0 for s in new):
             raise ShapeMismatchError(f"resize needs {self.ndim} non-negative integers, got {new}")
         new = tuple(int(s) for s in new)
@@ -447,7 +451,7 @@ class _OIndex:
     def __init__(self, array: Array) -> None:
         self._array = array
 
-    def __getitem__(self, selection: Any) -> Any:
+    def __getitem__(self, selection: Any) -> npt.NDArray[Any]:
         sel, shape = orthogonal_selection(selection, self._array.shape)
         return self._array._read(sel, shape)
 
@@ -462,7 +466,7 @@ class _VIndex:
     def __init__(self, array: Array) -> None:
         self._array = array
 
-    def __getitem__(self, selection: Any) -> Any:
+    def __getitem__(self, selection: Any) -> npt.NDArray[Any]:
         sel, shape = point_selection(selection, self._array.shape)
         return self._array._read(sel, shape)
 

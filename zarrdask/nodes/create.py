@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..metadata.dtypes import DataType, as_numpy_dtype, data_type_from_numpy, parse_dtype_v2
 from ..errors import (
@@ -22,7 +23,7 @@ from ..errors import (
     ShapeMismatchError,
     UnexpectedKeywordError,
 )
-from ..keywords import did_you_mean
+from ..keywords import ShapeLike, did_you_mean
 from ..metadata.n5 import N5_DOCUMENT, GroupMetadataN5, as_n5_array, is_n5_path
 from ..metadata.grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
@@ -253,10 +254,11 @@ def commit_array(plan: ArrayPlan, overwrite: bool, exists_hint: str) -> Array:
     return array
 
 
-def create_array(store: Any, *, name: str | None = None, shape: Any = None, dtype: Any = None, data: Any = None,
+def create_array(store: Any, *, name: str | None = None, shape: ShapeLike | None = None, dtype: DTypeLike | None = None,
+                 data: Any = None,
                  chunks: Any = "auto", shards: Any = None, filters: Any = "auto", compressors: Any = "auto",
-                 serializer: Any = "auto", fill_value: Any = DEFAULT_FILL, order: str | None = None,
-                 zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
+                 serializer: Any = "auto", fill_value: Any = DEFAULT_FILL, order: Literal["C", "F"] | None = None,
+                 zarr_format: Literal[2, 3] | None = 3, attributes: Mapping[str, Any] | None = None,
                  chunk_key_encoding: Any = None, dimension_names: Sequence[str | None] | None = None,
                  storage_options: dict[str, Any] | None = None, overwrite: bool = False,
                  config: Any = None, write_data: bool = True, codecs: Any = None, path: str | None = None,

@@ -7,7 +7,7 @@ import inspect
 import json
 import warnings
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Union, overload
+from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 import numpy as np
 
@@ -244,12 +244,13 @@ class Group(Node[GroupMetadata]):
         return tuple(m for _, m in self.groups())
 
     # -- creation -----------------------------------------------------------------------
-    def _member_keywords(self, method: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    def _member_keywords(self, method: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], Literal[2, 3]]:
         """A member array's keywords with this group's options added (those not given) and
         its Zarr format (this group's: another one is refused)."""
-        zarr_format = kwargs.pop("zarr_format", None) or self.zarr_format
-        if zarr_format != self.zarr_format:
-            raise InvalidValueError(f"Group.{method}(zarr_format={zarr_format!r}): a v{self.zarr_format} group "
+        given = kwargs.pop("zarr_format", None)
+        zarr_format: Literal[2, 3] = 2 if self.zarr_format == 2 else 3
+        if given not in (None, zarr_format):
+            raise InvalidValueError(f"Group.{method}(zarr_format={given!r}): a v{self.zarr_format} group "
                                     f"holds v{self.zarr_format} arrays; leave zarr_format out")
         self._consolidated = None
         inherited = {} if self._options is None else {  # the group's options, unless given here
