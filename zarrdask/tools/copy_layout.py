@@ -33,6 +33,7 @@ from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import parse_v3
 from ..storage.base import join_path
 from .copy_shapes import KEEP, check_multiples, fit_shards, resolve
+from .migrate_v2 import array_document
 
 __all__ = ["Options", "target_metadata", "same_bytes"]
 
@@ -305,8 +306,6 @@ def target_metadata(path: str, array: Array, options: Options) -> Any:
         return _v2_from_v2(path, array, options) if array.zarr_format == 2 else _v2_from_v3(path, array, options)
     key = join_path(path, "zarr.json")
     if array.zarr_format == 2:
-        from .migrate import array_document
-
         doc = array_document(array.metadata, key)
     else:
         doc = array.metadata.to_json()
@@ -320,8 +319,6 @@ def same_bytes(source: Array, target: Any) -> bool:
         return source.zarr_format == 2 and target.to_json() == source.metadata.to_json()
     if source.zarr_format == 3:
         return _layout(target.to_json()) == _layout(source.metadata.to_json())
-    from .migrate import array_document
-
     return _layout(target.to_json()) == _layout(array_document(source.metadata, ""))
 
 

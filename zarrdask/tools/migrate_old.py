@@ -43,7 +43,7 @@ def draft_needs_copy(meta: NodeMetadata, where: str) -> InvalidModeError | None:
                             "writes the v3.1 store, copying every chunk byte for byte")
 
 
-#: the v3 ``zarr.json`` of a v2 array (``migrate.array_document``), passed in by ``migrate``
+#: the v3 ``zarr.json`` of a v2 array (``migrate_v2.array_document``), passed in by ``migrate``
 ToV3 = Callable[[ArrayMetadataV2, str], dict[str, Any]]
 
 
