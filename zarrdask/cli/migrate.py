@@ -1,5 +1,5 @@
 """``zarrdask migrate PATH --to 3``: v2 or v1 metadata rewritten as v3 in place (chunks
-untouched); a v3.0-draft store copied to ``--target``."""
+untouched); a v3.0-draft store or an N5 container copied to ``--target``."""
 
 from __future__ import annotations
 
@@ -11,16 +11,19 @@ from ._common import Subcommands, add_store_arguments, print_json, storage_optio
 
 def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("migrate", help="convert Zarr v2 or v1 metadata to v3 in place, without rewriting chunks "
-                                             "(a v3.0-draft store: copied to --target)",
+                                             "(a v3.0-draft store or an N5 container: copied to --target)",
                        description="Writes a zarr.json for every node (v2 chunk key encoding, the v2 encoding as "
                                    "a v3 codec chain, _ARRAY_DIMENSIONS as dimension_names, null fill values "
                                    "made valid, attributes and consolidated metadata carried), then removes "
-                                   "the v2 documents.")
+                                   "the v2 documents. A v3.0-draft store is copied to --target chunk by chunk, "
+                                   "byte for byte; an N5 container is copied there as plain Zarr v3, every "
+                                   "block re-encoded.")
     add_store_arguments(p)
     p.add_argument("--to", type=int, default=3, choices=[3], help="the target format (3)")
     p.add_argument("--dry-run", action="store_true", help="print the new documents, write nothing")
     p.add_argument("--target", default=None,
-                   help="an empty store to copy a v3.0-draft store to (its chunks cannot stay where they are)")
+                   help="an empty store to copy a v3.0-draft store or an N5 container to (their chunks cannot "
+                        "stay where they are)")
     p.set_defaults(run=run)
 
 

@@ -12,7 +12,8 @@ compressor). Any other directory of a container is a group; ``attributes.json`` 
 than ``n5`` (the container's version) are its attributes. An array N5 can hold (an N5
 data type, a regular grid, ``bytes`` and at most one compressor N5 names, fill value 0:
 N5 has none) is written as N5 (:func:`n5_attributes`); groups are written with the
-version, as the container's root needs it.
+version, as the container's root needs it. :func:`plain_v3_document` is a dataset as plain
+Zarr v3 stores it (what ``migrate`` and ``copy`` write from N5).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .grid import RegularChunkGrid
 from .v3 import ArrayMetadataV3, GroupMetadataV3
 
 __all__ = ["ArrayMetadataN5", "GroupMetadataN5", "N5KeyEncoding", "N5_DOCUMENT", "as_n5_array", "is_n5_container",
-           "is_n5_path", "n5_attributes", "parse_n5"]
+           "is_n5_path", "n5_attributes", "parse_n5", "plain_v3_document"]
 
 N5_DOCUMENT = "attributes.json"
 SOURCE_FORMAT = "N5"
@@ -138,6 +139,19 @@ def _parse_dataset(doc: Mapping[str, Any], key: str) -> ArrayMetadataN5:
     }, key)
     values = {f.name: getattr(v3, f.name) for f in fields(v3)}
     return ArrayMetadataN5(**{**values, "chunk_key_encoding": N5KeyEncoding()})
+
+
+def plain_v3_document(meta: ArrayMetadataN5) -> dict[str, Any]:
+    """The ``zarr.json`` of an N5 dataset stored as plain Zarr v3: its shape, data type,
+    chunks, attributes and dimension names as read (C order), N5's compressor after a
+    little-endian ``bytes`` codec, the ``default`` chunk keys. Its blocks have to be
+    re-encoded into it: N5's header, big-endian data in N5's axis order, short edge blocks
+    and reversed block paths have no form that other Zarr v3 readers take."""
+    doc = meta.to_json()
+    compressors = list(doc["codecs"][-1]["configuration"]["codecs"])[2:]  # (after transpose and bytes)
+    doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}}, *compressors]
+    doc["chunk_key_encoding"] = {"name": "default", "configuration": {"separator": "/"}}
+    return doc
 
 
 def _compressor(doc: Mapping[str, Any], dtype: Any, problems: list[Problem]) -> dict[str, Any] | None:

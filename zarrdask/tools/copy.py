@@ -9,6 +9,8 @@ stored chunk or shard byte for byte (nothing is decoded). ``chunks``, ``shards``
 :func:`zarrdask.from_zarr` and written with :func:`zarrdask.to_zarr` into a target created
 from the source's metadata, all in one Dask graph (on a cluster when a client is given).
 Into an Icechunk session the workers' changes are merged into it: commit it afterwards.
+An N5 source is copied as plain Zarr v3 (every array rewritten, see
+:mod:`zarrdask.tools.migrate_n5`); a v3.0-draft one as ``migrate`` copies it.
 Every option applies or is an error, before anything is written, and so does a source or
 target that worker processes cannot receive.
 """
@@ -32,12 +34,14 @@ from ..dask_io.write_graph import gathered
 from ..errors import ContainsNodeError, InvalidModeError
 from ..metadata.v2 import GroupMetadataV2
 from ..metadata.v3 import GroupMetadataV3
+from ..metadata.v3draft import SOURCE_FORMAT as DRAFT_FORMAT
 from ..door import resolve
 from ..storage.base import Store, join_path
 from ..storage.records import WriteRecord, clear_record, keeps_records, write_record
 from ..storage.transactional import changes
 from .copy_layout import Options, same_bytes, target_metadata
-from .migrate import migrate
+from .migrate_old import copy_draft
+from .migrate_v2 import array_document
 from .copy_plan import ArrayPlan, CopyPlan, plan_array
 from .copy_shapes import KEEP, ArrayShape, ShapeSpec, check_fits, check_spec
 
@@ -76,8 +80,8 @@ def copy(source: Any, target: Any, *, path: str = "", chunks: ShapeSpec = KEEP, 
         check_travels("zarrdask.copy", store, client=client)
     root = open_node(src, path=path or None)
     found = root.metadata.source_format
-    if found is not None and found != "Zarr v1":
-        return _copy_draft(src, dst, path, found, changed=chunks is not KEEP or shards is not KEEP
+    if found == DRAFT_FORMAT:
+        return _copy_draft(src, dst, path, root, changed=chunks is not KEEP or shards is not KEEP
                            or compressors is not KEEP or zarr_format not in (None, 3) or dry_run or overwrite)
     nodes = _nodes(src, root)
     arrays = {rel: n for rel, n in nodes.items() if isinstance(n, Array)}
@@ -138,7 +142,8 @@ def _copy_documents(src: Store, dst: Store, source_path: str, rel: str, names: t
 
 
 def _copy_group(src: Store, dst: Store, group: Group, rel: str, fmt: int) -> None:
-    if fmt == group.zarr_format:
+    """A group's documents byte for byte, or written anew in another format (or from N5's)."""
+    if fmt == group.zarr_format and group.metadata.source_format is None:
         _copy_documents(src, dst, group.path, rel, _GROUP_DOCS[fmt])
     else:
         cls = GroupMetadataV3 if fmt == 3 else GroupMetadataV2
@@ -184,13 +189,13 @@ def _copy_keys(src: Store, dst: Store, keys: Mapping[str, str]) -> Any:
     return changes(dst)
 
 
-def _copy_draft(src: Store, dst: Store, path: str, found: str, *, changed: bool) -> Union[Array, Group]:
+def _copy_draft(src: Store, dst: Store, path: str, root: Union[Array, Group], *, changed: bool) -> Union[Array, Group]:
     """A v3.0-draft store, whose chunks lie apart from its documents, copied as Zarr v3.1
-    by ``migrate`` (every chunk byte for byte) when nothing else is asked of the copy."""
+    as ``migrate`` copies it (every chunk byte for byte) when nothing else is asked of the copy."""
     if changed:
-        raise InvalidModeError(f"{src.url} is a {found} store: copy takes it only as it is (no chunks=, shards=, "
+        raise InvalidModeError(f"{src.url} is a {DRAFT_FORMAT} store: copy takes it only as it is (no chunks=, shards=, "
                                "compressors=, zarr_format=2, dry_run= or overwrite=); copy it first, then copy "
                                "the v3.1 result with the new layout (zarrdask.migrate(source, target=..., "
                                "dry_run=True) shows the documents)")
-    migrate(src, path=path, target=dst)
+    copy_draft(src, path, root.metadata, dst, dry_run=False, to_v3=array_document)
     return open_node(dst)

@@ -4,7 +4,9 @@ A v3 target keeps the source's ``zarr.json`` (codec chain with levels and checks
 sharding index codecs and location, chunk key encoding, fill value, dimension names,
 attributes, extra fields) and replaces only the chunk grid and the codecs that the
 ``chunks``, ``shards`` and ``compressors`` options change. A v2 source becomes v3 the way
-:func:`zarrdask.migrate` converts it (same chunk bytes under the same keys); a v3 source
+:func:`zarrdask.migrate` converts it (same chunk bytes under the same keys), an N5 dataset
+becomes plain v3 (:func:`~zarrdask.metadata.n5.plain_v3_document`: every block
+rewritten); a v3 source
 becomes v2 where its chain has a v2 form (``transpose`` -> ``order: F``, numcodecs
 filters, the ``bytes`` endianness -> the dtype's byte order, one compressor), else the
 error says what cannot be kept and what to pass. Sharded arrays become v2 only when
@@ -29,6 +31,7 @@ from ..nodes.codec_input import codec_json_v2, codec_json_v3
 from ..nodes.create import INDEX_CODECS
 from ..metadata.dtypes import fill_to_json_v2, parse_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem, ShapeMismatchError
+from ..metadata.n5 import ArrayMetadataN5, plain_v3_document
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import parse_v3
 from ..storage.base import join_path
@@ -195,7 +198,7 @@ def _v2_from_v3(path: str, array: Array, options: Options) -> ArrayMetadataV2:
     """A v3 array's v2 metadata, where every part of its chain has a v2 form."""
     if options.shards not in (KEEP, None):
         raise ShapeMismatchError(f"array {path!r}: Zarr v2 has no shards; pass zarr_format=3 (--zarr-format 3)")
-    doc = array.metadata.to_json()
+    doc = _source_document(array, "")
     codecs = list(doc["codecs"])
     at = next((i for i, c in enumerate(codecs) if _name(c) == "sharding_indexed"), None)
     if at is not None:
@@ -305,11 +308,17 @@ def target_metadata(path: str, array: Array, options: Options) -> Any:
     if fmt == 2:
         return _v2_from_v2(path, array, options) if array.zarr_format == 2 else _v2_from_v3(path, array, options)
     key = join_path(path, "zarr.json")
+    return parse_v3(_v3_document(path, array, _source_document(array, key), options), key=key)
+
+
+def _source_document(array: Array, key: str) -> dict[str, Any]:
+    """The source's v3 document, which the copy's starts from: a v2 array's as ``migrate``
+    converts it, an N5 dataset's as plain v3 stores it, any other its own."""
     if array.zarr_format == 2:
-        doc = array_document(array.metadata, key)
-    else:
-        doc = array.metadata.to_json()
-    return parse_v3(_v3_document(path, array, doc, options), key=key)
+        return array_document(array.metadata, key)
+    if isinstance(array.metadata, ArrayMetadataN5):
+        return plain_v3_document(array.metadata)
+    return array.metadata.to_json()
 
 
 def same_bytes(source: Array, target: Any) -> bool:
@@ -317,7 +326,7 @@ def same_bytes(source: Array, target: Any) -> bool:
     relative to the array (so stored units are copied byte for byte)."""
     if target.zarr_format == 2:
         return source.zarr_format == 2 and target.to_json() == source.metadata.to_json()
-    if source.zarr_format == 3:
+    if source.zarr_format == 3:  # (never for N5, whose block paths no target has)
         return _layout(target.to_json()) == _layout(source.metadata.to_json())
     return _layout(target.to_json()) == _layout(array_document(source.metadata, ""))
 

@@ -15,7 +15,8 @@ consolidated metadata hold it inline afterwards.
 
 The old formats (:mod:`zarrdask.tools.migrate_old`): a Zarr v1 array is migrated in place
 like a v2 array (its ``meta``/``attrs`` replaced); a v3.0-draft store needs ``target=``,
-a new store it is copied to.
+a new store it is copied to. So does an N5 container (:mod:`zarrdask.tools.migrate_n5`),
+whose blocks are re-encoded as plain Zarr v3 on the way.
 
 Everything is converted and checked before anything is written; then every
 ``zarr.json`` is written, and only then are the v2 documents removed.
@@ -36,6 +37,7 @@ from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import GroupMetadataV3, parse_v3
 from ..door import resolve
 from ..storage.base import Store, join_path
+from .migrate_n5 import migrate_n5, n5_needs_copy
 from .migrate_old import copy_draft, draft_needs_copy, v1_removed
 from .migrate_v2 import array_document, xarray_fill_attribute
 
@@ -59,9 +61,11 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
             target_storage_options: dict[str, Any] | None = None) -> list[MigratedNode]:
     """Convert the v2 or v1 hierarchy (or array) at ``path`` to v3 metadata in place;
     returns the new documents (written unless ``dry_run``). Chunks are not touched. A
-    v3.0-draft store is copied to ``target`` (an empty store) instead."""
+    v3.0-draft store (chunks byte for byte) or an N5 container (every block re-encoded)
+    is copied to ``target`` (an empty store) instead."""
     if to != 3:
-        raise InvalidModeError(f"migrate converts Zarr v2, v1 and the v3.0 draft to v3; to={to!r} is not supported")
+        raise InvalidModeError(f"migrate converts Zarr v2, v1, the v3.0 draft and N5 to v3; to={to!r} is not "
+                               "supported")
     s = resolve("zarrdask.migrate", store, mode="r" if dry_run or target is not None else "a",
                 storage_options=storage_options, read=False).store
     path = path.strip("/")
@@ -71,22 +75,24 @@ def migrate(store: Any, *, path: str = "", to: int = 3, dry_run: bool = False,
         raise
     except FileNotFoundError:
         found = read_node(s, path)
-        if found.source_format == N5_FORMAT:
-            raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is an N5 container, which migrate and copy do not "
-                                   "convert yet; zarrdask.to_zarr(zarrdask.from_zarr(src, component=name), dst, "
-                                   "component=name) copies one array's values into Zarr v3") from None
-        if found.zarr_format == 3:
-            raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is already Zarr v3") from None
-        raise
-    needs_copy = draft_needs_copy(root, f"{path or '<root>'!r} in {s!r}")
+        if found.source_format != N5_FORMAT:
+            if found.zarr_format == 3:
+                raise InvalidModeError(f"{path or '<root>'!r} in {s!r} is already Zarr v3") from None
+            raise
+        root = found
+    where = f"{path or '<root>'!r} in {s!r}"
+    needs_copy = draft_needs_copy(root, where) or n5_needs_copy(root, where)
     if needs_copy is not None and target is None:
         raise needs_copy
     if needs_copy is not None:
         dst = resolve("zarrdask.migrate", target, mode="a", storage_options=target_storage_options, read=False).store
-        made = copy_draft(s, path, root, dst, dry_run=dry_run, to_v3=array_document)
+        if root.source_format == N5_FORMAT:
+            made = migrate_n5(s, path, root, dst, dry_run=dry_run)
+        else:
+            made = copy_draft(s, path, root, dst, dry_run=dry_run, to_v3=array_document)
         return [MigratedNode(rel, join_path(rel, "zarr.json"), m.to_json(), ()) for rel, m in sorted(made.items())]
     if target is not None:
-        raise InvalidModeError(f"target= is for v3.0-draft stores, which are copied; {path or '<root>'!r} in {s!r} "
+        raise InvalidModeError(f"target= is for v3.0-draft stores and N5 containers, which are copied; {where} "
                                "is migrated in place (leave target unset)")
     nodes = {path: root}
     if root.node_type == "group":
