@@ -6,6 +6,9 @@ another server on 127.0.0.1 (the moto S3 server: then it is an S3 endpoint). Eit
 it can add ``delay`` seconds to every request and fail a ``fail_fraction`` of them
 (chosen by a seeded generator): HTTP 503 ``SlowDown``, 500 ``InternalError``, or the
 connection closed without an answer, in turn; files named in ``forbidden`` answer 403.
+A directory answers 404, as on a server without directory indexes, unless ``listing``:
+then an HTML page of links to its entries (directories with a trailing ``/``), as
+Python's ``http.server`` and nginx's ``autoindex`` give and fsspec's HTTP ``ls`` reads.
 It listens on 127.0.0.1 only, serves
 until ``stop()``, counts the requests it answered by method and records the most it
 had in hand at once (``peak``).
@@ -26,7 +29,7 @@ import random
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 __all__ = ["LoopbackServer"]
 
@@ -49,10 +52,12 @@ class LoopbackServer:
     """See the module docstring. ``url`` is ``http://127.0.0.1:<port>``."""
 
     def __init__(self, *, root: str | None = None, upstream: str | None = None, delay: float = 0.0,
-                 fail_fraction: float = 0.0, seed: int = 0, forbidden: frozenset[str] | set[str] = frozenset()) -> None:
+                 fail_fraction: float = 0.0, seed: int = 0, forbidden: frozenset[str] | set[str] = frozenset(),
+                 listing: bool = False) -> None:
         if (root is None) == (upstream is None):
             raise ValueError("give root= or upstream=")
         self.root, self.delay, self.fail_fraction, self.forbidden = root, delay, fail_fraction, set(forbidden)
+        self.listing = listing
         self.upstream = urlsplit(upstream) if upstream else None
         self.counts: collections.Counter[str] = collections.Counter()
         self.failed = 0
@@ -168,6 +173,9 @@ class LoopbackServer:
         if h.command not in ("GET", "HEAD"):
             self._reply(h, 405, {}, b"")
             return
+        if self.listing and os.path.isdir(path):
+            self._reply(h, 200, {"Content-Type": "text/html"}, _index(path))
+            return
         if not os.path.isfile(path):
             self._reply(h, 404, {}, b"not found")
             return
@@ -197,6 +205,13 @@ class LoopbackServer:
             h.end_headers()
             return
         self._reply(h, 206 if ranged else 200, headers, data)
+
+
+def _index(directory: str) -> bytes:
+    """A directory index page: one relative link per entry, directories ending in ``/``."""
+    names = sorted(n + "/" if os.path.isdir(os.path.join(directory, n)) else n for n in os.listdir(directory))
+    links = "".join(f'<li><a href="{quote(n)}">{n}</a></li>' for n in names)
+    return f"<!DOCTYPE html><html><body><ul>{links}</ul></body></html>".encode()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import MetadataError, NodeNotFoundError, StoreError
+from ..metadata.n5 import N5_DOCUMENT, is_n5_container, is_n5_path
 from ..metadata.nodes import NodeMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.parsed_cache import parse_v3_cached
@@ -171,6 +172,18 @@ def _update_consolidated(store: Store, path: str, metadata: NodeMetadata, create
         store.set(key, dumps(doc))
 
 
+def _in_n5_container(store: Store) -> bool:
+    """Whether the store is an N5 container (its root ``attributes.json`` or its location says so)."""
+    try:
+        blob = store.get(N5_DOCUMENT)
+        doc = None if blob is None else json.loads(blob)
+    except StoreError:  # (a store that takes only Zarr's keys)
+        return is_n5_path(store.url)
+    except (UnicodeDecodeError, ValueError):
+        doc = None
+    return is_n5_container(doc, store.url)
+
+
 def dumps(doc: Any) -> bytes:
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
@@ -179,9 +192,11 @@ def explain_missing(store: Store, path: str, zarr_format: int | None = None,
                     create_hint: str | None = None) -> NodeNotFoundError:
     """The error for "no node at ``path``", telling the cases apart: a node of the other
     Zarr version than ``zarr_format`` asked for, a missing path, a plain file, an empty
-    directory, or a location holding other things but no Zarr metadata. ``create_hint``
-    (how the caller's function creates a node) is added where creating one would work.
-    Costs one batched read and one listing (only on this error path)."""
+    directory, or a location holding other things but no Zarr metadata, or in a remote N5
+    container, nothing listed (a group without attributes.json is found only by listing).
+    ``create_hint`` (how the caller's function creates a node) is added where creating one
+    would work. Costs one batched read and one listing (only on this error path; one read
+    more where a remote store lists nothing)."""
     where = f"no array or group at {path or '<root>'!r} in {store!r}"
     if zarr_format in (2, 3):
         other = 2 if zarr_format == 3 else 3
@@ -206,6 +221,9 @@ def explain_missing(store: Store, path: str, zarr_format: int | None = None,
         reason = f"the path {local!r} does not exist"
     elif local is not None:
         reason = f"{local!r} is an empty directory"
+    elif path and _in_n5_container(store):
+        reason = ("nothing is listed under it (an N5 group without attributes.json is found only by listing; a "
+                  "store that cannot list, such as an HTTP server without directory indexes, hides it)")
     else:
         reason = "nothing is stored under it"
     return NodeNotFoundError(f"{where}: {reason}" + (f"; {create_hint}" if create_hint else ""))
