@@ -279,18 +279,21 @@ _ZSTD_07_MAGIC = (0xFD2FB527).to_bytes(4, "little")
 def _blosc_cause(data: Data) -> str:
     """Why blosc refused a buffer, where its header tells: a compressor this c-blosc was built
     without (snappy), or a first block holding a zstd 0.7 frame (c-blosc 1.10, as zarr 1.1.0
-    bundled it, wrote zstd's pre-1.0 format, which today's cannot decode)."""
+    bundled it, wrote zstd's pre-1.0 format, which today's cannot decode), and which
+    libraries still decode it (measured: tests/metadata/test_old_formats.py)."""
     head = bytes(data[:20])
     if len(head) < 20 or head[2] & 0x02:  # memcpyed: no compressor ran
         return ""
     code = head[2] >> 5
     name = _BLOSC_FORMATS[code] if code < len(_BLOSC_FORMATS) else f"compressor code {code}"
     if name not in _blosc.list_compressors():
-        return f": its blocks are {name}-compressed, which this c-blosc (numcodecs') was built without"
+        return (f": its blocks are {name}-compressed, which this c-blosc (numcodecs') was built without"
+                + (" (imagecodecs.blosc_decode, whose c-blosc has snappy, decodes it)" if name == "snappy" else ""))
     start = int.from_bytes(head[16:20], "little")  # the first block; its first split: a 4-byte size, the frame
     if name == "zstd" and bytes(data[start + 4: start + 8]) == _ZSTD_07_MAGIC:
         return (": its zstd data is in zstd 0.7's pre-1.0 format (c-blosc 1.10, as zarr 1.1.0 bundled it), which "
-                "today's c-blosc cannot decode")
+                "numcodecs' c-blosc cannot decode (imagecodecs.blosc_decode and blosc2.decompress, built with zstd's "
+                "legacy decoders, do)")
     return ""
 
 
