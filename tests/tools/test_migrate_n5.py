@@ -265,3 +265,23 @@ def test_cli_migrates_n5_to_a_target(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "migrated 3 node(s)" in done.stdout
     _assert_read_by_all(tmp_path / "out.zarr" / "g" / "vol", want)
+
+
+def test_an_interrupted_migrate_is_resumed(tmp_path, monkeypatch):
+    """copy's record (written before the first byte, deleted after the last) stays when the
+    writes stop; migrate run again redoes the copy into the same target."""
+    import zarrdask.tools.copy as copy_module
+
+    want = _container(tmp_path / "in.n5", _values("float32", (7, 5, 3)), {"type": "gzip"})
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(copy_module, "run_writes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        zarrdask.migrate(tmp_path / "in.n5", target=tmp_path / "out.zarr")
+    assert list((tmp_path / "out.zarr").rglob(".zarrdask-writes/*.json"))
+    monkeypatch.undo()
+    zarrdask.migrate(tmp_path / "in.n5", target=tmp_path / "out.zarr")
+    assert not list((tmp_path / "out.zarr").rglob(".zarrdask-writes/*.json"))
+    _assert_read_by_all(tmp_path / "out.zarr" / "g" / "vol", want)
