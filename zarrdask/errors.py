@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "ZarrdaskError",
+    "InvalidTypeError",
     "MetadataError",
     "Problem",
     "UnknownExtensionError",
@@ -207,7 +208,12 @@ class BoundsError(SelectionError):
 
 
 class InvalidValueError(ZarrdaskError, ValueError):
-    """Values that cannot be converted to the array's data type."""
+    """A value the call cannot take: values the array's data type cannot hold, an argument
+    out of its range."""
+
+
+class InvalidTypeError(ZarrdaskError, TypeError):
+    """A value of the wrong type passed to the public API (a number where a path goes, ...)."""
 
 
 class ShapeMismatchError(ZarrdaskError, ValueError):

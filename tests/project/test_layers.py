@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "zarrdask"
 #: Layers from the bottom up; a module's layer is the first entry its dotted name starts
 #: with (the longest prefix wins). Modules of one layer may import each other (no cycles).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("zarrdask.errors", "zarrdask.keywords", "zarrdask.compat"),
+    ("zarrdask.errors", "zarrdask.keywords", "zarrdask.arguments", "zarrdask.compat"),
     ("zarrdask.compat.icechunk", "zarrdask.compat.fsspec", "zarrdask.compat.zarr_python", "zarrdask.storage"),
     ("zarrdask.metadata",),
     ("zarrdask.indexing",),

@@ -20,6 +20,7 @@ from dask.array.core import PerformanceWarning, normalize_chunks
 from dask.base import tokenize
 from dask.utils import parse_bytes
 
+from .. import arguments
 from ..compat.dask import named_from_array
 from ..api.openers import array_at
 from ..nodes.array import Array
@@ -90,6 +91,8 @@ def from_zarr(
     check_shared(FUNCTION, array.store)
     block_chunks = read_chunks(array, chunks)
     reader = BlockReader(array)
+    name = name if isinstance(name, bool) or name is None else arguments.text(FUNCTION, "name", name)
+    inline_array = arguments.flag(FUNCTION, "inline_array", inline_array)
     if name is None or name is True:
         # inline_array=False names another graph (query planning caches expressions by name)
         token = tokenize(reader, block_chunks) if inline_array else tokenize(reader, block_chunks, "original")
@@ -145,7 +148,16 @@ def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]
         limit = parse_bytes(dask.config.get("array.chunk-size"))
         return auto_read_chunks(array.shape, grid, array.dtype.itemsize, limit)
     unit = tuple(max(axis.extents()) for axis in grid)
-    block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=unit)
+    try:
+        block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=unit)
+    except (TypeError, ValueError, ZeroDivisionError) as exc:  # (dask's parser)
+        raise ShapeMismatchError(f"{FUNCTION}(): chunks={chunks!r} is not a chunk shape for an array of shape "
+                                 f"{array.shape} ({exc}); pass dask's forms: an int, a tuple such as "
+                                 f"{unit}, 'auto', a size such as '64 MiB', or one tuple of block sizes per axis")
+    if any(not isinstance(c, (int, np.integer)) or c <= 0 and n for axis, n in zip(block_chunks, array.shape)
+           for c in axis):
+        raise ShapeMismatchError(f"{FUNCTION}(): chunks={chunks!r} gives blocks {block_chunks}: expected positive "
+                                 f"integers such as {unit}")
     cut = cut_axes(block_chunks, grid)
     if cut:
         kind = "shards" if array.shards is not None else "chunks"

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..api.openers import open as open_node
 from ..nodes.group import Group
+from .. import arguments
 from ..door import Resolved, resolve
 from ..errors import ArrayNotFoundError, InvalidModeError
 
@@ -23,7 +24,8 @@ _MAX_LISTED = 20  # arrays named in the error for a group given where an array i
 def node_path(function: str, **aliases: str | None) -> str | None:
     """The one node path given under dask's and zarrdask's names (``component``, ``path``,
     to_zarr's ``name``): refuses two different ones."""
-    given = {k: v.strip("/") for k, v in aliases.items() if v is not None}
+    given = {k: v.strip("/") for k, v in ((k, arguments.text(function, k, v)) for k, v in aliases.items())
+             if v is not None}
     values = set(given.values())
     if len(values) > 1:
         named = ", ".join(f"{k}={v!r}" for k, v in given.items())

@@ -25,7 +25,9 @@ from ..nodes.array import Array
 from ..nodes.block_reader import BlockReader
 from ..nodes.create import create_array
 from ..door import Resolved, opened_node
-from ..errors import ContainsNodeError, InvalidModeError, NodeNotFoundError, ShapeMismatchError, ZarrdaskError
+from .. import arguments
+from ..errors import (ContainsNodeError, InvalidModeError, InvalidTypeError, NodeNotFoundError, ShapeMismatchError,
+                      ZarrdaskError)
 from ..metadata.grid import cut_at_lines
 from ..plan import WritePlanSummary, make_write_plan, normalize_region
 from ..storage.records import WriteRecord, keeps_records
@@ -331,7 +333,11 @@ def _known_sizes(function: str, x: da.Array | np.ndarray) -> da.Array | np.ndarr
     """``x`` as a dask or numpy array whose every block has a known size (a write places
     every block), else the error dask gives such arrays, with its fix."""
     if not isinstance(x, da.Array):
-        return np.asarray(x)
+        values = np.asarray(x)
+        if values.dtype == object and values.ndim == 0 and not isinstance(x, np.ndarray):
+            raise InvalidTypeError(f"{function}(): expected a dask or numpy array (or a nested list of values) "
+                                   f"to write, got {type(x).__name__} {x!r:.80}")
+        return values
     if any(math.isnan(n) for n in x.shape):
         raise ShapeMismatchError(
             f"{function}(): the dask array has unknown chunk sizes (shape {x.shape}), as after a boolean mask "
@@ -371,7 +377,7 @@ def _prepare_target(
         raise InvalidModeError(f"{FUNCTION}(): zarr_read_kwargs apply when an existing array is opened; "
                                f"mode={mode!r} creates one: pass them as array keywords")
     create = dict(given.create)
-    shape = tuple(create.pop("shape", x.shape))
+    shape = arguments.shape(FUNCTION, "shape", create.pop("shape", x.shape))
     if shape != tuple(x.shape):
         raise ShapeMismatchError(f"{FUNCTION}(): shape={shape} given for data of shape {tuple(x.shape)}")
     chunks = create.pop("chunks", None)
@@ -443,6 +449,8 @@ def _node_exists(location: Resolved) -> bool:
 def _default_chunks(x: da.Array | np.ndarray, shards: Sequence[int] | None) -> tuple[int, ...] | None:
     """Chunks for a new array: the largest dask block (dask's choice) when it divides the shards, else
     the shards themselves; ``None`` (the core's default) for in-memory data without shards."""
+    if shards is not None and not (isinstance(shards, (tuple, list)) and all(isinstance(s, int) for s in shards)):
+        shards = None  # (not a shard shape: create_array says what it takes)
     if not isinstance(x, da.Array):
         return None if shards is None else tuple(shards)
     block = tuple(max(1, *c) for c in x.chunks)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from .. import arguments
 from ..errors import InvalidModeError, NodeNotFoundError
 from ..storage import open_store
 from ..storage.base import Store, join_path, node_path
@@ -52,6 +53,8 @@ def resolve(function: str, given: Any, *, path: str | None = None, mode: str = "
     one is a ``missing`` error (never created over). ``consolidated=False``: a group's
     consolidated metadata is left out. ``keyword``: the caller's name for the node path
     (``component`` in dask's functions), for messages. ``function`` names the caller."""
+    path = arguments.text(function, keyword, path)
+    storage_options = arguments.options(function, "storage_options", storage_options)
     if isinstance(given, Resolved) and (path is None or node_path(path) == given.path):  # resolved already
         if mode == "r" and not given.store.read_only:
             return replace(given, store=open_store(given.store, mode="r"))

@@ -15,9 +15,11 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from ..metadata.dtypes import DataType, as_numpy_dtype, data_type_from_numpy, parse_dtype_v2
+from .. import arguments
 from ..errors import (
     ContainsNodeError,
     InvalidModeError,
+    InvalidTypeError,
     MetadataError,
     Problem,
     ShapeMismatchError,
@@ -30,7 +32,7 @@ from ..metadata.extension import NamedConfig, parse_named_config
 from ..metadata.nodes import ArrayMetadata, GroupMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
-from ..door import resolve
+from ..door.resolve import resolve
 from ..storage.base import Store, join_path, new_node_path, node_path
 from .array import Array, ArrayOptions
 from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config, split_array_keywords
@@ -60,10 +62,11 @@ OVERWRITE_HINT = "pass overwrite=True to replace it"
 
 
 def _shape(value: Any, name: str) -> tuple[int, ...]:
-    shape = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if any(not isinstance(s, (int, np.integer)) or s < 0 for s in shape):
-        raise ShapeMismatchError(f"{name} must be non-negative integers, got {value!r}")
-    return tuple(int(s) for s in shape)
+    return arguments.shape("", name, value)
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    return arguments.options("", "attributes", value, "{'units': 'K'}") or {}
 
 
 def _auto_chunks(shape: tuple[int, ...], itemsize: int, limit: int = _AUTO_CHUNK_BYTES,
@@ -98,6 +101,9 @@ def _chunks(value: Any, shape: tuple[int, ...], itemsize: int, name: str = "chun
         return _auto_chunks(shape, itemsize)
     if value is False:
         return tuple(max(1, s) for s in shape)
+    if not isinstance(value, (int, np.integer, Sequence)) or isinstance(value, (str, bytes)):
+        raise InvalidTypeError(f"{name}= expects an int, a tuple of ints such as (100, 100), 'auto', True or "
+                               f"False, got {type(value).__name__} {value!r}")
     chunks = (int(value),) * len(shape) if isinstance(value, (int, np.integer)) else tuple(value)
     if len(chunks) == len(shape):
         chunks = tuple(max(1, s) if c is None or (isinstance(c, (int, np.integer)) and not isinstance(c, bool)
@@ -172,8 +178,8 @@ def _prepare(store: Store, path: str, overwrite: bool, zarr_format: int, exists_
 def _new_group(store: Store, zarr_format: int, attributes: Mapping[str, Any]) -> GroupMetadata:
     """A new group's metadata: N5's in an N5 container (a location ending ``.n5``)."""
     if zarr_format == 2:
-        return GroupMetadataV2(attributes=dict(attributes))
-    return (GroupMetadataN5 if is_n5_path(store.url) else GroupMetadataV3)(attributes=dict(attributes))
+        return GroupMetadataV2(attributes=_attributes(attributes))
+    return (GroupMetadataN5 if is_n5_path(store.url) else GroupMetadataV3)(attributes=_attributes(attributes))
 
 
 def _zarr_format(value: Any) -> int:
@@ -346,7 +352,7 @@ def _metadata_v3(shape: tuple[int, ...], dtype: Any, chunks: Any, shards: Any, f
     return ArrayMetadataV3(
         shape=shape, data_type=dt, chunk_grid=RegularChunkGrid(shard_shape or inner),
         chunk_key_encoding=_key_encoding(chunk_key_encoding, 3), fill_value=dt.cast_fill(fill_value),
-        codecs=_named(chain, "codecs"), attributes=dict(attributes or {}),
+        codecs=_named(chain, "codecs"), attributes=_attributes(attributes),
         dimension_names=tuple(dimension_names) if dimension_names is not None else None,
     )
 
@@ -379,7 +385,7 @@ def _rectilinear_v3(shape: tuple[int, ...], dt: DataType, chunks: Any, shards: A
     return ArrayMetadataV3(
         shape=shape, data_type=dt, chunk_grid=RectilinearChunkGrid.from_extents(extents),
         chunk_key_encoding=_key_encoding(chunk_key_encoding, 3), fill_value=dt.cast_fill(fill_value),
-        codecs=_named(chain, "codecs"), attributes=dict(attributes or {}),
+        codecs=_named(chain, "codecs"), attributes=_attributes(attributes),
         dimension_names=tuple(dimension_names) if dimension_names is not None else None,
     )
 
@@ -403,7 +409,7 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     compressor_list = [_ZSTD_V2] if compressors == "auto" else [codec_json_v2(c, ("compressors", i)) for i, c in enumerate(as_list(compressors))]
     if len(compressor_list) > 1:
         raise MetadataError("Zarr v2 stores at most one compressor")
-    attrs = dict(attributes or {})
+    attrs = _attributes(attributes)
     _check_dimension_names(dimension_names, shape)
     if dimension_names is not None:
         attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Union
 
-from ..errors import ShapeMismatchError
+from ..errors import InvalidTypeError, ShapeMismatchError
 
 __all__ = ["KEEP", "ArrayShape", "ShapeSpec", "check_spec", "check_fits", "check_multiples", "fit_shards", "matches", "resolve"]
 
@@ -26,8 +26,11 @@ def check_spec(name: str, spec: Any) -> ShapeSpec:
     that can apply to no array (sizes other than -1 or positive) is refused."""
     if isinstance(spec, int) and not isinstance(spec, bool):
         spec = (spec,)
-    if isinstance(spec, str) or spec is None:
+    if spec is None or spec == KEEP:
         return spec
+    if isinstance(spec, (str, bytes)) or not isinstance(spec, (Mapping, Sequence)):
+        raise InvalidTypeError(f"zarrdask.copy(): {name}={spec!r} is not a shape: pass {KEEP!r}, sizes such as "
+                               f"(64, 64) (-1: the whole dimension), {{dimension name: size}}, or None")
     sizes = list(spec.values()) if isinstance(spec, Mapping) else list(spec)
     bad = [s for s in sizes if not isinstance(s, int) or isinstance(s, bool) or (s < 1 and s != -1)]
     if bad or not sizes:

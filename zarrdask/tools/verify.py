@@ -27,7 +27,8 @@ from ..nodes.group import consolidate_metadata
 from ..door.node_io import NodeMetadata, parse_node_documents, read_node
 from ..runtime.progress import ProgressBar, counted
 from ..nodes.units import StoredUnits
-from ..errors import InvalidValueError, MetadataError, NodeNotFoundError
+from .. import arguments
+from ..errors import MetadataError, NodeNotFoundError
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
@@ -109,10 +110,12 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     this many stored chunks per array, chosen at random (metadata, key and consolidated
     checks stay complete); ``progress``: a bar while chunks are read (a widget in Jupyter, stderr in a
     terminal, nothing in a file or pipe)."""
-    if sample is not None and sample < 0:
-        raise InvalidValueError(f"sample={sample!r}: expected a number of chunks, 0 or more")
-    s = resolve("zarrdask.verify", store, mode="a" if fix else "r", storage_options=storage_options, read=False).store
-    path = path.strip("/")
+    function = "zarrdask.verify"
+    if sample is not None:
+        sample = arguments.count(function, "sample", sample)
+    progress, fix = arguments.flag(function, "progress", progress), arguments.flag(function, "fix", fix)
+    path = (arguments.text(function, "path", path) or "").strip("/")
+    s = resolve(function, store, mode="a" if fix else "r", storage_options=storage_options, read=False).store
     if next(iter(s.list_prefix(path)), None) is None:
         raise NodeNotFoundError(f"no array or group at {path or '<root>'!r} in {s!r}: nothing is stored there")
     report = VerifyReport(s.url)
