@@ -198,3 +198,18 @@ def test_v2_default_compressors_are_zarr_pythons_and_xarrays(tmp_path, dtype):
     data.zarrdask.to_zarr(tmp_path / "zarrdask.zarr", zarr_format=2, mode="w")
     assert ours(zarrdask.open_array(tmp_path / "zarrdask.zarr", path="a")) == config(
         zarr.open_array(tmp_path / "xarray.zarr", path="a"))
+
+
+def test_a_missing_node_on_a_server_offers_no_way_to_create_it(tmp_path):
+    """Over HTTP nothing can be written, so the not-found error offers no mode='a' (it does
+    on a store that can be written)."""
+    from _http import LoopbackServer
+
+    zarrdask.create_group(tmp_path / "g.zarr")
+    with LoopbackServer(root=str(tmp_path)) as server:
+        for call in (zarrdask.open_group, zarrdask.open_array):
+            with pytest.raises(NodeNotFoundError) as info:
+                call(f"{server.url}/g.zarr", path="nope", mode="r")
+            assert "mode='a'" not in str(info.value) and "nope" in str(info.value), info.value
+    with pytest.raises(NodeNotFoundError, match="mode='a'"):
+        zarrdask.open_group(tmp_path / "g.zarr", path="nope", mode="r")

@@ -197,6 +197,12 @@ class ReadableStoreTests:
         assert store.supports_deletes is self.expect_deletes
         assert open_store(store, mode="r").supports_deletes is store.supports_deletes
 
+    def test_supports_writes(self, store: Store) -> None:
+        """Whether the store can be written when opened for writing (every store here; an
+        HTTP server cannot, see test_open_store_dispatch); wrappers say what their inner says."""
+        assert store.supports_writes is True
+        assert open_store(store, mode="r").supports_writes is store.supports_writes
+
     def test_cache_identity(self, store: Store) -> None:
         """What names the contents for the decoded-chunk cache: hashable, the same for an
         equal store, and not another store's; None where the URL may not name them."""
@@ -739,7 +745,7 @@ CONTRACT = {
     "delete_many": "test_delete", "delete_prefix": "test_delete_prefix", "read_only": "test_read_only",
     "writes_parts": "test_set_parts", "is_local": "test_is_local", "url": "test_identity",
     "reach": "test_reach", "guard": "test_guard", "update": "test_update", "held_in": "test_held_in",
-    "supports_deletes": "test_supports_deletes",
+    "supports_deletes": "test_supports_deletes", "supports_writes": "test_supports_writes",
     "identity": "test_cache_identity", "file_of": "test_file_of",
 }
 STORE_CLASSES = [
@@ -769,7 +775,7 @@ def test_open_store_dispatch(tmp_path) -> None:
     assert isinstance(open_store("memory://x"), MemoryStore) and open_store("memory://x").read_only
     assert isinstance(open_store("memory://x", storage_options={"skip_instance_cache": True}), FsspecStore)
     http = open_store("http://127.0.0.1:9/data", mode="a")
-    assert isinstance(http, FsspecStore) and http.read_only
+    assert isinstance(http, FsspecStore) and http.read_only and not http.supports_writes
     with pytest.raises(ValueError, match="mode"):
         open_store(tmp_path, mode="x")
     with pytest.raises(InvalidStoreError):

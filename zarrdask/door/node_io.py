@@ -226,4 +226,5 @@ def explain_missing(store: Store, path: str, zarr_format: int | None = None,
                   "store that cannot list, such as an HTTP server without directory indexes, hides it)")
     else:
         reason = "nothing is stored under it"
-    return NodeNotFoundError(f"{where}: {reason}" + (f"; {create_hint}" if create_hint else ""))
+    offered = create_hint and store.supports_writes  # (no hint to create where nothing can be written)
+    return NodeNotFoundError(f"{where}: {reason}" + (f"; {create_hint}" if offered else ""))

@@ -184,6 +184,9 @@ class Store(ABC):
     #: only ever added to), so that what a write leaves behind for a while (its record) is
     #: kept only where it can be taken away
     supports_deletes: bool = True
+    #: whether the store can be written when opened for writing (zarr-python's name; an HTTP
+    #: server: False), so that a hint to create a node is offered only where it can work
+    supports_writes: bool = True
     #: True when ``_set`` accepts a list of buffers (and writes them without joining).
     writes_parts: bool = False
     #: True for stores in this process's memory or on local disk: a request costs microseconds,

@@ -121,7 +121,8 @@ class FsspecStore(StreamedReads, Store):
         self._async = bool(getattr(fs, "async_impl", False)) and not self._local
         self._link = link_to(self.url) if self._async else None
         self._requests = Requests(concurrency, self.retry, self._link)
-        self.read_only = read_only or bool({"http", "https"} & set(protocols))
+        self.supports_writes = not {"http", "https"} & set(protocols)
+        self.read_only = read_only or not self.supports_writes
         self._disk = LocalStore(root) if self._local else None
         self._s3 = s3_call(fs) if self._async else None
         files = memory_files(fs)

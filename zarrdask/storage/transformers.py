@@ -66,6 +66,7 @@ class WrapperStore(Store):
         self.guard = inner.guard
         self.held_in = inner.held_in
         self.supports_deletes = inner.supports_deletes
+        self.supports_writes = inner.supports_writes
 
     def _update(self, keys: list[str]) -> Update:
         return InnerUpdate(self, keys)

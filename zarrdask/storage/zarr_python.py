@@ -87,6 +87,7 @@ class ZarrPythonStore(StreamedReads, Store):
         self.forked = forked
         self.read_only = bool(getattr(inner, "read_only", False))
         self.supports_deletes = bool(getattr(inner, "supports_deletes", True))
+        self.supports_writes = bool(getattr(inner, "supports_writes", True))
         self._requests = Requests(concurrency, None)
         store_module = _zarr_module("zarr.abc.store")
         self._range, self._offset, self._suffix = (
