@@ -203,3 +203,27 @@ def test_not_a_store(tmp_path: Path) -> None:
     (tmp_path / "stray.txt").write_text("x")  # keys, but no node: a problem found
     result = cli("verify", str(tmp_path))
     assert result.returncode == 1 and "no Zarr array or group" in result.stdout
+
+
+@pytest.mark.parametrize("old", ["v1", "draft", "n5"])
+def test_an_older_format_is_refused_by_name_not_reported_as_orphans(old, tmp_path):
+    """verify checks Zarr v2 and v3; an older format's keys are none of theirs, so it was
+    reported as every key an orphan. It is refused, naming the format and migrate."""
+    import shutil
+
+    from zarrdask.errors import InvalidModeError
+
+    data = Path(__file__).resolve().parents[1] / "data" / "old_formats"
+    if old == "v1":
+        store = data / "v1" / "dtype_float32be"
+    elif old == "draft":
+        store = data / "v3draft" / "store.zr3"
+    else:
+        store = tmp_path / "c.n5"
+        zarrdask.create_array(store, shape=(4, 6), dtype="i2", chunks=(2, 3))[...] = np.arange(24).reshape(4, 6)
+    with pytest.raises(InvalidModeError, match=r"(Zarr v1|v3\.0 draft|N5).*which verify does not check.*migrate"):
+        zarrdask.verify(store)
+    if old == "v1":  # the fix it names works
+        shutil.copytree(store, tmp_path / "v1")
+        zarrdask.migrate(tmp_path / "v1")
+        assert zarrdask.verify(tmp_path / "v1").ok

@@ -24,11 +24,11 @@ from typing import Any
 from ..nodes.array import Array
 from ..runtime.executor import run_all
 from ..nodes.group import consolidate_metadata
-from ..door.node_io import NodeMetadata, parse_node_documents, read_node
+from ..door.node_io import NodeMetadata, parse_node_documents, read_node, read_nodes
 from ..runtime.progress import ProgressBar, counted
 from ..nodes.units import StoredUnits
 from .. import arguments
-from ..errors import MetadataError, NodeNotFoundError
+from ..errors import InvalidModeError, MetadataError, NodeNotFoundError, ZarrdaskError
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
@@ -116,6 +116,15 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     progress, fix = arguments.flag(function, "progress", progress), arguments.flag(function, "fix", fix)
     path = (arguments.text(function, "path", path) or "").strip("/")
     s = resolve(function, store, mode="a" if fix else "r", storage_options=storage_options, read=False).store
+    try:
+        old = read_nodes(s, [path])[0]
+    except ZarrdaskError:  # (broken metadata: the walk below reports it)
+        old = None
+    if old is not None and old.source_format is not None:  # (its keys are not Zarr v2/v3's: every one an orphan)
+        raise InvalidModeError(
+            f"{function}(): {path or '<root>'!r} in {s!r} is {old.source_format}, which verify does not check (it "
+            f"checks Zarr v2 and v3 stores); zarrdask reads it as it is, and zarrdask.migrate(store) writes it as "
+            f"Zarr v3, which verify checks (in place; into target=<a new store> for the v3.0 draft and N5)")
     if next(iter(s.list_prefix(path)), None) is None:
         raise NodeNotFoundError(f"no array or group at {path or '<root>'!r} in {s!r}: nothing is stored there")
     report = VerifyReport(s.url)
