@@ -20,7 +20,7 @@ import sys
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import zstandard
@@ -263,50 +263,87 @@ def _lzma(format: int, filters: Any) -> Callable[[Data, int | None], bytes]:
 
 
 def blosc(data: Data, expected: int | None) -> Data:
-    """A blosc buffer: its header's sizes must match the buffer and ``expected`` first."""
+    """A blosc buffer: its header's sizes must match the buffer and ``expected`` first; one in
+    a legacy format numcodecs' c-blosc cannot decode goes to imagecodecs (:func:`_blosc_refused`)."""
     _blosc_header(data, expected)
     try:
         decoded: Data = _blosc.decompress(data)
     except (RuntimeError, ValueError) as exc:
-        raise CorruptChunkError(f"blosc: cannot decompress ({exc}){_blosc_cause(data)}") from exc
+        return _blosc_refused(data, exc)
     return decoded
 
 
 _BLOSC_FORMATS = ("blosclz", "lz4", "snappy", "zlib", "zstd")  # by a header's compressor code (flags >> 5)
 _ZSTD_07_MAGIC = (0xFD2FB527).to_bytes(4, "little")
+#: the formats zarr 1.1.0's c-blosc 1.10 wrote that numcodecs' c-blosc cannot decode, and why;
+#: imagecodecs' c-blosc (snappy, zstd's legacy decoders) decodes them (the ``legacy`` extra)
+_LEGACY = {
+    "snappy": "its blocks are snappy-compressed, which numcodecs' c-blosc was built without",
+    "zstd 0.7": "its zstd data is in zstd 0.7's pre-1.0 format (c-blosc 1.10, as zarr 1.1.0 bundled it), which "
+                "numcodecs' c-blosc cannot decode",
+}
 
 
-def _blosc_cause(data: Data) -> str:
-    """Why blosc refused a buffer, where its header tells: a compressor this c-blosc was built
-    without (snappy), or a first block holding a zstd 0.7 frame (c-blosc 1.10, as zarr 1.1.0
-    bundled it, wrote zstd's pre-1.0 format, which today's cannot decode), and which
-    libraries still decode it (measured: tests/metadata/test_old_formats.py)."""
+def _blosc_format(data: Data) -> str:
+    """What compressed a blosc buffer's blocks, as its header tells: a name of
+    ``_BLOSC_FORMATS`` (``compressor code N`` for another code), ``zstd 0.7`` for a first
+    block holding a pre-1.0 zstd frame, "" for a buffer stored uncompressed (memcpyed) or
+    too short to tell."""
     head = bytes(data[:20])
     if len(head) < 20 or head[2] & 0x02:  # memcpyed: no compressor ran
         return ""
     code = head[2] >> 5
     name = _BLOSC_FORMATS[code] if code < len(_BLOSC_FORMATS) else f"compressor code {code}"
-    if name not in _blosc.list_compressors():
-        return (f": its blocks are {name}-compressed, which this c-blosc (numcodecs') was built without"
-                + (" (imagecodecs.blosc_decode, whose c-blosc has snappy, decodes it)" if name == "snappy" else ""))
     start = int.from_bytes(head[16:20], "little")  # the first block; its first split: a 4-byte size, the frame
     if name == "zstd" and bytes(data[start + 4: start + 8]) == _ZSTD_07_MAGIC:
-        return (": its zstd data is in zstd 0.7's pre-1.0 format (c-blosc 1.10, as zarr 1.1.0 bundled it), which "
-                "numcodecs' c-blosc cannot decode (imagecodecs.blosc_decode and blosc2.decompress, built with zstd's "
-                "legacy decoders, do)")
-    return ""
+        return "zstd 0.7"
+    return name
+
+
+def _blosc_refused(data: Data, exc: Exception) -> Data:
+    """A buffer numcodecs' c-blosc refused (its header already checked): one in a legacy
+    format decoded by imagecodecs instead, else a CorruptChunkError naming the cause where
+    the header shows it (a compressor this c-blosc was built without)."""
+    refused = f"blosc: cannot decompress ({exc})"
+    fmt = _blosc_format(data)
+    if fmt in _LEGACY:
+        return _blosc_legacy(data, f"{refused}: {_LEGACY[fmt]}")
+    if fmt and fmt not in _blosc.list_compressors():
+        refused += f": its blocks are {fmt}-compressed, which this c-blosc (numcodecs') was built without"
+    raise CorruptChunkError(refused) from exc
+
+
+def _blosc_legacy(data: Data, refused: str) -> Data:
+    """A legacy blosc buffer decoded by ``imagecodecs.blosc_decode``, imported only here (an
+    optional dependency, the ``legacy`` extra), held to the size its header claims."""
+    try:
+        import imagecodecs
+    except ImportError:
+        fix = "to read it, install imagecodecs: pip install 'zarrdask[legacy]'"
+        raise CorruptChunkError(f"{refused}; {fix}") from None
+    claimed = int.from_bytes(bytes(data[4:8]), "little")
+    try:
+        decoded: Data = imagecodecs.blosc_decode(cast(bytes, data))  # (its stub leaves out memoryview, which it reads)
+    except (RuntimeError, ValueError) as exc:  # (imagecodecs.BloscError is a RuntimeError)
+        raise CorruptChunkError(f"{refused}; imagecodecs.blosc_decode cannot decompress it either ({exc})") from exc
+    if len(decoded) != claimed:
+        raise CorruptChunkError(f"{refused}; imagecodecs.blosc_decode decodes it to {len(decoded)} bytes, "
+                                f"the header claims {claimed}")
+    return decoded
 
 
 def blosc_into(buffers: Sequence[Data], outs: Sequence[memoryview]) -> None:
     """Blosc buffers decoded straight into theirs (``buffers[i]`` into ``outs[i]``), whose
-    sizes their headers must claim; a failure names its buffer as the error's ``item``."""
+    sizes their headers must claim, legacy formats as in :func:`blosc`; a failure names its
+    buffer as the error's ``item``."""
     for i, (data, out) in enumerate(zip(buffers, outs)):
         try:
             _blosc_header(data, len(out))
-            _blosc.decompress(data, out)
-        except (RuntimeError, ValueError) as exc:
-            if not isinstance(exc, CorruptChunkError):
-                exc = CorruptChunkError(f"blosc: cannot decompress ({exc}){_blosc_cause(data)}")
+            try:
+                _blosc.decompress(data, out)
+            except (RuntimeError, ValueError) as exc:
+                out[:] = _blosc_refused(data, exc)
+        except CorruptChunkError as exc:
             raise exc.at(i) from None
 
 
