@@ -145,11 +145,21 @@ def test_v1_legacy_blosc_decodes_to_the_header_size_or_is_refused(path, monkeypa
         decompress.blosc(data, size)
 
 
-def test_a_v1_snappy_array_does_not_migrate(tmp_path):
-    shutil.copytree(DATA / "v1" / "layout_blosc_snappy_C", tmp_path / "a")
-    with pytest.raises(MetadataError, match="'snappy' is not compiled into this blosc"):
+@pytest.mark.parametrize("path", ["layout_blosc_snappy_C", "layout_blosc_snappy_F_3d"])
+def test_a_v1_snappy_array_does_not_migrate_but_copies_re_encoded(path, tmp_path):
+    """Migrate keeps the chunks, and a v3 blosc codec with cname snappy is one numcodecs (zarrdask's
+    c-blosc and zarr-python's) can neither write nor read: the error names the copy that
+    re-encodes the chunks (reading them through imagecodecs), and that copy reads bit-exact."""
+    shutil.copytree(DATA / "v1" / path, tmp_path / "a")
+    with pytest.raises(MetadataError, match=r"'snappy' is not compiled into this blosc; migrate keeps the chunks.*"
+                       r"zarrdask\.copy\(source, new_store, compressors='zstd', zarr_format=3\).*"
+                       r"imagecodecs \(pip install 'zarrdask\[legacy\]'\)$"):
         zarrdask.migrate(tmp_path / "a")
     assert (tmp_path / "a" / "meta").exists() and not (tmp_path / "a" / "zarr.json").exists()
+    zarrdask.copy(tmp_path / "a", tmp_path / "b", compressors="zstd", zarr_format=3)
+    want = expected("v1", next(e for e in V1["arrays"] if e["path"] == path))
+    assert_same(zarrdask.open_array(tmp_path / "b")[...], want)
+    _read_with_peers(tmp_path, "b", want)
 
 
 @pytest.mark.parametrize("entry", DRAFT["arrays"], ids=lambda e: e["path"])

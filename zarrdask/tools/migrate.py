@@ -14,7 +14,8 @@ masking xarray applied through the v2 ``fill_value`` is kept. Groups that held
 consolidated metadata hold it inline afterwards.
 
 The old formats (:mod:`zarrdask.tools.migrate_old`): a Zarr v1 array is migrated in place
-like a v2 array (its ``meta``/``attrs`` replaced); a v3.0-draft store needs ``target=``,
+like a v2 array (its ``meta``/``attrs`` replaced; one with blosc-snappy chunks is refused, the
+error naming the re-encoding copy instead); a v3.0-draft store needs ``target=``,
 a new store it is copied to. So does an N5 container (:mod:`zarrdask.tools.migrate_n5`),
 whose blocks are re-encoded as plain Zarr v3 on the way.
 
@@ -25,7 +26,7 @@ Everything is converted and checked before anything is written; then every
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..nodes.array import Array
@@ -131,5 +132,21 @@ def _convert(store: Store, path: str, meta: NodeMetadata) -> Any:
     key = join_path(path, ".zarray")
     doc = array_document(meta, key)
     new = parse_v3(doc, key=key)
-    Array(store, path, new)  # the chain builds for this chunk shape, or a MetadataError names the key
+    try:
+        Array(store, path, new)  # the chain builds for this chunk shape, or a MetadataError names the key
+    except MetadataError as exc:
+        compressor = meta.compressor or {}
+        if compressor.get("id") != "blosc" or compressor.get("cname") != "snappy":
+            raise
+        raise MetadataError([replace(p, message=p.message + _SNAPPY) if p.loc[-1:] == ("cname",) else p
+                             for p in exc.problems], exc.key) from None
     return new
+
+
+#: why a blosc-snappy array (zarr 1.x wrote them) is not migrated, and the way instead: its v3
+#: document would name a cname zarrdask's chain refuses (its c-blosc cannot write it) and
+#: zarr-python cannot read (numcodecs' c-blosc, -5); only TensorStore of the peers reads it (measured)
+_SNAPPY = ("; migrate keeps the chunks, and numcodecs' c-blosc (zarrdask's and zarr-python's) has no snappy to "
+           "write or read them: copy the array re-encoded instead, zarrdask.copy(source, new_store, "
+           "compressors='zstd', zarr_format=3) (`zarrdask copy SRC NEW --codecs zstd --zarr-format 3`), which "
+           "reads snappy-compressed chunks through imagecodecs (pip install 'zarrdask[legacy]')")
