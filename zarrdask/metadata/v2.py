@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
 from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
@@ -78,6 +78,13 @@ class ArrayMetadataV2:
 
     def evolve(self, **changes: Any) -> ArrayMetadataV2:
         return replace(self, **changes)
+
+    def as_plain(self) -> ArrayMetadataV2:
+        """This array as plain Zarr v2 metadata: an older format's (Zarr v1's) is the v2
+        array it reads as, whose documents can be written (a copy's)."""
+        if type(self) is ArrayMetadataV2:
+            return self
+        return ArrayMetadataV2(**{f.name: getattr(self, f.name) for f in fields(ArrayMetadataV2)})
 
     def to_json(self) -> dict[str, Any]:
         """The ``.zarray`` document."""

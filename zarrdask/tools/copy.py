@@ -155,7 +155,7 @@ def _copy_array(src: Store, dst: Store, array: Array, rel: str, meta: Any, step:
     computing to the changes to merge into ``dst``'s session, see
     :mod:`zarrdask.dask_io.transactions`)."""
     if step.bytes_copied:
-        if meta.zarr_format == array.zarr_format:
+        if meta.zarr_format == array.zarr_format and array.metadata.source_format is None:
             _copy_documents(src, dst, array.path, rel, _ARRAY_DOCS[meta.zarr_format])
         else:
             write_node(dst, rel, meta)

@@ -191,7 +191,7 @@ def _v2_from_v2(path: str, array: Array, options: Options) -> ArrayMetadataV2:
         if len(given) > 1:
             raise InvalidModeError(f"array {path!r}: Zarr v2 keeps one compressor, got {len(given)}; pass one")
         compressor = given[0] if given else None
-    return meta.evolve(chunk_shape=chunks, compressor=compressor)
+    return meta.evolve(chunk_shape=chunks, compressor=compressor).as_plain()
 
 
 def _v2_from_v3(path: str, array: Array, options: Options) -> ArrayMetadataV2:
