@@ -31,7 +31,7 @@ from ..errors import CorruptChunkError
 from .base import Frames, Slots
 from .zstd_frames import exact_frames
 
-__all__ = ["blosc", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into",
+__all__ = ["blosc", "blosc_format", "blosc_into", "for_numcodecs", "gzip", "into_for_numcodecs", "zstd", "zstd_into",
            "zstd_prefix_into"]
 
 Data = bytes | bytearray | memoryview
@@ -284,7 +284,7 @@ _LEGACY = {
 }
 
 
-def _blosc_format(data: Data) -> str:
+def blosc_format(data: Data) -> str:
     """What compressed a blosc buffer's blocks, as its header tells: a name of
     ``_BLOSC_FORMATS`` (``compressor code N`` for another code), ``zstd 0.7`` for a first
     block holding a pre-1.0 zstd frame, "" for a buffer stored uncompressed (memcpyed) or
@@ -305,7 +305,7 @@ def _blosc_refused(data: Data, exc: Exception) -> Data:
     format decoded by imagecodecs instead, else a CorruptChunkError naming the cause where
     the header shows it (a compressor this c-blosc was built without)."""
     refused = f"blosc: cannot decompress ({exc})"
-    fmt = _blosc_format(data)
+    fmt = blosc_format(data)
     if fmt in _LEGACY:
         return _blosc_legacy(data, f"{refused}: {_LEGACY[fmt]}")
     if fmt and fmt not in _blosc.list_compressors():

@@ -26,12 +26,14 @@ Everything is converted and checked before anything is written; then every
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..nodes.array import Array
 from ..nodes.group import walk
 from ..door.node_io import NodeMetadata, read_node
+from ..codecs.decompress import blosc_format
 from ..errors import InvalidModeError, MetadataError
 from ..metadata.n5 import SOURCE_FORMAT as N5_FORMAT
 from ..metadata.v2 import ArrayMetadataV2
@@ -130,6 +132,7 @@ def _convert(store: Store, path: str, meta: NodeMetadata) -> Any:
         return GroupMetadataV3(attributes=dict(meta.attributes))
     assert isinstance(meta, ArrayMetadataV2)
     key = join_path(path, ".zarray")
+    _check_zstd_07(store, path, meta)
     doc = array_document(meta, key)
     new = parse_v3(doc, key=key)
     try:
@@ -141,6 +144,26 @@ def _convert(store: Store, path: str, meta: NodeMetadata) -> Any:
         raise MetadataError([replace(p, message=p.message + _SNAPPY) if p.loc[-1:] == ("cname",) else p
                              for p in exc.problems], exc.key) from None
     return new
+
+
+_CHUNK_NAME = re.compile(r"\d+(?:\.\d+)*")  # a v1 chunk's key below its array
+
+
+def _check_zstd_07(store: Store, path: str, meta: ArrayMetadataV2) -> None:
+    """Refuse a v1 blosc-zstd array whose chunks hold zstd 0.7 frames (zarr 1.1.0's c-blosc
+    wrote them; its chunks all come from one writer, so one tells): migrate keeps the chunks,
+    and only zarrdask with its legacy extra reads them, zarr-python and TensorStore fail."""
+    compressor = meta.compressor or {}
+    if meta.source_format is None or compressor.get("id") != "blosc" or compressor.get("cname") != "zstd":
+        return
+    files, _ = store.list_dir(path)
+    chunk = next((join_path(path, name) for name in files if _CHUNK_NAME.fullmatch(name)), None)
+    if chunk is not None and blosc_format(store.get(chunk) or b"") == "zstd 0.7":
+        raise MetadataError(f"{join_path(path, 'meta')}: its blosc chunks hold zstd 0.7 frames (zarr 1.1.0's "
+                            "c-blosc), which migrate would keep and zarr-python and TensorStore cannot decode: copy "
+                            "the array re-encoded instead, zarrdask.copy(source, new_store, compressors='zstd', "
+                            "zarr_format=3) (`zarrdask copy SRC NEW --codecs zstd --zarr-format 3`), which reads them "
+                            "through imagecodecs (pip install 'zarrdask[legacy]')")
 
 
 #: why a blosc-snappy array (zarr 1.x wrote them) is not migrated, and the way instead: its v3
