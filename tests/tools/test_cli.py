@@ -129,3 +129,35 @@ def test_copy_v3_to_v2_round_trips(tmp_path: Path) -> None:
     source = corpus_dir() / "cases/xarray-climate-v3/data.zarr"
     assert cli("copy", str(source), str(tmp_path / "v2.zarr"), "--zarr-format", "2").returncode == 0
     xr.testing.assert_identical(_open(tmp_path / "v2.zarr", "zarr"), _open(source, "zarr"))
+
+
+@pytest.mark.s3
+def test_copy_and_migrate_take_storage_options_of_source_and_target(s3_endpoint, tmp_path, capsys):
+    """A target (or source) on an object store of its own endpoint, from the command line:
+    --storage-option applies to SRC, --target-storage-option to DST / --target."""
+    import json as _json
+    import uuid
+
+    from _s3 import BUCKET, s3_storage_options
+
+    from zarrdask.cli import main
+
+    options = s3_storage_options(s3_endpoint)
+    flags = [f"key={options['key']}", f"secret={options['secret']}",
+             "client_kwargs=" + _json.dumps(options["client_kwargs"])]
+    data = np.arange(60, dtype="i4").reshape(6, 10)
+    zarrdask.create_array(tmp_path / "a.zarr", shape=data.shape, dtype="i4", chunks=(3, 5))[...] = data
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex}/a.zarr"
+    assert main(["copy", str(tmp_path / "a.zarr"), url, *(a for f in flags for a in ("--target-storage-option", f)),
+                 "--no-progress"]) == 0
+    np.testing.assert_array_equal(zarrdask.open_array(url, storage_options=options)[...], data)
+    assert main(["copy", url, str(tmp_path / "back.zarr"), *(a for f in flags for a in ("--storage-option", f)),
+                 "--no-progress"]) == 0
+    np.testing.assert_array_equal(zarrdask.open_array(tmp_path / "back.zarr")[...], data)
+    n5 = tmp_path / "c.n5"
+    zarrdask.create_array(n5, shape=data.shape, dtype="i4", chunks=(3, 5))[...] = data
+    target = f"s3://{BUCKET}/{uuid.uuid4().hex}/c.zarr"
+    assert main(["migrate", str(n5), "--target", target,
+                 *(a for f in flags for a in ("--target-storage-option", f))]) == 0
+    np.testing.assert_array_equal(zarrdask.open_array(target, storage_options=options)[...], data)
+    capsys.readouterr()

@@ -17,10 +17,15 @@ class Subcommands(Protocol):
 def add_store_arguments(p: argparse.ArgumentParser, *, json_output: bool = True) -> None:
     p.add_argument("store", metavar="PATH", help="a local path or URL of the store (s3://, memory://, .zip, ...)")
     p.add_argument("--path", default="", help="the node inside the store (default: its root)")
-    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
-                   help="an fsspec storage option (JSON values), repeatable")
+    add_storage_option(p)
     if json_output:
         p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def add_storage_option(p: argparse.ArgumentParser, flag: str = "--storage-option", of: str = "") -> None:
+    """A repeatable ``KEY=VALUE`` fsspec storage option (of ``of``: the source, the target)."""
+    p.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", type=_key_value,
+                   help=f"an fsspec storage option{' of ' + of if of else ''} (JSON values), repeatable")
 
 
 def _key_value(text: str) -> tuple[str, Any]:
@@ -35,9 +40,10 @@ def _key_value(text: str) -> tuple[str, Any]:
         return key, value
 
 
-def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The ``--storage-option KEY=VALUE`` pairs as a dict (None: none given)."""
-    return dict(args.storage_option) or None
+def storage_options(args: argparse.Namespace, name: str = "storage_option") -> dict[str, Any] | None:
+    """The ``--storage-option KEY=VALUE`` pairs (or those of the option ``name``) as a dict
+    (None: none given)."""
+    return dict(getattr(args, name)) or None
 
 
 def count(text: str) -> int:

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from ._common import Subcommands, print_json, storage_options
+from ._common import Subcommands, add_storage_option, print_json, storage_options
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -23,6 +23,8 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument("source", metavar="SRC", help="the source store (path or URL)")
     p.add_argument("target", metavar="DST", help="the target store (path or URL); must be empty")
     p.add_argument("--path", default="", help="the node of SRC to copy (default: its root)")
+    add_storage_option(p, of="SRC")
+    add_storage_option(p, "--target-storage-option", of="DST")
     p.add_argument("--chunks", type=_shape, metavar="SPEC", default=argparse.SUPPRESS,
                    help="new chunks: '10,20,30' (arrays with that many dimensions), '64' (every dimension) or "
                         "'time=10,lat=90' (by dimension name); -1 is a whole dimension (write --chunks=-1)")
@@ -39,7 +41,7 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument("--json", action="store_true", help="the plan (--dry-run) or the copied arrays as JSON")
     p.add_argument("--scheduler", metavar="ADDRESS", help="a distributed scheduler to run on (tcp://host:port)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (drawn on stderr only when it is a terminal; none with --json either)")
-    p.set_defaults(run=run, storage_option=[])
+    p.set_defaults(run=run)
 
 
 def _sizes(text: str) -> list[int]:
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     kwargs = dict(path=args.path, zarr_format=args.zarr_format, overwrite=args.overwrite, dry_run=args.dry_run,
                   progress=not (args.no_progress or args.json), storage_options=storage_options(args),
+                  target_storage_options=storage_options(args, "target_storage_option"),
                   chunks=getattr(args, "chunks", KEEP), shards=getattr(args, "shards", KEEP),
                   compressors=getattr(args, "codecs", KEEP))
     if args.scheduler:

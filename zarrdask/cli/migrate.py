@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..tools.migrate import migrate
-from ._common import Subcommands, add_store_arguments, print_json, storage_options
+from ._common import Subcommands, add_storage_option, add_store_arguments, print_json, storage_options
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -24,12 +24,14 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument("--target", default=None,
                    help="an empty store to copy a v3.0-draft store or an N5 container to (their chunks cannot "
                         "stay where they are)")
+    add_storage_option(p, "--target-storage-option", of="--target")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     nodes = migrate(args.store, path=args.path, to=args.to, dry_run=args.dry_run,
-                    storage_options=storage_options(args), target=args.target)
+                    storage_options=storage_options(args), target=args.target,
+                    target_storage_options=storage_options(args, "target_storage_option"))
     if args.json or args.dry_run:
         print_json({"dry_run": args.dry_run,
                     "nodes": [{"key": n.key, "document": n.document, "removed": list(n.removed)} for n in nodes]})
