@@ -247,3 +247,19 @@ def test_a_v2_lzma_compressor_is_checksummed() -> None:
     raw = zarrdask.create_array(MemoryStore(), shape=(10,), dtype="int16", chunks=(5,), zarr_format=2,
                                 compressors=[numcodecs.LZMA(format=3, filters=[{"id": 3, "dist": 2}, {"id": 33}])])
     assert not raw.units.carries_checksum
+
+
+def test_nested_checksums_are_answered_where_every_chunk_keeps_them() -> None:
+    """conditional: a nested crc32c (a fixed size: applied to every chunk) is a checksum;
+    gzip's CRC is not (a chunk it would not shrink skips it). n5_default: N5's compression's
+    checksum (gzip's CRC-32, zlib's Adler-32); raw has none."""
+    def conditional(*codecs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": "conditional", "configuration": {"codecs": list(codecs)}}]
+
+    assert carries_checksum(conditional({"name": "zstd", "configuration": {"level": 1}}, {"name": "crc32c"}))
+    assert not carries_checksum(conditional({"name": "gzip", "configuration": {"level": 1}}))
+    assert not carries_checksum(conditional({"name": "nope"}))
+    n5 = [{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes", "configuration": {"endian": "big"}}]
+    assert carries_checksum([{"name": "n5_default", "configuration": {"codecs": [*n5, {"name": "gzip"}]}}])
+    assert carries_checksum([{"name": "n5_default", "configuration": {"codecs": [*n5, {"name": "numcodecs.zlib"}]}}])
+    assert not carries_checksum([{"name": "n5_default", "configuration": {"codecs": n5}}])

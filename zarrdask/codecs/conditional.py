@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import CorruptChunkError
+from ..errors import CorruptChunkError, ZarrdaskError
 from ..storage.base import Buffer
 from ._config import check_keys, config_error, get_int
 from .base import BytesBytesCodec, ChunkSpec, Codec, Loc, check_decoded_size
@@ -34,6 +34,19 @@ class ConditionalCodec(BytesBytesCodec):
         self.header_bits = header_bits
         bits = header_bits if header_bits is not None else -(-len(codecs) // 8) * 8
         self.header_bytes = bits // 8
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """When a nested codec keeps a checksum and is applied to every chunk: one that only
+        adds a fixed number of bytes (``crc32c``) always is; another (gzip's CRC) may be
+        skipped for a chunk it would not shrink, which then carries none."""
+        nested = configuration.get("codecs") or ()
+        try:
+            codecs = parse_codec_list(nested, ("codecs",), allow_empty=True)
+        except ZarrdaskError:
+            return False
+        return any(type(c).checksummed(c.to_json().get("configuration") or {}) and c.encoded_size(1) is not None
+                   for c in codecs if isinstance(c, BytesBytesCodec))
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> ConditionalCodec:

@@ -26,7 +26,7 @@ from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
 from .bytes import BytesCodec
 from .nested import parse_codec_list
 from .pipeline import CodecPipeline
-from .registry import register_codec
+from .registry import chain_checksummed, register_codec
 
 #: the data types N5 has
 _N5_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"}
@@ -39,6 +39,12 @@ class N5DefaultCodec(ArrayBytesCodec):
     def __init__(self, codecs: list[Codec]) -> None:
         self.codecs = list(codecs)
         self._pipelines: dict[tuple[int, ...], CodecPipeline] = {}
+
+    @classmethod
+    def checksummed(cls, configuration: Mapping[str, Any]) -> bool:
+        """When N5's compression keeps one (gzip's CRC-32, zlib's Adler-32): the block
+        header guards no data."""
+        return chain_checksummed(configuration.get("codecs") or ())
 
     @classmethod
     def from_config(cls, configuration: Mapping[str, Any], loc: Loc) -> N5DefaultCodec:
