@@ -59,9 +59,19 @@ def sample(dtype: np.dtype) -> np.ndarray:
 
 
 def assert_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """The same values, bit for bit (in native byte order). A mismatch names how many values
+    differ and the first one: pytest's own explanation of two unequal byte strings this long
+    (a diff) takes up to a minute, and every strict expected failure here computes one."""
     native = want.dtype.newbyteorder("=")
     assert got.shape == want.shape
-    assert np.asarray(got).astype(native).tobytes() == want.astype(native).tobytes()
+    g = np.ascontiguousarray(np.asarray(got).astype(native))
+    w = np.ascontiguousarray(want.astype(native))
+    if g.tobytes() != w.tobytes():
+        bad = np.flatnonzero((g.reshape(-1).view(np.uint8).reshape(g.size, -1)
+                              != w.reshape(-1).view(np.uint8).reshape(w.size, -1)).any(axis=1))
+        first = np.unravel_index(bad[0], want.shape)
+        raise AssertionError(f"{bad.size} of {w.size} values differ; the first at {tuple(map(int, first))}: "
+                             f"{g[first]!r}, not {w[first]!r}")
 
 
 def user_attrs(attrs: Any) -> dict[str, Any]:
