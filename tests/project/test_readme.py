@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -30,13 +31,44 @@ def test_readme_example(code: str, tmp_path: Path) -> None:
     _run_block(code, tmp_path)
 
 
+#: run in one fresh interpreter: each README block in a namespace of its own, in order, in
+#: the current directory (as a reader pastes them one after another)
+_ALL_BLOCKS = """
+import json, sys
+for code in json.loads(sys.stdin.read()):
+    exec(compile(code, "<README block>", "exec"), {"__name__": "__main__"})
+"""
+
+#: run in another fresh interpreter: each command line's arguments through the console
+#: script's function, zarrdask.cli.main (the script itself: tests/tools/test_cli.py);
+#: prints each line's exit code, stdout and stderr
+_ALL_LINES = """
+import contextlib, io, json, sys
+from zarrdask.cli import main
+results = []
+for argv in json.loads(sys.stdin.read()):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    results.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(results))
+"""
+
+
 def test_readme_command_lines(tmp_path: Path) -> None:
-    """The command-line examples run as written, after the Python examples made their stores."""
+    """The command-line examples run as written, after the Python examples made their stores
+    (the blocks in one interpreter, then the command lines in another: two processes, not
+    one per block and per line)."""
     assert {line.split()[1] for line in CLI_LINES} >= {"info", "tree", "verify", "migrate", "copy"}
-    for code in BLOCKS:
-        _run_block(code, tmp_path)
-    script = Path(sys.executable).with_name("zarrdask")
-    for line in CLI_LINES:
-        result = subprocess.run([str(script), *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True,
-                                timeout=300)
-        assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    blocks = subprocess.run([sys.executable, "-c", _ALL_BLOCKS], input=json.dumps(BLOCKS), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert blocks.returncode == 0, f"--- stderr ---\n{blocks.stderr}"
+    lines = subprocess.run([sys.executable, "-c", _ALL_LINES], input=json.dumps([line.split()[1:] for line in CLI_LINES]),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert lines.returncode == 0, lines.stderr
+    for line, (code, out, err) in zip(CLI_LINES, json.loads(lines.stdout.splitlines()[-1]), strict=True):
+        assert code == 0, f"{line}\n{out}\n{err}"
