@@ -13,3 +13,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # One moto S3 server for the whole session (moto's state is process-wide).
 from _s3 import s3_endpoint, s3_url  # noqa: E402, F401
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _end_command_line_processes():
+    """The processes a test module ran its command lines in (tests/_cli.py) end with it."""
+    yield
+    from _cli import CliProcess
+
+    CliProcess.close_all()

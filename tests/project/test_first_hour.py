@@ -13,6 +13,8 @@ import zarrdask
 from zarrdask.errors import NodeNotFoundError, ReadOnlyError, ShapeMismatchError, UnsupportedDataTypeError
 from zarrdask.storage import LocalStore
 
+from _cli import CliProcess
+
 
 def test_auto_shards_are_whole_multiples_of_given_chunks(tmp_path):
     """shards="auto" beside chunks= picks a grid of whole chunks (it refused its own choice)."""
@@ -73,8 +75,8 @@ def test_region_errors_show_slices(tmp_path):
     assert "Span" not in str(info.value)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zarrdask", *args], capture_output=True, text=True, timeout=120)
+#: the command line in a process of its own (tests/_cli.py); the closed pipe below is ``python -m zarrdask``
+_cli = CliProcess()
 
 
 def test_cli_storage_option_asks_for_key_value(tmp_path):

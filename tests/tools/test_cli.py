@@ -1,6 +1,9 @@
-"""The ``zarrdask`` command line, run as a real subprocess: help everywhere, info and tree
+"""The ``zarrdask`` command line, run outside the test process: help everywhere, info and tree
 (text and JSON), copy (v2 -> v3 sharded of the xarray corpus cases round-trips under
-xarray; on a distributed cluster with --scheduler); the console script is installed."""
+xarray; on a distributed cluster with --scheduler); the console script is installed.
+The console script, ``python -m zarrdask --help`` and the copy on a cluster run as processes
+of their own; the other calls go to one process for the module that runs ``zarrdask.cli.main``
+(tests/_cli.py)."""
 
 from __future__ import annotations
 
@@ -18,19 +21,25 @@ import xarray as xr
 
 import zarrdask
 
+from _cli import CliProcess
 from _util import corpus_dir
 
 COMMANDS = ["info", "tree", "verify", "migrate", "copy"]
 XARRAY_V2 = ["xarray-climate-v2", "v2-netcdf-c-zp-float32", "v2-group-hierarchy-zp", "v2-group-consolidated-zp"]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
+def python_m(*args: str) -> subprocess.CompletedProcess:
+    """``python -m zarrdask *args``, a process of its own."""
     return subprocess.run([sys.executable, "-m", "zarrdask", *args], capture_output=True, text=True, timeout=300)
+
+
+#: every other call: the command line in one process for the module (tests/_cli.py)
+cli = CliProcess()
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_help(command: str | None) -> None:
-    result = cli(*([command] if command else []), "--help")
+    result = (cli if command else python_m)(*([command] if command else []), "--help")
     assert result.returncode == 0 and "usage: zarrdask" in result.stdout
     if command is None:
         assert all(c in result.stdout for c in COMMANDS)
@@ -110,7 +119,7 @@ def test_copy_rechunk_by_name_on_a_cluster(tmp_path: Path) -> None:
     source = corpus_dir() / "cases/xarray-climate-v2/data.zarr"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
-        result = cli("copy", str(source), str(tmp_path / "out.zarr"), "--shards", "time=10,lat=6,lon=8",
+        result = python_m("copy", str(source), str(tmp_path / "out.zarr"), "--shards", "time=10,lat=6,lon=8",
                      "--chunks", "time=5", "--zarr-format", "3", "--scheduler", cluster.scheduler_address)
     assert result.returncode == 0, result.stderr
     temperature = zarrdask.open_array(tmp_path / "out.zarr", path="temperature")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -20,9 +18,11 @@ import zarr
 import zarrdask
 from zarrdask.errors import InvalidModeError, MetadataError
 
+from _cli import CliProcess
 from _util import assert_same, corpus_dir, load_manifest
 
 MANIFEST = load_manifest()
+cli = CliProcess()
 V2_CASES = [c for c in (MANIFEST["cases"] if MANIFEST else []) if c["zarr_format"] == 2]
 
 
@@ -118,8 +118,8 @@ def test_cli_dry_run_then_migrate(tmp_path: Path) -> None:
     case = next(c for c in V2_CASES if c["id"] == "xarray-climate-v2")
     path = tmp_path / "data.zarr"
     shutil.copytree(corpus_dir() / case["path"], path)
-    run = [sys.executable, "-m", "zarrdask", "migrate", str(path), "--to", "3"]
-    dry = subprocess.run([*run, "--dry-run"], capture_output=True, text=True, timeout=120)
+    run = ["migrate", str(path), "--to", "3"]
+    dry = cli(*run, "--dry-run")  # (the command line in a process of its own: tests/_cli.py)
     assert dry.returncode == 0, dry.stderr
     doc = json.loads(dry.stdout)
     keys = [n["key"] for n in doc["nodes"]]
@@ -130,10 +130,10 @@ def test_cli_dry_run_then_migrate(tmp_path: Path) -> None:
     assert temperature["chunk_key_encoding"] == {"name": "v2", "configuration": {"separator": "."}}
     assert temperature["attributes"]["_FillValue"] == -32768
     assert not (path / "zarr.json").exists() and (path / ".zmetadata").exists()  # nothing written
-    done = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    done = cli(*run)
     assert done.returncode == 0 and "migrated 5 node(s)" in done.stdout
     assert zarrdask.open_group(path).consolidated and not (path / ".zmetadata").exists()
-    again = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    again = cli(*run)
     assert again.returncode == 2 and "already Zarr v3" in again.stderr
 
 

@@ -1,6 +1,7 @@
 """``verify`` (the fsck): every valid corpus case is clean, every error case and every
 corruption of a good store is reported with its key; ``--fix`` repairs what it may.
-The corpus sweep calls the library function; corruptions go through the real CLI."""
+The corpus sweep calls the library function; corruptions go through the CLI (``zarrdask.cli.main``
+in a process of its own, tests/_cli.py; one check runs ``python -m zarrdask``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 import zarrdask
 from zarrdask.tools.verify import verify
 
+from _cli import CliProcess
 from _util import corpus_dir, load_manifest
 
 MANIFEST = load_manifest()
@@ -26,8 +28,9 @@ ERROR_KEY = {  # where each must-fail case's problem lies
 }
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zarrdask", *args], capture_output=True, text=True, timeout=300)
+#: the command line, in one process for the module (tests/_cli.py); the first call of
+#: test_clean_store_exits_zero is ``python -m zarrdask`` itself, into a pipe
+cli = CliProcess()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -66,7 +69,8 @@ def _report(result: subprocess.CompletedProcess) -> dict:
 
 
 def test_clean_store_exits_zero(store: Path) -> None:
-    result = cli("verify", str(store))
+    result = subprocess.run([sys.executable, "-m", "zarrdask", "verify", str(store)], capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("OK") and result.stderr == ""  # no bar into a pipe
     doc = _report(cli("verify", str(store), "--json"))
