@@ -103,9 +103,12 @@ def _bare(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 #: what distributed logs on stderr when the machine is too busy to keep its event loop or
-#: garbage collector on time (a saturated CI machine), not the notebook's doing
+#: garbage collector on time (a saturated CI machine), or when another cluster on the machine
+#: holds the dashboard's port (its warning's four lines), not the notebook's doing
 _LOAD_WARNING = re.compile(r"Event loop was unresponsive|full garbage collections took|"
-                           r"distributed\.utils_perf - WARNING|distributed\.core - INFO - Event loop")
+                           r"distributed\.utils_perf - WARNING|distributed\.core - INFO - Event loop|"
+                           r"UserWarning: Port \d+ is already in use|Perhaps you already have a cluster running|"
+                           r"Hosting the HTTP server on port \d+ instead|^\s*warnings\.warn\($")
 
 
 def _run(notebook: nbformat.NotebookNode, where: Path) -> list[dict]:

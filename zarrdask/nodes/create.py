@@ -393,7 +393,8 @@ def _rectilinear_v3(shape: tuple[int, ...], dt: DataType, chunks: Any, shards: A
 def _check_dimension_names(names: Any, shape: tuple[int, ...]) -> None:
     if names is None:
         return
-    if isinstance(names, str) or not all(n is None or isinstance(n, str) for n in names):
+    if isinstance(names, str) or not isinstance(names, Sequence) or not all(n is None or isinstance(n, str)
+                                                                           for n in names):
         raise MetadataError([Problem(("dimension_names",), f"expected a list of strings or None, got {names!r}")])
     if len(names) != len(shape):
         raise ShapeMismatchError(f"dimension_names needs {len(shape)} entries, got {len(names)}")
