@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -22,3 +24,16 @@ def _end_command_line_processes():
     from _cli import CliProcess
 
     CliProcess.close_all()
+
+
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _leave_the_checkout_as_found(request: pytest.FixtureRequest):
+    """A test writes under tmp_path: a module that leaves a new entry in the checkout's root fails
+    (a drawn relative path once wrote stores into the working directory, and they got committed)."""
+    before = set(p.name for p in _CHECKOUT.iterdir())
+    yield
+    new = sorted(set(p.name for p in _CHECKOUT.iterdir()) - before - {".hypothesis", ".pytest_cache", "dask-worker-space"})
+    assert not new, f"{request.module.__name__} left {new!r} in {_CHECKOUT}: write under tmp_path"

@@ -121,10 +121,11 @@ def test_the_api_given_wrong_values_raises_only_zarrdask_errors(nodes, data):
     drawn = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=min(3, len(keys)), unique=True))
     values = {k: data.draw(WRONG, label=k) for k in drawn}
     try:
-        if keys == ("key",):
-            fn(values["key"])
-        else:
-            fn(**values)
+        with contextlib.chdir(nodes["root"]):  # (a drawn relative path is created there, not in the checkout)
+            if keys == ("key",):
+                fn(values["key"])
+            else:
+                fn(**values)
     except BaseException as error:  # noqa: BLE001 (what is checked is exactly what escapes)
         _check(error, f"{name}({values!r:.200})")
 
