@@ -85,6 +85,20 @@ def test_read_and_write_through_the_default_client(client, tmp_path):
     assert {"zarrdask-read", "zarrdask-write"} <= set(prefixes)
 
 
+def test_a_materialised_read_on_the_cluster_is_one_task(client, tmp_path):
+    """``from_zarr(...).compute()`` reads on one worker straight into the result (no blocks
+    gathered there and copied); ``dask.compute`` of the same array keeps dask's blocks."""
+    data, x = _source(8, SHAPE)
+    with dask.config.set(scheduler=client):
+        y = from_zarr(to_zarr(x, str(tmp_path / "m.zarr"), **LAYOUT))
+        with distributed.get_task_stream(client) as stream:
+            np.testing.assert_array_equal(y.compute(), data)
+        assert [t["key"] for t in stream.data] == [f"{y.name}-whole"]
+        with distributed.get_task_stream(client) as stream:
+            np.testing.assert_array_equal(dask.compute(y)[0], data)
+        assert len(stream.data) == y.npartitions + 1  # (the blocks and dask's finalize)
+
+
 def test_write_graph_ships_compact_and_materialises_on_the_scheduler(client, tmp_path, monkeypatch):
     """The client sends the plan, not the tasks: nothing is generated on the client's
     thread (the in-process scheduler materialises the graph on its own event-loop thread),

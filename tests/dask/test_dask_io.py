@@ -135,8 +135,10 @@ def test_read_tasks_go_through_the_one_threading_policy(monkeypatch):
     assert np.array_equal(reader[0:32, 0:64], data[0:32]) and executor._CPUS in used
     x = from_zarr(array)
     for scheduler in ("threads", "sync"):
+        used.clear()  # (dask.compute: the blocks; x.compute() reads the whole array in one task)
+        assert np.array_equal(dask.compute(x, scheduler=scheduler)[0], data) and set(used) == {executor._CPUS}
         used.clear()
-        assert np.array_equal(x.compute(scheduler=scheduler), data) and set(used) == {executor._CPUS}
+        assert np.array_equal(x.compute(scheduler=scheduler), data) and used[0] == executor._CPUS
     used.clear()
     explicit = array.with_options(threads=3)
     with ThreadPoolExecutor(1) as pool:

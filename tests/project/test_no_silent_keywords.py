@@ -62,6 +62,8 @@ def _group(tmp_path: Any) -> zarrdask.Group:
 
 #: ``module:qualname`` -> (where its keywords go, a call passing ``**kw`` with valid arguments otherwise)
 ACCOUNTED: dict[str, tuple[str, Callable[[Any, dict[str, Any]], Any]]] = {
+    "zarrdask.dask_io.whole:ReadArray.compute": (
+        "dask.array.Array.compute's keywords, passed to it unchanged (dask's scheduler options)", None),
     "zarrdask.api.openers:open": (
         "array keywords of zarr-python's open, checked by nodes/array_keywords.py",
         lambda t, kw: zarrdask.open(str(t / "a.zarr"), mode="a", **kw)),

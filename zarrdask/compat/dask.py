@@ -23,6 +23,14 @@ lazily materialised ``graph_from_arraylike`` layer, one task per block) is built
 a subclass that only changes its name. Any failure falls back to ``da.from_array``;
 ``tests/project/test_compat.py`` checks that the private path, not the fallback, serves the
 installed dask.
+
+``whole_expression``: an expression of one task, ``read(source)``, that a collection
+hands ``dask.compute`` through its ``expr`` attribute (since dask 2025 ``compute`` builds
+its graph from a collection's expression where it has one, and ``finalize_compute`` of a
+plain expression is the expression itself). ``from_zarr``'s array computed on its own is
+so read straight into its result, not read in blocks and then copied by dask's
+``concatenate3``. None where dask has no expressions; ``tests/dask/test_whole_read.py``
+checks that the installed dask runs that one task.
 """
 
 from __future__ import annotations
@@ -38,10 +46,11 @@ from dask.highlevelgraph import HighLevelGraph, Layer, MaterializedLayer
 from dask.task_spec import List, Task, TaskRef
 
 __all__ = ["CHECKED_ON", "BlockArgs", "TaskSource", "block_layer", "fuse_blockwise", "lazy_layer", "named_from_array",
-           "private_fuse_blockwise", "private_from_array", "private_lazy_layer"]
+           "private_fuse_blockwise", "private_from_array", "private_lazy_layer", "whole_expression"]
 
 CHECKED_ON = "2026.8.0"
 _NAMED_FROM_ARRAY = "_NamedFromArray"
+_WHOLE_READ = "_WholeRead"
 
 
 def named_from_array(reader: Any, chunks: tuple[tuple[int, ...], ...], name: str, **options: Any) -> da.Array:
@@ -88,6 +97,42 @@ def _named_from_array_class() -> type:
     _NamedFromArray.__module__ = __name__
     _NamedFromArray.__qualname__ = _NAMED_FROM_ARRAY
     return _NamedFromArray
+
+
+def whole_expression(read: Any, source: Any, name: str) -> Any:
+    """An expression whose one task, keyed ``name``, computes ``read(source)``; None where
+    the installed dask has no expressions (its collections then compute as they always did)."""
+    try:
+        return _whole_read_class()(read, source, name)
+    except Exception:  # another dask release: the caller keeps dask's own graph
+        return None
+
+
+@functools.cache
+def _whole_read_class() -> type:
+    """A leaf of dask's expression system, defined on first use and reachable as
+    ``zarrdask.compat.dask._WholeRead`` (a distributed scheduler unpickles it)."""
+    from dask._expr import Expr
+
+    class _WholeRead(Expr):
+        _parameters = ["read", "source", "key_name"]
+
+        @functools.cached_property
+        def _name(self) -> str:
+            return self.operand("key_name")
+
+        def _layer(self) -> dict:
+            return {self._name: Task(self._name, self.operand("read"), self.operand("source"))}
+
+        def __dask_keys__(self) -> list[str]:
+            return [self._name]
+
+        def __str__(self) -> str:
+            return f"WholeRead({self._name})"
+
+    _WholeRead.__module__ = __name__
+    _WholeRead.__qualname__ = _WHOLE_READ
+    return _WholeRead
 
 
 class BlockArgs(Protocol):
@@ -227,4 +272,6 @@ def _lazy_layers_work() -> bool:
 def __getattr__(attr: str) -> Any:
     if attr == _NAMED_FROM_ARRAY:
         return _named_from_array_class()
+    if attr == _WHOLE_READ:
+        return _whole_read_class()
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -30,6 +30,7 @@ from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 from .dask_keywords import ReadKeywords, merged, read_keywords
 from .sources import locate, node_path, not_an_array
 from .transactions import check_shared
+from .whole import read_array
 
 if TYPE_CHECKING:
     from ..door import Resolved
@@ -82,7 +83,9 @@ def from_zarr(
 
         ("zarrdask-read-<token>", i, j) -> getter(BlockReader(array), (slice(...), slice(...)))
 
-    The keys are the same with dask's ``array.query-planning`` on or off.
+    The keys are the same with dask's ``array.query-planning`` on or off. Computed on its
+    own (``x.compute()``, ``np.asarray(x)``), the array is read in one task straight into
+    its result instead (``dask_io/whole.py``).
     """
     given = read_keywords(FUNCTION, merged(FUNCTION, kwargs, zarr_read_kwargs), _NAMED)
     node_at = node_path(FUNCTION, component=component, path=path)
@@ -102,9 +105,10 @@ def from_zarr(
     # No annotation on the layer: Blockwise fusion then merges each read with its
     # consumers into one task (as dask's own from_zarr), so a cluster schedules one task
     # per shard, not two; the progress bar shows the fused task under its consumer's name.
-    return named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
-                            inline_array=bool(inline_array),
-                            meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+    meta = np.empty((0,) * array.ndim, dtype=array.dtype)
+    blocks = named_from_array(reader, block_chunks, name, lock=False, asarray=False, fancy=False,
+                              inline_array=bool(inline_array), meta=meta)
+    return read_array(blocks, reader, meta)
 
 
 def open_source(
