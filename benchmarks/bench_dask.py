@@ -6,6 +6,12 @@ Read: ``.sum().compute()`` of the whole array (written once by zarr-python) thro
                                                                       *inner* chunk, the case users hit)
   tensorstore  ``da.from_array(<TensorStore>, chunks=shard shape)``  (one task per shard)
 plus an extra row: ``dask.array.from_zarr(path, chunks=shard shape)`` (zarr-python at its best).
+Materialised read (after the writes): ``.compute()`` of the whole array by the same four
+readers (zarrs with chunks = shard), checked bit for bit.
+
+Floors (harness.Floor, measured after every row, no Zarr code): libzstd over each shard into a
+block + its sum (the reads), dask ``.compute()`` of libzstd tasks (the materialised read),
+libzstd-1 compression + the files (the writes).
 
 Write: a dask array held in memory (``da.from_array(numpy)``) written to a new sharded array
   aligned:    dask chunks = shards
@@ -28,7 +34,7 @@ import uuid
 import numpy as np
 
 from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Geometry, Row, Scenario, Task, compare, make_data
-from harness import measure_many, rmtree
+from harness import measure_floor, measure_many, rmtree
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec
 import reference
 
@@ -41,6 +47,14 @@ def _sum_check(expected: float):
         return f"sum {got!r} != {expected!r}"
 
     return check
+
+
+def _zarrs_array(path: str, chunks):
+    import dask.array as da
+    import zarr
+
+    with zarr.config.set(LIB_OBJECTS[ZARRS].PIPELINE):  # the pipeline is bound at open
+        return da.from_zarr(path, chunks=chunks)
 
 
 def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
@@ -194,6 +208,56 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
                         note="dask rechunks to whole shards first when handed an existing zarr.Array",
                     )
                 )
+
+        # ------------------------------------------------------------------ materialised read
+        def check_all(result):
+            return compare(data, result)
+
+        def zd_array():
+            import zarrdask
+
+            return zarrdask.from_zarr(ref_path)
+
+        readers = {
+            ZARRDASK: zd_array,
+            ZARR_PYTHON: lambda: da.from_zarr(ref_path),
+            ZARRS: lambda: _zarrs_array(ref_path, geom.shard),
+            TENSORSTORE: lambda: da.from_array(TSDaskAdapter(ts.open(ts_spec(ref_path), read=True).result()),
+                                               chunks=geom.shard, name="ts-read-" + uuid.uuid4().hex),
+        }
+        cells = measure_many("dask full read .compute()",
+                             {lib: Task(lambda make=make: make().compute(), check=check_all)
+                              for lib, make in readers.items()}, repeat)
+        materialised = Row("full read .compute() (the whole array)", cells, nbytes=geom.nbytes)
+        sc.rows.append(materialised)
+
+        # ------------------------------------------------------------------ floors (after every row)
+        import zstd_floor
+
+        cores = os.cpu_count() or 1
+        floor_out = os.path.join(data_dir, "dask_write", "floor")
+        write_floor = measure_floor(
+            f"libzstd-1 compression of every chunk + shard index + one file per shard, {cores} threads",
+            lambda: Task(zstd_floor.write_floor(data, geom.inner, geom.shard, floor_out, cores),
+                         setup=lambda: rmtree(floor_out)), repeat)
+        rmtree(floor_out)
+        sum_floor = measure_floor(
+            f"libzstd decoding each shard into a block + block.sum(), {cores} threads, no dask",
+            lambda: Task(zstd_floor.reduce_floor(ref_path, lambda b: b.sum(), cores),
+                         check=lambda r: check_sum(sum(r))), repeat)
+        compute_floor = measure_floor(
+            "dask .compute() of tasks that each decode a shard into a block with libzstd (no Zarr), then "
+            "dask's assembly of the blocks",
+            lambda: Task(zstd_floor.dask_compute_floor(ref_path), check=check_all), repeat)
+        for row in sc.rows:
+            row.floor = (write_floor if row.case.startswith(("write", "  (peer) misaligned")) else
+                         compute_floor if row is materialised else sum_floor)
+        assembly = measure_floor(f"dask's assembly alone, da.from_array(numpy, chunks={geom.shard}).compute()",
+                                 lambda: Task(zstd_floor.assembly_floor(data, geom.shard), check=check_all), repeat)
+        if assembly.cell.median is not None:
+            sc.notes.append(f"dask's assembly alone, da.from_array(numpy, chunks={geom.shard}).compute(): "
+                            f"med {assembly.cell.median:.3f} s (min {assembly.cell.min:.3f} s) "
+                            f"[{assembly.cell.check_summary()}] (part of the .compute() floor)")
 
     al, mis = rows["aligned"].cells[ZARRDASK], rows["misaligned"].cells[ZARRDASK]
     if al.median and mis.median:

@@ -2,7 +2,8 @@
 """Scenario 'layouts' (issue 25): the read path at the limit, on three layouts, every peer in one run.
 
     python benchmarks/bench_layouts.py [--size-mib 512] [--repeat 5] [--layouts unsharded,big-inner,small-inner]
-                                       [--workloads dask-sum,dask-mean,read,write,dask-write,windows,group-open,cluster]
+                                       [--workloads dask-sum,dask-mean,dask-compute,xarray-values,xarray-load,read,
+                                                    write,dask-write,windows,group-open,cluster]
                                        [--cluster-shards 1024] [--json F] [--idle-wait 10] [--data-dir DIR]
     python benchmarks/run.py layouts [--repeat 5] ...
 
@@ -20,6 +21,11 @@ unit" = the shard, or the chunk when unsharded:
   dask-sum    ``.sum().compute()``: zarrdask.from_zarr(path) / da.from_zarr(path, chunks=grid
               unit) on zarr-python, and with the zarrs pipeline / da.from_array(TensorStore, chunks=grid unit)
   dask-mean   the same four, ``.mean(axis=0).compute()``
+  dask-compute  the same four, ``.compute()``: the whole array materialised (checked bit for bit)
+  xarray-values ``xr.open_dataset(ds, engine=E, chunks={})["v"].values``: engine="zarrdask" / engine="zarr"
+              (zarr-python, and with the zarrs pipeline), on a group whose variable ``v`` is a symbolic link
+              to the layout's array (written with dimension names (time, lat, lon))
+  xarray-load   the same, ``.load()`` of the dataset
   read        open + ``a[...]`` into numpy (TensorStore: ``.read().result()``)
   write       create + write the whole numpy array into an emptied directory (libs adapters)
   dask-write  zarrdask.to_zarr / dask.array.to_zarr (zarr-python, and with the zarrs pipeline) /
@@ -40,6 +46,18 @@ cluster (once): on distributed.LocalCluster(2 worker processes x 1 thread), read
 zarrdask.from_zarr(path) vs da.from_zarr(path, chunks=shard) vs the same sum over the same
 blocks persisted in the workers' memory (the floor a reader can approach).
 
+Floors (harness.Floor; the table's "floor" and "zd/floor" columns): each row's work with no
+Zarr code, measured in the same run on its own after the first row that uses it (the rows'
+timing is unchanged): the dask sum / mean, libzstd decoding each unit into a block + the
+block's sum (over axis 0 for the mean) on a pool of one thread per core, no dask; the
+materialised reads (dask-compute, xarray-values, xarray-load), a dask array whose tasks
+decode a unit into a block with libzstd, ``.compute()``d (the decoding plus dask's own
+assembly, which every dask reader's ``.compute()`` ends with; the assembly alone,
+``da.from_array(numpy, chunks=grid).compute()``, is in a note); the direct read, libzstd
+decoding every chunk into its place in one output; the writes, libzstd-1 compression of every
+chunk (+ the shard index) and one file per unit; the group open, reading and parsing the
+consolidated root ``zarr.json``; the cluster row, its in-memory sum. The windows have none.
+
 Notes under the table give, for every row, the spread max/min over the repetitions and each
 peer's spread / zarrdask's, and the best peer's ratio.
 """
@@ -47,6 +65,7 @@ peer's spread / zarrdask's, and the best peer's ratio.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -77,7 +96,10 @@ LAYOUTS = {
     "big-inner": Layout((16, 256, 256), (32, 512, 512)),
     "small-inner": Layout((4, 64, 64), (16, 512, 512)),
 }
-WORKLOADS = ("dask-sum", "dask-mean", "read", "write", "dask-write", "windows", "group-open", "cluster")
+WORKLOADS = ("dask-sum", "dask-mean", "dask-compute", "xarray-values", "xarray-load", "read", "write", "dask-write",
+             "windows", "group-open", "cluster")
+DIMS = ("time", "lat", "lon")  # the layout arrays' dimension names
+VAR = "v"  # the layout array's name in its xarray dataset (layout_dataset)
 N_WINDOWS = 200
 GROUP_ARRAYS = 50
 IN_MEMORY = "in-memory"  # the cluster row's third cell: blocks persisted on the workers
@@ -105,14 +127,40 @@ def describe(layout: Layout) -> str:
 
 
 def layout_array(name: str, layout: Layout, data: np.ndarray, data_dir: str) -> str:
-    """The array of ``data`` in ``layout``, written once by zarr-python (as reference.py's are)."""
+    """The array of ``data`` in ``layout``, written once by zarr-python (as reference.py's are).
+    A 3-D array gets the dimension names DIMS (xarray needs them; the stamp names them, so a
+    copy cached without them is written again)."""
     path = os.path.join(data_dir, "ref", f"layout_{name}.zarr")
     params = {"v": reference.STAMP_VERSION, "shape": list(data.shape), "chunks": list(layout.chunks),
               "shards": None if layout.shards is None else list(layout.shards)}
+    dims = DIMS if data.ndim == len(DIMS) else None
+    if dims is not None:
+        params["dims"] = list(dims)
     if not reference._fresh(path, params):
         print(f"  .. writing the {name} array with zarr-python: {path}", flush=True)
         rmtree(path)
-        LIB_OBJECTS[ZARR_PYTHON].write(path, data, layout)
+        LIB_OBJECTS[ZARR_PYTHON].write(path, data, layout, dimension_names=dims)
+        reference._stamp(path, params)
+    return path
+
+
+def layout_dataset(name: str, array_path: str) -> str:
+    """A group holding the layout's array as variable VAR, for xarray: a consolidated group
+    whose member ``VAR`` is a symbolic link to the cached array (the same bytes the other rows
+    read, no second copy); made again whenever the array's stamp changes."""
+    import zarr
+
+    path = os.path.join(os.path.dirname(array_path), f"layout_{name}.xr.zarr")
+    with open(array_path + ".stamp.json") as f:
+        params = {"array": json.load(f), "var": VAR}
+    if not reference._fresh(path, params):
+        rmtree(path)
+        os.makedirs(path)
+        os.symlink(os.path.relpath(array_path, path), os.path.join(path, VAR))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            zarr.create_group(path, zarr_format=3, attributes={"title": f"the {name} layout"})
+            zarr.consolidate_metadata(path)
         reference._stamp(path, params)
     return path
 
@@ -167,6 +215,58 @@ def dask_read_row(case: str, path: str, grid, reduce, check, nbytes: int, repeat
     return Row(case, measure_many(case, tasks, repeat), nbytes=nbytes)
 
 
+def xarray_row(case: str, ds_path: str, materialise, check, nbytes: int, repeat: int) -> Row:
+    """``materialise(xr.open_dataset(ds_path, engine=E, chunks={}))`` for engine="zarrdask" and
+    engine="zarr" (zarr-python, and with the zarrs pipeline, bound at the open); open timed."""
+    import xarray as xr
+    import zarr
+
+    def zarrs_open():
+        with zarr.config.set(LIB_OBJECTS[ZARRS].PIPELINE):
+            return xr.open_dataset(ds_path, engine="zarr", chunks={})
+
+    opens = {ZARRDASK: lambda: xr.open_dataset(ds_path, engine="zarrdask", chunks={}),
+             ZARR_PYTHON: lambda: xr.open_dataset(ds_path, engine="zarr", chunks={}),
+             ZARRS: zarrs_open}
+    tasks = {lib: Task(lambda op=op: materialise(op()), check=check) for lib, op in opens.items()}
+    return Row(case, measure_many(case, tasks, repeat), nbytes=nbytes)
+
+
+def layout_floors(name: str, layout: Layout, path: str, data: np.ndarray, total: float, mean0, out_dir: str,
+                  repeat: int):
+    """``floor(kind)``: the layout's floor of that kind (harness.Floor), measured at its first use."""
+    import zstd_floor
+
+    cores = os.cpu_count() or 1
+    floor_out = os.path.join(out_dir, "floor")
+    makers = {
+        "read": (f"{name}: libzstd decoding every chunk into its place in one output, {cores} threads",
+                 lambda: Task(zstd_floor.read_floor(path, cores), check=lambda r: compare(data, r))),
+        "sum": (f"{name}: libzstd decoding each unit into a block + block.sum(), {cores} threads, no dask",
+                lambda: Task(zstd_floor.reduce_floor(path, lambda b: b.sum(), cores),
+                             check=lambda r: close_check(total, "sum")(sum(r)))),
+        "mean": (f"{name}: libzstd decoding each unit into a block + block.sum(axis=0), {cores} threads, no dask",
+                 lambda: Task(zstd_floor.reduce_floor(path, lambda b: (b.sum(axis=0), b.shape[0]),
+                                                      cores))),
+        "compute": (f"{name}: dask .compute() of tasks that each decode a unit into a block with libzstd (no Zarr), "
+                    "then dask's assembly of the blocks",
+                    lambda: Task(zstd_floor.dask_compute_floor(path), check=lambda r: compare(data, r))),
+        "write": (f"{name}: libzstd-1 compression of every chunk{' + shard index' if layout.shards else ''} + one "
+                  f"file per {'shard' if layout.shards else 'chunk'}, {cores} threads",
+                  lambda: Task(zstd_floor.write_floor(data, layout.chunks, layout.shards, floor_out, cores),
+                               setup=lambda: rmtree(floor_out))),
+    }
+    floors = {}
+
+    def floor(kind: str):
+        if kind not in floors:
+            title, make = makers[kind]
+            floors[kind] = harness.measure_floor(title, make, repeat)
+        return floors[kind]
+
+    return floor
+
+
 def window_row(case: str, path: str, geom: Geometry, data: np.ndarray, cold: bool, repeat: int) -> Row:
     """bench_sharding's window reads on ``path`` by every library, interleaved."""
     from bench_sharding import window_task
@@ -211,6 +311,50 @@ def group_open_row(data_dir: str, repeat: int) -> Row:
              TENSORSTORE: Task(tensorstore_open, check=check)}
     try:
         return Row(case, measure_many(case, tasks, max(repeat, 7)))
+    finally:
+        rmtree(path)
+
+
+def assembly_note(name: str, data: np.ndarray, grid, repeat: int) -> str | None:
+    """dask's assembly alone, for the note under the table: ``da.from_array(numpy, chunks=grid).compute()``
+    (blocks that are views of an array in memory, concatenated into a fresh one)."""
+    import zstd_floor
+
+    f = harness.measure_floor(f"{name}: dask's assembly alone", lambda: Task(zstd_floor.assembly_floor(data, grid),
+                                                                              check=lambda r: compare(data, r)),
+                              repeat)
+    if f.cell.median is None:
+        return None
+    return (f"{name}: dask's assembly alone, da.from_array(numpy, chunks={tuple(grid)}).compute(): med "
+            f"{fmt_time(f.cell.median)} (min {fmt_time(f.cell.min)}) [{f.cell.check_summary()}] (part of the "
+            ".compute() floor)")
+
+
+def group_open_floor(data_dir: str, repeat: int):
+    """The group open's floor: read and json-parse the root ``zarr.json`` of a consolidated group
+    of ``GROUP_ARRAYS`` arrays like group_open_row's (it holds every array's document)."""
+    import zarrdask
+    import zstd_floor
+
+    path = os.path.join(data_dir, "layouts_group_floor.zarr")
+
+    def make():
+        rmtree(path)
+        g = zarrdask.create_group(path)
+        for i in range(GROUP_ARRAYS):
+            g.create_array(f"v{i}", shape=(10, 20), dtype="f4", chunks=(10, 20),
+                           attributes={"units": "K", "i": i})
+        zarrdask.consolidate_metadata(path)
+
+        def check(doc):
+            n = len(doc.get("consolidated_metadata", {}).get("metadata", {}))
+            return None if n == GROUP_ARRAYS else f"{n} documents in the root, not {GROUP_ARRAYS}"
+
+        return Task(zstd_floor.metadata_floor(path), check=check)
+
+    try:
+        return harness.measure_floor(f"read + json.loads of the consolidated root zarr.json ({GROUP_ARRAYS} "
+                                     "arrays' documents in it)", make, max(repeat, 7))
     finally:
         rmtree(path)
 
@@ -373,7 +517,7 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
     data = make_data(geom.shape)
     total = float(data.sum(dtype=np.float64))
     mean0 = data.mean(axis=0, dtype=np.float64) if "dask-mean" in workloads else None
-    dask_rows, direct_rows, write_rows, ts_rows = [], [], [], []
+    dask_rows, direct_rows, write_rows, ts_rows, xarray_rows = [], [], [], [], []
     with dask.config.set(scheduler="threads"):
         for name in layouts:
             layout = scaled(LAYOUTS[name], geom.shape)
@@ -381,27 +525,55 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
             path = layout_array(name, layout, data, data_dir)
             out_dir = os.path.join(data_dir, "layouts_write")
             out = {lib: os.path.join(out_dir, lib) for lib in (ZARRDASK, ZARR_PYTHON, ZARRS, TENSORSTORE)}
+            floor = layout_floors(name, layout, path, data, total, mean0, out_dir, repeat)
             if "dask-sum" in workloads:
                 dask_rows.append(dask_read_row(f"{label} dask .sum()", path, layout.grid, lambda x: x.sum(),
                                                close_check(total, "sum"), geom.nbytes, repeat))
                 sc.rows.append(dask_rows[-1])
+                dask_rows[-1].floor = floor("sum")
             if "dask-mean" in workloads:
                 dask_rows.append(dask_read_row(f"{label} dask .mean(axis=0)", path, layout.grid,
                                                lambda x: x.mean(axis=0), close_check(mean0, "mean"), geom.nbytes,
                                                repeat))
                 sc.rows.append(dask_rows[-1])
+                dask_rows[-1].floor = floor("mean")
+            if "dask-compute" in workloads:
+                dask_rows.append(dask_read_row(f"{label} dask .compute()", path, layout.grid, lambda x: x,
+                                               lambda r: compare(data, r), geom.nbytes, repeat))
+                sc.rows.append(dask_rows[-1])
+                dask_rows[-1].floor = floor("compute")
+                assembly = assembly_note(name, data, layout.grid, repeat)
+                if assembly:
+                    sc.notes.append(assembly)
+            if "xarray-values" in workloads or "xarray-load" in workloads:
+                ds_path = layout_dataset(name, path)
+            if "xarray-values" in workloads:
+                xarray_rows.append(xarray_row(f'{label} xarray open_dataset(chunks={{}})["{VAR}"].values', ds_path,
+                                              lambda ds: ds[VAR].values, lambda r: compare(data, r), geom.nbytes,
+                                              repeat))
+                sc.rows.append(xarray_rows[-1])
+                xarray_rows[-1].floor = floor("compute")
+            if "xarray-load" in workloads:
+                xarray_rows.append(xarray_row(f"{label} xarray open_dataset(chunks={{}}).load()", ds_path,
+                                              lambda ds: ds.load(), lambda ds: compare(data, ds[VAR].values),
+                                              geom.nbytes, repeat))
+                sc.rows.append(xarray_rows[-1])
+                xarray_rows[-1].floor = floor("compute")
             if "read" in workloads:
                 tasks = {lib: Task(lambda L=LIB_OBJECTS[lib]: L.read_all(L.open(path)),
                                    check=lambda r: compare(data, r)) for lib in out}
                 case = f"{label} read a[...]"
                 direct_rows.append(Row(case, measure_many(case, tasks, repeat), nbytes=geom.nbytes))
                 sc.rows.append(direct_rows[-1])
+                direct_rows[-1].floor = floor("read")
             if "write" in workloads:
                 write_rows.append(numpy_write_row(f"{label} write numpy", data, layout, out, repeat))
                 sc.rows.append(write_rows[-1])
+                write_rows[-1].floor = floor("write")
             if "dask-write" in workloads:
                 write_rows.append(dask_write_row(f"{label} dask write", data, layout, out, repeat))
                 sc.rows.append(write_rows[-1])
+                write_rows[-1].floor = floor("write")
             if "windows" in workloads:
                 for cold in (True, False):
                     mode = "cold index" if cold else "warm index"
@@ -412,10 +584,13 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
     if "group-open" in workloads:
         ts_rows.append(group_open_row(data_dir, repeat))
         sc.rows.append(ts_rows[-1])
+        ts_rows[-1].floor = group_open_floor(data_dir, repeat)
     if "cluster" in workloads:
         n = cluster_shards or (1024 if geom.shape[1] >= 1024 else 64)
         row = cluster_row(n, data_dir, repeat)
         sc.rows.append(row)
+        row.floor = harness.Floor("the same sum over the same blocks persisted in the workers' memory (the "
+                                  f"row's {IN_MEMORY} cell)", row.cells[IN_MEMORY])
         zd, mem = row.cells[ZARRDASK], row.cells[IN_MEMORY]
         if zd.median and mem.median:
             sc.notes.append(f"cluster: zarrdask / in-memory sum = {zd.median / mem.median:.2f} (target <= 1.5); "
@@ -428,6 +603,8 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
         sc.notes.append(best_peer_note(row, (ZARRS, TENSORSTORE)))
     for row in write_rows:
         sc.notes.append(best_peer_note(row, (ZARR_PYTHON, ZARRS, TENSORSTORE)))
+    for row in xarray_rows:
+        sc.notes.append(best_peer_note(row, (ZARR_PYTHON, ZARRS)))
     for row in ts_rows:
         sc.notes.append(best_peer_note(row, (TENSORSTORE,)))
     sc.notes.append(

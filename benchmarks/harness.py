@@ -339,12 +339,58 @@ class Cell:
 
 
 @dataclass
+class Floor:
+    """The least a row's work costs on this machine with no Zarr code in it (e.g. libzstd alone
+    over the array's chunks), measured in the same run; ``name`` says what was timed. One floor
+    may serve several rows (the rows of one array)."""
+
+    name: str
+    cell: Cell
+
+
+def measure_floor(name: str, make: Callable[[], Task], repeat: int) -> Floor:
+    """Time the floor task ``make()`` (built here, so that a floor that cannot be prepared, e.g. a
+    layout it does not cover, gives an error cell instead of stopping the run) ``repeat`` times,
+    on its own after the rows it serves (their timing is left as it was)."""
+    try:
+        task = make()
+    except Exception as exc:  # noqa: BLE001 - a benchmark must report, not crash
+        msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        print(f"  .. floor {name}: [ERROR {msg}]", flush=True)
+        return Floor(name, Cell(error=msg))
+    return Floor(name, measure_many(f"floor: {name}", {"floor": task}, repeat)["floor"])
+
+
+@dataclass
 class Row:
     case: str
     cells: dict[str, Cell]
     nbytes: int | None = None  # bytes moved, for MiB/s
     note: str = ""
     baseline: "Row | None" = None  # ratios against this row's zarrdask cell (default: own)
+    floor: Floor | None = None  # the row's measured floor (render: "ratio to floor")
+
+    def _zarrdask(self) -> Cell | None:
+        base_row = self.baseline if self.baseline is not None else self
+        return base_row.cells.get(ZARRDASK)
+
+    def best_peer(self) -> tuple[str, float] | None:
+        """The fastest peer library of zarrdask in this row (of LIBS) and its ratio peer / zarrdask."""
+        ratios = {lib: self.ratio(lib) for lib in self.cells if lib != ZARRDASK and lib in LIBS}
+        ratios = {lib: r for lib, r in ratios.items() if r is not None}
+        if not ratios:
+            return None
+        lib = min(ratios, key=ratios.get)
+        return lib, ratios[lib]
+
+    def floor_ratio(self, lib: str = ZARRDASK) -> float | None:
+        """``lib``'s time / the floor's (>= 1 unless the floor is not one; default zarrdask's, or
+        the baseline row's zarrdask for a peer-only row)."""
+        cell = self._zarrdask() if lib == ZARRDASK else self.cells.get(lib)
+        f = self.floor.cell if self.floor is not None else None
+        if cell is None or f is None or f.error or cell.median is None or f.median is None or f.median <= 0:
+            return None
+        return cell.median / f.median
 
     def ratio(self, lib: str) -> float | None:
         """peer time / zarrdask time (> 1 means zarrdask is faster)."""
@@ -367,6 +413,11 @@ class Row:
             "ratios_peer_over_zarrdask": {
                 lib: self.ratio(lib) for lib in self.cells if lib != ZARRDASK
             },
+            "best_peer": (dict(zip(("lib", "ratio_peer_over_zarrdask"), self.best_peer()))
+                          if self.best_peer() else None),
+            "floor": ({"name": self.floor.name, **self.floor.cell.to_json()} if self.floor is not None else None),
+            "ratios_over_floor": ({lib: self.floor_ratio(lib) for lib in self.cells}
+                                  if self.floor is not None else None),
         }
 
 
@@ -426,7 +477,9 @@ def render_scenario(sc: Scenario) -> str:
         header.append(f"{lib} med (min)")
         if lib != ZARRDASK:
             header.append("ratio")
+    header += ["best peer", "floor med (min)", "zd/floor"]
     header.append("check")
+    floors: dict[int, tuple[str, str]] = {}  # id(floor) -> (its key in the table, its name)
     lines: list[list[str]] = []
     for row in sc.rows:
         line = [row.case]
@@ -435,11 +488,22 @@ def render_scenario(sc: Scenario) -> str:
             if lib != ZARRDASK:
                 r = row.ratio(lib)
                 line.append("-" if r is None else f"{r:.2f}x")
+        best = row.best_peer()
+        line.append("-" if best is None else f"{_short(best[0])} {best[1]:.2f}x")
+        if row.floor is None:
+            line += ["-", "-"]
+        else:
+            key = floors.setdefault(id(row.floor), (f"F{len(floors) + 1}", row.floor.name))[0]
+            line.append(f"{_fmt_cell(row.floor.cell)} {key}")
+            fr = row.floor_ratio()
+            line.append("-" if fr is None else f"{fr:.2f}x")
         checks = []
         for lib in cols:
             c = row.cells.get(lib)
             if c is not None and c.checks:
                 checks.append(f"{_short(lib)}:{c.check_summary()}")
+        if row.floor is not None and row.floor.cell.checks:
+            checks.append(f"floor:{row.floor.cell.check_summary()}")
         line.append(" ".join(checks) if checks else "")
         lines.append(line)
     widths = [max(len(h), *(len(r[i]) for r in lines)) if lines else len(h) for i, h in enumerate(header)]
@@ -460,6 +524,14 @@ def render_scenario(sc: Scenario) -> str:
     ]
     for case, lib, err in errors:
         out.append(f"   n/a  {case} / {lib}: {err}")
+    for row in sc.rows:
+        if row.floor is not None and row.floor.cell.error:
+            out.append(f"   n/a  {row.case} / floor: {row.floor.cell.error}")
+    if any(row.floor is not None for row in sc.rows):
+        out.append("   best peer = the fastest peer and its time / zarrdask's; zd/floor = zarrdask's time / the "
+                   "row's floor (measured in this run, no Zarr code; 1.00x = at the floor):")
+    for key, name in floors.values():
+        out.append(f"   {key} = {name}")
     for row in sc.rows:
         if row.note:
             out.append(f"   note {row.case}: {row.note}")

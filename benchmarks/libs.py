@@ -110,7 +110,7 @@ class ZarrdaskLib(Lib):
 class ZarrPythonLib(Lib):
     name = ZARR_PYTHON
 
-    def write(self, path, data, layout):
+    def write(self, path, data, layout, dimension_names=None):
         import zarr
         from zarr.codecs import ZstdCodec
 
@@ -123,6 +123,7 @@ class ZarrPythonLib(Lib):
             compressors=ZstdCodec(level=1, checksum=False),
             fill_value=0,
             overwrite=True,
+            dimension_names=dimension_names,
         )
         z[...] = data
 

@@ -24,6 +24,7 @@ import os
 import statistics
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -153,3 +154,192 @@ def placed_sums(path: str, shards: list[list[memoryview]], repeat: int, threads:
 
 if __name__ == "__main__":
     main()
+
+
+# --------------------------------------------------------------------------- floors of benchmark rows
+#
+# The floors the benchmark tables print beside every row (harness.Floor): the same work as
+# the row with no Zarr code in the timed part. zarrdask is used only, untimed, to find the
+# chunks' bytes in each stored unit (the shard index), as above.
+
+
+class Units:
+    """An array's stored units held in memory: each unit's chunk frames, where it goes, and the
+    geometry (``chunk`` the inner chunk, or the chunk when unsharded; ``unit`` the shard or chunk)."""
+
+    def __init__(self, path: str):
+        array = zarrdask.open_array(path)
+        self.shape = tuple(array.shape)
+        self.dtype = np.dtype(array.dtype)
+        self.unit = tuple(array.shards or array.chunks)
+        self.chunk = tuple(array.units.pipeline.sharding.chunk_shape if array.shards else array.chunks)
+        if any(s % u for s, u in zip(self.shape, self.unit)) or any(u % c for u, c in zip(self.unit, self.chunk)):
+            raise ValueError(f"the floor needs whole units: shape {self.shape}, unit {self.unit}, chunk {self.chunk}")
+        self.grid = tuple(u // c for u, c in zip(self.unit, self.chunk))  # chunks per unit
+        self.frames = inner_chunks(path)
+        self._plans = [self._plan(frames) for frames in self.frames]  # (untimed: where each frame lies)
+        self.regions = [tuple(slice(c * u, (c + 1) * u) for c, u in zip(coords, self.unit))
+                        for coords, _ in unit_files(path)]
+        ndim = len(self.unit)
+        self._order = [*range(0, 2 * ndim, 2), *range(1, 2 * ndim, 2)]  # (g0, c0, g1, c1, ...) -> (*grid, *chunk)
+        self._local = threading.local()
+
+    def _plan(self, frames: list[memoryview]):
+        """(the frames in the file's order, the span holding them when back to back or None,
+        each frame's slot in the unit's grid)."""
+        whole = frames[0].obj
+        starts = [_offset(f, whole) for f in frames]
+        ranks = sorted(range(len(frames)), key=starts.__getitem__)
+        span = None
+        if all(starts[a] + frames[a].nbytes == starts[b] for a, b in zip(ranks, ranks[1:])):
+            first, last = ranks[0], ranks[-1]
+            span = memoryview(whole)[starts[first]: starts[last] + frames[last].nbytes]
+        return [frames[k] for k in ranks], span, np.unravel_index(ranks, self.grid)
+
+    def place(self, i: int, block: np.ndarray) -> None:
+        """Unit ``i``'s chunks decoded by libzstd into ``block`` (a unit-shaped array or view):
+        into a per-thread stack (one call when the frames lie back to back), then one copy of
+        every chunk into its slot."""
+        frames = self.frames[i]
+        if len(frames) == 1 and block.flags.c_contiguous:
+            numcodecs_zstd.decompress(frames[0], block)  # (a fresh block: straight into it)
+            return
+        ordered, span, slot = self._plans[i]
+        stack = getattr(self._local, "stack", None)
+        if stack is None or len(stack) != len(frames):
+            stack = self._local.stack = np.empty((len(frames), *self.chunk), self.dtype)
+        if span is not None:
+            numcodecs_zstd.decompress(span, stack)
+        else:
+            for row, frame in enumerate(ordered):
+                numcodecs_zstd.decompress(frame, stack[row])
+        if len(frames) == 1:
+            block[...] = stack[0]
+            return
+        slots = block.reshape([n for pair in zip(self.grid, self.chunk) for n in pair]).transpose(self._order)
+        slots[slot] = stack
+
+    def block(self, i: int) -> np.ndarray:
+        out = np.empty(self.unit, self.dtype)
+        self.place(i, out)
+        return out
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count, kept for the process (the floors of many rows share it)."""
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="floor")
+    return _POOLS[threads]
+
+
+def read_floor(path: str, threads: int | None = None):
+    """(fn, check): every chunk decoded by libzstd into its place in one fresh output array,
+    a unit per task on ``threads`` (default: the cores) threads. The floor of ``a[...]``."""
+    units = Units(path)
+    pool = _pool(threads or os.cpu_count() or 1)
+
+    def fn():
+        out = np.empty(units.shape, units.dtype)
+        list(pool.map(lambda i: units.place(i, out[units.regions[i]]), range(len(units.frames))))
+        return out
+
+    return fn
+
+
+def reduce_floor(path: str, reduce, threads: int | None = None):
+    """fn: each unit decoded into a fresh block and reduced (``reduce(block)``), a unit per task
+    on ``threads`` threads (no dask scheduling): the floor of a dask ``.sum()``/``.mean()``."""
+    units = Units(path)
+    pool = _pool(threads or os.cpu_count() or 1)
+    return lambda: list(pool.map(lambda i: reduce(units.block(i)), range(len(units.frames))))
+
+
+def dask_compute_floor(path: str):
+    """fn: a dask array whose tasks are libzstd's decoding of one unit into a fresh block (no
+    Zarr code), ``.compute()``d on the scheduler in effect: the blocks, then dask's assembly of
+    them into one array, as every dask reader's ``.compute()`` ends."""
+    import dask.array as da
+    from dask.highlevelgraph import HighLevelGraph
+
+    units = Units(path)
+    chunks = da.core.normalize_chunks(units.unit, units.shape)
+    nblocks = tuple(len(c) for c in chunks)
+    files = unit_files(path)
+
+    def fn():
+        name = "zstd-floor-" + uuid.uuid4().hex
+        dsk = {(name, *coords): (units.block, i) for i, (coords, _) in enumerate(files)}
+        assert len(dsk) == int(np.prod(nblocks))
+        graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
+        return da.Array(graph, name, chunks, dtype=units.dtype).compute()
+
+    return fn
+
+
+def assembly_floor(data: np.ndarray, unit: tuple[int, ...]):
+    """fn: dask's assembly alone: ``da.from_array(data, chunks=unit).compute()`` over the array
+    already in memory (each task a view of one block; dask concatenates them)."""
+    import dask.array as da
+
+    x = da.from_array(data, chunks=unit, name="assembly-floor-" + uuid.uuid4().hex)
+    return lambda: x.compute()
+
+
+def write_floor(data: np.ndarray, chunks: tuple[int, ...], shards: tuple[int, ...] | None, out: str,
+                threads: int | None = None):
+    """fn: the least a write of ``data`` does without Zarr: a unit per task on ``threads`` threads,
+    each chunk copied to contiguous memory and compressed by libzstd (level 1), a shard's frames
+    joined with their index (offsets and sizes, crc32c) at the end, and each unit written to its
+    own file under ``out/c/...`` (the directories made in the call). ``out`` is not removed."""
+    import crc32c
+
+    unit = shards or chunks
+    if any(s % u for s, u in zip(data.shape, unit)) or any(u % c for u, c in zip(unit, chunks)):
+        raise ValueError(f"the floor needs whole units: shape {data.shape}, unit {unit}, chunk {chunks}")
+    grid = [range(s // u) for s, u in zip(data.shape, unit)]
+    coords = [tuple(int(x) for x in c) for c in np.ndindex(*(len(g) for g in grid))]
+    inner = list(np.ndindex(*(u // c for u, c in zip(unit, chunks))))
+    local = threading.local()
+    pool = _pool(threads or os.cpu_count() or 1)
+
+    def one(c):
+        z = getattr(local, "z", None)
+        if z is None:
+            z = local.z = zstandard.ZstdCompressor(level=1, write_checksum=False)
+        origin = [i * u for i, u in zip(c, unit)]
+        if shards is None:
+            blob = z.compress(np.ascontiguousarray(data[tuple(slice(o, o + n) for o, n in zip(origin, unit))]))
+        else:
+            frames, index, offset = [], np.empty((len(inner), 2), "<u8"), 0
+            for k, ic in enumerate(inner):
+                sel = tuple(slice(o + i * n, o + (i + 1) * n) for o, i, n in zip(origin, ic, chunks))
+                frame = z.compress(np.ascontiguousarray(data[sel]))
+                frames.append(frame)
+                index[k] = (offset, len(frame))
+                offset += len(frame)
+            raw = index.tobytes()
+            frames += [raw, crc32c.crc32c(raw).to_bytes(4, "little")]
+            blob = b"".join(frames)
+        name = os.path.join(out, "c", *map(str, c))
+        os.makedirs(os.path.dirname(name), exist_ok=True)
+        with open(name, "wb") as f:
+            f.write(blob)
+
+    return lambda: list(pool.map(one, coords))
+
+
+def metadata_floor(path: str):
+    """fn: read and parse the group's ``zarr.json`` (consolidated: every array's document is in
+    it), the least an open of the group does."""
+    import json
+
+    name = os.path.join(path, "zarr.json")
+
+    def fn():
+        with open(name, "rb") as f:
+            return json.loads(f.read())
+
+    return fn
