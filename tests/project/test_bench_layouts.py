@@ -42,3 +42,79 @@ def test_group_open_row_checks_every_library(tmp_path):
         assert cell.error is None, (lib, cell.error)
         assert cell.times and all(c is None for c in cell.checks), (lib, cell.checks)
     assert not (tmp_path / "layouts_group.zarr").exists()  # removed after the row
+
+
+def _cells_ok(row, libs):
+    assert set(row.cells) == set(libs), set(row.cells)
+    for lib, cell in row.cells.items():
+        assert cell.error is None, (lib, cell.error)
+        assert cell.times and all(c is None for c in cell.checks), (lib, cell.checks)
+
+
+def test_materialised_reads_and_their_floors_check(tmp_path):
+    """dask-compute and xarray-values / xarray-load, at a tiny size, every reader's result
+    checked, each row with its floor measured and checked; the table prints both ratios."""
+    import harness
+
+    geom = Geometry.from_size(1)  # (4, 256, 256): the layouts' spatial sides shrink to 64 / 128 / 16
+    sc = bench_layouts.run(geom, 1, str(tmp_path), layouts=("big-inner",),
+                           workloads=("dask-compute", "xarray-values", "xarray-load", "read", "write"))
+    rows = {row.case.split("] ", 1)[1]: row for row in sc.rows}
+    assert set(rows) == {"dask .compute()", 'xarray open_dataset(chunks={})["v"].values',
+                         "xarray open_dataset(chunks={}).load()", "read a[...]", "write numpy"}
+    _cells_ok(rows["dask .compute()"], (ZARRDASK, "zarr-python", "zarr-python+zarrs", TENSORSTORE))
+    for case in ('xarray open_dataset(chunks={})["v"].values', "xarray open_dataset(chunks={}).load()"):
+        _cells_ok(rows[case], (ZARRDASK, "zarr-python", "zarr-python+zarrs"))
+    for row in sc.rows:
+        assert row.floor is not None and row.floor.cell.error is None, (row.case, row.floor)
+        assert row.floor.cell.times and all(c is None for c in row.floor.cell.checks), row.case
+        assert row.floor_ratio() is not None and row.best_peer() is not None
+    # the three materialised reads share one floor; the read and the write have their own
+    assert rows["dask .compute()"].floor is rows["xarray open_dataset(chunks={}).load()"].floor
+    assert len({id(row.floor) for row in sc.rows}) == 3
+    table = harness.render_scenario(sc)
+    assert "best peer" in table and "zd/floor" in table and "F3 = big-inner: libzstd-1 compression" in table
+    doc = rows["dask .compute()"].to_json()
+    assert doc["floor"]["name"].startswith("big-inner: dask .compute()") and doc["ratios_over_floor"]["zarrdask"]
+
+
+def test_the_layout_arrays_carry_dimension_names_and_a_dataset(tmp_path):
+    import xarray as xr
+
+    geom = Geometry.from_size(1)
+    data = np.arange(np.prod(geom.shape), dtype=np.float32).reshape(geom.shape)
+    layout = bench_layouts.scaled(bench_layouts.LAYOUTS["unsharded"], geom.shape)
+    path = bench_layouts.layout_array("unsharded", layout, data, str(tmp_path))
+    ds_path = bench_layouts.layout_dataset("unsharded", path)
+    for engine in ("zarrdask", "zarr"):
+        ds = xr.open_dataset(ds_path, engine=engine, chunks={})
+        assert ds["v"].dims == bench_layouts.DIMS
+        assert np.array_equal(ds["v"].values, data), engine
+    assert bench_layouts.layout_dataset("unsharded", path) == ds_path  # cached: the stamp is fresh
+
+
+@pytest.mark.parametrize("shards", [None, (4, 64, 64)])
+def test_the_floors_do_the_rows_work(tmp_path, shards):
+    """The read floors give the array back, the reduce floor its blocks' sums, and the write
+    floor's files hold the array (read back by zarrdask beside a copy of its metadata)."""
+    import shutil
+
+    import dask
+    import zstd_floor
+
+    data = np.random.default_rng(3).random((8, 128, 128), dtype=np.float32)
+    chunks = (2, 32, 32)
+    path = str(tmp_path / "a.zarr")
+    LIB_OBJECTS[ZARRDASK].write(path, data, Layout(chunks, shards))
+    assert np.array_equal(zstd_floor.read_floor(path, 2)(), data)
+    with dask.config.set(scheduler="threads"):
+        assert np.array_equal(zstd_floor.dask_compute_floor(path)(), data)
+    assert np.isclose(sum(zstd_floor.reduce_floor(path, lambda b: b.sum(dtype=np.float64), 2)()),
+                      data.sum(dtype=np.float64))
+    out = tmp_path / "floor.zarr"
+    zstd_floor.write_floor(data, chunks, shards, str(out), 2)()
+    shutil.copy(tmp_path / "a.zarr" / "zarr.json", out / "zarr.json")
+    import zarrdask
+
+    assert np.array_equal(zarrdask.open_array(str(out))[...], data)
+    assert zstd_floor.metadata_floor(path)()["shape"] == [8, 128, 128]
