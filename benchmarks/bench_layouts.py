@@ -56,7 +56,9 @@ assembly, which every dask reader's ``.compute()`` ends with; the assembly alone
 ``da.from_array(numpy, chunks=grid).compute()``, is in a note); the direct read, libzstd
 decoding every chunk into its place in one output; the writes, libzstd-1 compression of every
 chunk (+ the shard index) and one file per unit; the group open, reading and parsing the
-consolidated root ``zarr.json``; the cluster row, its in-memory sum. The windows have none.
+consolidated root ``zarr.json``; the windows, each touched chunk read from its file with
+``os.pread`` at the offset of its shard's index (read from the file too when cold), libzstd,
+and the overlap copied out; the cluster row, its in-memory sum.
 
 Notes under the table give, for every row, the spread max/min over the repetitions and each
 peer's spread / zarrdask's, and the best peer's ratio.
@@ -575,11 +577,15 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
                 sc.rows.append(write_rows[-1])
                 write_rows[-1].floor = floor("write")
             if "windows" in workloads:
+                from bench_sharding import window_floor
+
                 for cold in (True, False):
                     mode = "cold index" if cold else "warm index"
                     ts_rows.append(window_row(f"{label} {N_WINDOWS} windows 1x64x64, {mode}", path, geom, data,
                                               cold, repeat))
                     sc.rows.append(ts_rows[-1])
+                for row, cold in zip(ts_rows[-2:], (True, False)):  # (after both rows)
+                    row.floor = window_floor(path, random_windows(geom, N_WINDOWS), cold, data, repeat, name)
             rmtree(out_dir)
     if "group-open" in workloads:
         ts_rows.append(group_open_row(data_dir, repeat))

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from harness import LIBS, ZARR_PYTHON, Geometry, Row, Scenario, SelfTimed, Task, compare, measure_many, random_windows
-from harness import make_data
+from harness import make_data, measure_floor
 from libs import LIB_OBJECTS, Layout, Lib
 from bench_core import write_read_rows
 
@@ -60,6 +60,31 @@ def window_task(L: Lib, path: str, windows, cold: bool, data: np.ndarray) -> Tas
     return Task(fn=one_pass, check=check, unit="ms")
 
 
+def window_floor(path: str, windows, cold: bool, data: np.ndarray, repeat: int, label: str = ""):
+    """The window rows' floor (zstd_floor.window_floor) on ``path``: median latency per read."""
+    import zstd_floor
+
+    def make() -> Task:
+        fn, read = zstd_floor.window_floor(path, windows, cold)
+
+        def check(_):
+            return next((p for p in (compare(data[sel], read(sel)) for sel in windows[:10]) if p), None)
+
+        return Task(fn=fn, check=check, unit="ms")
+
+    import zarrdask
+
+    if zarrdask.open_array(path).shards is None:
+        what = "each touched chunk's file read whole + libzstd + copied out"
+    elif cold:
+        what = "the touched shards' indexes read from the files and parsed, each touched chunk os.pread + libzstd " \
+               "+ copied out"
+    else:
+        what = "the shard indexes held in memory; each touched chunk os.pread + libzstd + copied out"
+    return measure_floor(f"{label or 'x'.join(map(str, data.shape)) + ' array'}: {what}, median per read", make,
+                         repeat)
+
+
 def run(geom: Geometry, repeat: int, data_dir: str, n_windows: int = 200, cross: bool = True) -> Scenario:
     sc = Scenario(
         name="sharding",
@@ -74,6 +99,7 @@ def run(geom: Geometry, repeat: int, data_dir: str, n_windows: int = 200, cross:
     paths, w = write_read_rows(sc, geom, repeat, layout, os.path.join(data_dir, "sharded"), cross, "full read")
 
     common = next((lib for lib in (ZARR_PYTHON, *LIBS) if not w[lib].error), None)
+    floor_rows = []
     if common is not None:
         windows = random_windows(geom, n_windows)
         for cold in (True, False):
@@ -92,6 +118,9 @@ def run(geom: Geometry, repeat: int, data_dir: str, n_windows: int = 200, cross:
             sc.rows.append(
                 Row(f"window {'x'.join(map(str, geom.window))} median/read, {desc}", cells, note=f"p90 {p90}")
             )
+            floor_rows.append((sc.rows[-1], cold))
+        for row, cold in floor_rows:  # (after both window rows: their timing is as it was)
+            row.floor = window_floor(paths[common], windows, cold, data, repeat)
         sc.notes.append(
             f"window reads: {n_windows} random windows at unaligned offsets (seeded), on the copy "
             f"written by {common}; each repetition reports its median latency per read"

@@ -343,3 +343,81 @@ def metadata_floor(path: str):
             return json.loads(f.read())
 
     return fn
+
+
+def window_floor(path: str, windows, cold: bool):
+    """(fn, read): the least a window read does without Zarr. ``read(sel)`` reads the window
+    ``sel``: for every chunk it touches, the chunk's bytes read from its unit's file
+    (``os.pread`` at the offset the shard index gives), libzstd into a chunk buffer, and the
+    overlap copied into a fresh output. Cold (``cold=True``): each read first reads and parses
+    the touched shards' indexes from their files (no checksum check); warm: the indexes are
+    held in memory (read untimed before). ``fn()`` reads ``windows`` one after another and
+    gives their median latency (harness.SelfTimed), as bench_sharding.window_task does."""
+    from harness import SelfTimed  # noqa: PLC0415 - (this module also runs alone)
+
+    array = zarrdask.open_array(path)
+    shape, dtype = tuple(array.shape), np.dtype(array.dtype)
+    unit = tuple(array.shards or array.chunks)
+    chunk = tuple(array.units.pipeline.sharding.chunk_shape if array.shards else array.chunks)
+    grid = tuple(u // c for u, c in zip(unit, chunk))
+    n_inner = int(np.prod(grid))
+    index_bytes = 16 * n_inner + 4  # (offset, nbytes) uint64 pairs + crc32c, at the end
+    strides = [int(np.prod(grid[d + 1:])) for d in range(len(grid))]  # (C order in the shard)
+    files = {coords: name for coords, name in unit_files(path)}
+    sizes = {coords: os.path.getsize(name) for coords, name in files.items()}
+
+    def read_index(fd: int, coords) -> np.ndarray:
+        raw = os.pread(fd, index_bytes, sizes[coords] - index_bytes)
+        return np.frombuffer(raw, "<u8", count=2 * n_inner).reshape(n_inner, 2)
+
+    held = {}
+    if array.shards and not cold:
+        for coords, name in files.items():
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                held[coords] = read_index(fd, coords)
+            finally:
+                os.close(fd)
+    buf = np.empty(chunk, dtype)
+
+    def read(sel) -> np.ndarray:
+        lo = [s.start for s in sel]
+        hi = [s.stop for s in sel]
+        out = np.empty([b - a for a, b in zip(lo, hi)], dtype)
+        touched = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunk)]
+        by_unit: dict = {}
+        for idx in np.ndindex(*(len(r) for r in touched)):
+            ci = tuple(r[i] for r, i in zip(touched, idx))
+            by_unit.setdefault(tuple(c // g for c, g in zip(ci, grid)), []).append(ci)
+        for coords, cis in by_unit.items():
+            fd = os.open(files[coords], os.O_RDONLY)
+            try:
+                table = (held[coords] if coords in held else read_index(fd, coords)) if array.shards else None
+                for ci in cis:
+                    if table is None:
+                        frame = os.pread(fd, sizes[coords], 0)
+                    else:
+                        k = sum((c % g) * st for c, g, st in zip(ci, grid, strides))
+                        offset, nbytes = (int(v) for v in table[k])
+                        frame = os.pread(fd, nbytes, offset)
+                    numcodecs_zstd.decompress(frame, buf)
+                    origin = [c * n for c, n in zip(ci, chunk)]
+                    a = [max(l, o) for l, o in zip(lo, origin)]
+                    b = [min(h, o + n) for h, o, n in zip(hi, origin, chunk)]
+                    out[tuple(slice(x - l, y - l) for x, y, l in zip(a, b, lo))] = \
+                        buf[tuple(slice(x - o, y - o) for x, y, o in zip(a, b, origin))]
+            finally:
+                os.close(fd)
+        return out
+
+    def fn():
+        lat = []
+        for sel in windows:
+            t0 = time.perf_counter()
+            read(sel)
+            lat.append(time.perf_counter() - t0)
+        return SelfTimed(statistics.median(lat), extra={"p90_s": float(np.percentile(lat, 90))})
+
+    if any(s % u for s, u in zip(shape, unit)):
+        raise ValueError(f"the floor needs whole units: shape {shape}, unit {unit}")
+    return fn, read

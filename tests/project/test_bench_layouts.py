@@ -35,6 +35,22 @@ def test_window_reads_check_against_the_data(tmp_path, cold):
         assert task.check(timed.result) is None, lib
 
 
+@pytest.mark.parametrize("shards", [None, (8, 64, 64)])
+@pytest.mark.parametrize("cold", [True, False])
+def test_the_window_floor_reads_the_windows(tmp_path, cold, shards):
+    import zstd_floor
+
+    geom = Geometry.from_size(8)
+    data = np.random.default_rng(1).random(geom.shape, dtype=np.float32)
+    path = str(tmp_path / "a.zarr")
+    LIB_OBJECTS[ZARRDASK].write(path, data, Layout((4, 32, 32), shards))
+    windows = random_windows(geom, 6)
+    fn, read = zstd_floor.window_floor(path, windows, cold)
+    assert fn().seconds > 0
+    for sel in windows:
+        assert np.array_equal(read(sel), data[sel])
+
+
 def test_group_open_row_checks_every_library(tmp_path):
     row = bench_layouts.group_open_row(str(tmp_path), repeat=1)
     assert set(row.cells) == {"zarrdask", "zarr-python", "tensorstore"}
