@@ -174,6 +174,46 @@ def rss_mib() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MiB
 
 
+def add_floors(rows, patterns, shape, path: str, data: np.ndarray, repeat: int) -> None:
+    """Every row's floor (harness.Floor), measured after all rows (their timing is as it was), a pass
+    of the pattern's reads with no Zarr code: cold, each chunk the pass touches read with os.pread
+    at its shard index's offset (the indexes held in memory) and decoded by libzstd once, on a thread
+    per core, then each read copied out (zstd_floor.pass_floor: the least a reader with a cache of
+    decoded chunks does on a first visit); warm, each read one numpy copy out of the array held
+    decoded in memory (the least a cache hit does: the bytes copied out once)."""
+    import zstd_floor
+
+    cores = os.cpu_count() or 1
+    by_case = {row.case: row for row in rows}
+    for pattern in patterns:
+        sels = selections(pattern, shape)
+        expected = data[sels[-1]]
+
+        def check(last, expected=expected):
+            return None if np.array_equal(np.reshape(last, expected.shape), expected) else "last read differs"
+
+        def cold_task(sels=sels, check=check):
+            return Task(zstd_floor.pass_floor(path, sels, cores), check=check, unit="ms")
+
+        def warm_task(sels=sels, check=check):
+            def one_pass():
+                last = None
+                for sel in sels:
+                    last = np.array(data[sel])
+                return last
+
+            return Task(one_pass, check=check, unit="ms")
+
+        for temperature, make, what in (
+            ("cold", cold_task, f"every chunk the pass touches os.pread + libzstd once ({cores} threads) into one "
+                                "array, each read one numpy copy out of it"),
+            ("warm", warm_task, "each read one numpy copy out of the array held decoded in memory"),
+        ):
+            row = by_case.get(f"{pattern} ({len(sels)} reads) {temperature}")
+            if row is not None:
+                row.floor = harness.measure_floor(f"{pattern} {temperature}: {what}, a pass", make, repeat)
+
+
 def run(size_mib: int, repeat: int, budget: int, data_dir: str, patterns=PATTERNS) -> Scenario:
     import zarrdask
     from zarrdask.runtime.cache import pool_info
@@ -217,6 +257,7 @@ def run(size_mib: int, repeat: int, budget: int, data_dir: str, patterns=PATTERN
                 readers.clear(TS_POOL)
             case = f"{pattern} ({len(sels)} reads) {temperature}"
             sc.rows.append(Row(case, measure_many(case, tasks, repeat), nbytes=None))
+    add_floors(sc.rows, patterns, shape, path, data, repeat)
     rss1 = rss_mib()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     info = readers.cached.cache_info()
@@ -239,7 +280,8 @@ def run(size_mib: int, repeat: int, budget: int, data_dir: str, patterns=PATTERN
 def render(sc: Scenario) -> str:
     """The table: each reader's median (min) per row, the cache's speed-up over no cache and
     TensorStore's time over the cache's (both > 1 when the cache wins), then the notes."""
-    header = ["case", "zarrdask", "zarrdask+cache", "speed-up", "tensorstore+pool", "ts/cache", "check"]
+    header = ["case", "zarrdask", "zarrdask+cache", "speed-up", "tensorstore+pool", "ts/cache", "floor",
+              "cache/floor", "check"]
     lines = []
     for row in sc.rows:
         cells = [row.cells[r] for r in READERS]
@@ -249,13 +291,22 @@ def render(sc: Scenario) -> str:
         up = f"{med[0] / med[1]:.1f}x" if med[0] and med[1] else "-"
         vs = f"{med[2] / med[1]:.2f}x" if med[1] and med[2] else "-"
         checks = " ".join(f"{r}:{c.check_summary()}" for r, c in zip(READERS, cells) if c.checks)
-        lines.append([row.case, times[0], times[1], up, times[2], vs, checks])
+        f = row.floor.cell if row.floor is not None else None
+        if f is not None and f.checks:
+            checks += f" floor:{f.check_summary()}"
+        floor = "-" if f is None else (f"n/a: {f.error}" if f.error else
+                                       f"{fmt_time(f.median, 'ms')} ({fmt_time(f.min, 'ms')})")
+        over = f"{med[1] / f.median:.2f}x" if f is not None and f.median and med[1] and not f.error else "-"
+        lines.append([row.case, times[0], times[1], up, times[2], vs, floor, over, checks])
     widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(header)]
     out = [f"== {sc.name}: {sc.title}"]
     out += [f"   {r:<16} = {sc.columns[r]}" for r in READERS]
     out.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     out.append("  ".join("-" * w for w in widths))
     out += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in lines]
+    out.append("   floor = the pass with no Zarr code, measured in this run; cache/floor = zarrdask+cache's time / "
+               "the floor's (1.00x = at the floor):")
+    out += [f"   floor {row.case}: {row.floor.name}" for row in sc.rows if row.floor is not None]
     out += [f"   - {n}" for n in sc.notes]
     return "\n".join(out)
 

@@ -345,14 +345,33 @@ def metadata_floor(path: str):
     return fn
 
 
-def window_floor(path: str, windows, cold: bool):
+def _slices(sel, shape) -> tuple[slice, ...]:
+    """A basic selection (ints, slices with step 1, fewer entries than dims) as one slice per dim."""
+    sel = sel if isinstance(sel, tuple) else (sel,)
+    out = []
+    for d, n in enumerate(shape):
+        s = sel[d] if d < len(sel) else slice(None)
+        if isinstance(s, slice):
+            start, stop, step = s.indices(n)
+            if step != 1:
+                raise ValueError("the floor reads steps of 1 only")
+            out.append(slice(start, stop))
+        else:
+            i = int(s) % n
+            out.append(slice(i, i + 1))
+    return tuple(out)
+
+
+def window_floor(path: str, windows, cold: bool, threads: int = 1):
     """(fn, read): the least a window read does without Zarr. ``read(sel)`` reads the window
     ``sel``: for every chunk it touches, the chunk's bytes read from its unit's file
     (``os.pread`` at the offset the shard index gives), libzstd into a chunk buffer, and the
     overlap copied into a fresh output. Cold (``cold=True``): each read first reads and parses
     the touched shards' indexes from their files (no checksum check); warm: the indexes are
     held in memory (read untimed before). ``fn()`` reads ``windows`` one after another and
-    gives their median latency (harness.SelfTimed), as bench_sharding.window_task does."""
+    gives their median latency (harness.SelfTimed), as bench_sharding.window_task does. A read's
+    chunks are decoded on ``threads`` threads (1: in the calling thread); a selection may be any
+    basic one (an int keeps its dimension, of length 1)."""
     from harness import SelfTimed  # noqa: PLC0415 - (this module also runs alone)
 
     array = zarrdask.open_array(path)
@@ -378,36 +397,61 @@ def window_floor(path: str, windows, cold: bool):
                 held[coords] = read_index(fd, coords)
             finally:
                 os.close(fd)
-    buf = np.empty(chunk, dtype)
+    local = threading.local()
+    pool = _pool(threads) if threads > 1 else None
+
+    def read_unit(coords, cis, lo, hi, out) -> None:
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = np.empty(chunk, dtype)
+        fd = os.open(files[coords], os.O_RDONLY)
+        try:
+            table = (held[coords] if coords in held else read_index(fd, coords)) if array.shards else None
+            for ci in cis:
+                if table is None:
+                    frame = os.pread(fd, sizes[coords], 0)
+                else:
+                    k = sum((c % g) * st for c, g, st in zip(ci, grid, strides))
+                    offset, nbytes = (int(v) for v in table[k])
+                    frame = os.pread(fd, nbytes, offset)
+                numcodecs_zstd.decompress(frame, buf)
+                origin = [c * n for c, n in zip(ci, chunk)]
+                a = [max(l, o) for l, o in zip(lo, origin)]
+                b = [min(h, o + n) for h, o, n in zip(hi, origin, chunk)]
+                out[tuple(slice(x - l, y - l) for x, y, l in zip(a, b, lo))] = \
+                    buf[tuple(slice(x - o, y - o) for x, y, o in zip(a, b, origin))]
+        finally:
+            os.close(fd)
+
+    def touched(sel) -> dict:
+        """The chunks ``sel`` touches, by unit: {unit coords: [chunk coords]}."""
+        sel = _slices(sel, shape)
+        spans = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(sel, chunk)]
+        by_unit: dict = {}
+        for idx in np.ndindex(*(len(r) for r in spans)):
+            ci = tuple(r[i] for r, i in zip(spans, idx))
+            by_unit.setdefault(tuple(c // g for c, g in zip(ci, grid)), []).append(ci)
+        return by_unit
+
+    def decode_into(by_unit: dict, out: np.ndarray) -> None:
+        """The chunks of ``by_unit`` decoded into their places in ``out`` (the array's shape), a
+        task per chunk on the threads."""
+        jobs = [(coords, ci) for coords, cis in by_unit.items() for ci in cis]
+        run = (lambda job: read_unit(job[0], [job[1]], [0] * len(shape), shape, out))
+        list(pool.map(run, jobs)) if pool is not None else [run(job) for job in jobs]
 
     def read(sel) -> np.ndarray:
+        sel = _slices(sel, shape)
         lo = [s.start for s in sel]
         hi = [s.stop for s in sel]
         out = np.empty([b - a for a, b in zip(lo, hi)], dtype)
-        touched = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunk)]
-        by_unit: dict = {}
-        for idx in np.ndindex(*(len(r) for r in touched)):
-            ci = tuple(r[i] for r, i in zip(touched, idx))
-            by_unit.setdefault(tuple(c // g for c, g in zip(ci, grid)), []).append(ci)
-        for coords, cis in by_unit.items():
-            fd = os.open(files[coords], os.O_RDONLY)
-            try:
-                table = (held[coords] if coords in held else read_index(fd, coords)) if array.shards else None
-                for ci in cis:
-                    if table is None:
-                        frame = os.pread(fd, sizes[coords], 0)
-                    else:
-                        k = sum((c % g) * st for c, g, st in zip(ci, grid, strides))
-                        offset, nbytes = (int(v) for v in table[k])
-                        frame = os.pread(fd, nbytes, offset)
-                    numcodecs_zstd.decompress(frame, buf)
-                    origin = [c * n for c, n in zip(ci, chunk)]
-                    a = [max(l, o) for l, o in zip(lo, origin)]
-                    b = [min(h, o + n) for h, o, n in zip(hi, origin, chunk)]
-                    out[tuple(slice(x - l, y - l) for x, y, l in zip(a, b, lo))] = \
-                        buf[tuple(slice(x - o, y - o) for x, y, o in zip(a, b, origin))]
-            finally:
-                os.close(fd)
+        by_unit = touched(sel)
+        if pool is None or len(by_unit) == 1 and len(next(iter(by_unit.values()))) == 1:
+            for coords, cis in by_unit.items():
+                read_unit(coords, cis, lo, hi, out)
+        else:  # a task per chunk
+            list(pool.map(lambda job: read_unit(job[0], [job[1]], lo, hi, out),
+                          [(coords, ci) for coords, cis in by_unit.items() for ci in cis]))
         return out
 
     def fn():
@@ -420,4 +464,29 @@ def window_floor(path: str, windows, cold: bool):
 
     if any(s % u for s, u in zip(shape, unit)):
         raise ValueError(f"the floor needs whole units: shape {shape}, unit {unit}")
+    read.touched, read.decode_into, read.shape, read.dtype = touched, decode_into, shape, dtype
     return fn, read
+
+
+def pass_floor(path: str, sels, threads: int):
+    """fn: a pass of the reads ``sels`` as a reader with a cache of decoded chunks at least does it:
+    every distinct chunk the pass touches read (os.pread at its shard index's offset, the indexes
+    held in memory) and decoded by libzstd once, into its place in an array of the array's shape
+    (a task per chunk on ``threads`` threads), then each read one numpy copy out of it; the last
+    read's result returned."""
+    _, read = window_floor(path, sels, cold=False, threads=threads)
+    needed: dict = {}
+    for sel in sels:
+        for coords, cis in read.touched(sel).items():
+            needed.setdefault(coords, set()).update(cis)
+    needed = {coords: sorted(cis) for coords, cis in needed.items()}
+
+    def fn():
+        full = np.empty(read.shape, read.dtype)
+        read.decode_into(needed, full)
+        last = None
+        for sel in sels:
+            last = np.array(full[sel])
+        return last
+
+    return fn
