@@ -5,7 +5,12 @@
                              [--json out.json] [--smoke] [--data-dir DIR]
 
 Prints, per scenario, the median and min of R repetitions for each library and the ratio
-peer time / zarrdask time (> 1: zarrdask is faster). See benchmarks/README.md.
+peer time / zarrdask time (> 1: zarrdask is faster); for each row the best peer and the row's
+floor (its work with no Zarr code, measured in the same run after the rows: harness.Floor) with
+zarrdask's time / the floor's. ``all`` includes materialised reads: the ``dask`` scenario's
+``.compute()`` of the whole array and the ``xarray`` scenario's ``["t2m"].values`` and
+``.load()``; ``layouts`` runs bench_layouts' default workloads (dask-compute, xarray-values and
+xarray-load among them). See benchmarks/README.md.
 """
 
 from __future__ import annotations

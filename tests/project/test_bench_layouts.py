@@ -134,3 +134,14 @@ def test_the_floors_do_the_rows_work(tmp_path, shards):
 
     assert np.array_equal(zarrdask.open_array(str(out))[...], data)
     assert zstd_floor.metadata_floor(path)()["shape"] == [8, 128, 128]
+
+
+def test_the_cache_pass_floor_gives_the_last_read(tmp_path):
+    import zstd_floor
+
+    data = np.random.default_rng(4).random((16, 128, 128), dtype=np.float32)
+    path = str(tmp_path / "a.zarr")
+    LIB_OBJECTS[ZARRDASK].write(path, data, Layout((4, 32, 32), (8, 64, 64)))
+    sels = [(3,), (slice(None), 70, 5), (2, slice(10, 90), slice(40, 128))]
+    last = zstd_floor.pass_floor(path, sels, 2)()
+    assert np.array_equal(np.reshape(last, data[sels[-1]].shape), data[sels[-1]])
