@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import os
 import statistics
 import threading
 import time
 import uuid
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -364,11 +366,11 @@ def _slices(sel, shape) -> tuple[slice, ...]:
 
 def window_floor(path: str, windows, cold: bool, threads: int = 1):
     """(fn, read): the least a window read does without Zarr. ``read(sel)`` reads the window
-    ``sel``: for every chunk it touches, the chunk's bytes read from its unit's file
-    (``os.pread`` at the offset the shard index gives), libzstd into a chunk buffer, and the
-    overlap copied into a fresh output. Cold (``cold=True``): each read first reads and parses
-    the touched shards' indexes from their files (no checksum check); warm: the indexes are
-    held in memory (read untimed before). ``fn()`` reads ``windows`` one after another and
+    ``sel``: for every unit it touches, one ``os.pread`` of the span of the unit's file holding
+    the touched chunks (their offsets from the shard index), libzstd into a chunk buffer, and the
+    overlap copied into a fresh output. Cold (``cold=True``): each read opens the touched files
+    and reads and parses their shards' indexes (no checksum check); warm: the files are held
+    open and the indexes in memory (both untimed, before). ``fn()`` reads ``windows`` one after another and
     gives their median latency (harness.SelfTimed), as bench_sharding.window_task does. A read's
     chunks are decoded on ``threads`` threads (1: in the calling thread); a selection may be any
     basic one (an int keeps its dimension, of length 1)."""
@@ -389,47 +391,53 @@ def window_floor(path: str, windows, cold: bool, threads: int = 1):
         raw = os.pread(fd, index_bytes, sizes[coords] - index_bytes)
         return np.frombuffer(raw, "<u8", count=2 * n_inner).reshape(n_inner, 2)
 
-    held = {}
-    if array.shards and not cold:
+    held, fds = {}, {}  # warm: every index, and every file open (a reader may keep both), untimed
+    if not cold:
         for coords, name in files.items():
-            fd = os.open(name, os.O_RDONLY)
-            try:
-                held[coords] = read_index(fd, coords)
-            finally:
-                os.close(fd)
+            fds[coords] = os.open(name, os.O_RDONLY)
+            if array.shards:
+                held[coords] = read_index(fds[coords], coords)
+
     local = threading.local()
     pool = _pool(threads) if threads > 1 else None
 
     def read_unit(coords, cis, lo, hi, out) -> None:
-        buf = getattr(local, "buf", None)
-        if buf is None:
-            buf = local.buf = np.empty(chunk, dtype)
-        fd = os.open(files[coords], os.O_RDONLY)
+        stack = getattr(local, "stack", None)
+        if stack is None:
+            stack = local.stack = np.empty((n_inner, *chunk), dtype)
+        fd = fds[coords] if coords in fds else os.open(files[coords], os.O_RDONLY)
         try:
-            table = (held[coords] if coords in held else read_index(fd, coords)) if array.shards else None
-            for ci in cis:
-                if table is None:
-                    frame = os.pread(fd, sizes[coords], 0)
-                else:
-                    k = sum((c % g) * st for c, g, st in zip(ci, grid, strides))
-                    offset, nbytes = (int(v) for v in table[k])
-                    frame = os.pread(fd, nbytes, offset)
-                numcodecs_zstd.decompress(frame, buf)
+            if array.shards:
+                table = held[coords] if coords in held else read_index(fd, coords)
+                rows = table[[sum((c % g) * st for c, g, st in zip(ci, grid, strides)) for ci in cis]]
+                order = np.argsort(rows[:, 0], kind="stable")
+                cis, rows = [cis[k] for k in order], rows[order]
+                start, stop = int(rows[0, 0]), int(rows[-1, 0] + rows[-1, 1])
+                span = memoryview(os.pread(fd, stop - start, start))  # (one read over the touched chunks)
+                # runs of frames back to back in the file: one libzstd call each, into the stack
+                ends = rows[:, 0] + rows[:, 1]
+                cuts = [0, *(np.flatnonzero(ends[:-1] != rows[1:, 0]) + 1).tolist(), len(rows)]
+                for a, b in zip(cuts, cuts[1:]):
+                    lo_b, hi_b = int(rows[a, 0]) - start, int(ends[b - 1]) - start
+                    numcodecs_zstd.decompress(span[lo_b:hi_b], stack[a:b])
+            else:
+                numcodecs_zstd.decompress(os.pread(fd, sizes[coords], 0), stack[0])
+            for buf, ci in zip(stack, cis):
                 origin = [c * n for c, n in zip(ci, chunk)]
                 a = [max(l, o) for l, o in zip(lo, origin)]
                 b = [min(h, o + n) for h, o, n in zip(hi, origin, chunk)]
                 out[tuple(slice(x - l, y - l) for x, y, l in zip(a, b, lo))] = \
                     buf[tuple(slice(x - o, y - o) for x, y, o in zip(a, b, origin))]
         finally:
-            os.close(fd)
+            if coords not in fds:
+                os.close(fd)
 
     def touched(sel) -> dict:
         """The chunks ``sel`` touches, by unit: {unit coords: [chunk coords]}."""
         sel = _slices(sel, shape)
         spans = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(sel, chunk)]
         by_unit: dict = {}
-        for idx in np.ndindex(*(len(r) for r in spans)):
-            ci = tuple(r[i] for r, i in zip(spans, idx))
+        for ci in itertools.product(*spans):
             by_unit.setdefault(tuple(c // g for c, g in zip(ci, grid)), []).append(ci)
         return by_unit
 
@@ -465,7 +473,14 @@ def window_floor(path: str, windows, cold: bool, threads: int = 1):
     if any(s % u for s, u in zip(shape, unit)):
         raise ValueError(f"the floor needs whole units: shape {shape}, unit {unit}")
     read.touched, read.decode_into, read.shape, read.dtype = touched, decode_into, shape, dtype
+    if fds:
+        weakref.finalize(read, _close, list(fds.values()))  # (fn holds read: the files close with both)
     return fn, read
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def pass_floor(path: str, sels, threads: int):
