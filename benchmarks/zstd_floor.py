@@ -196,7 +196,26 @@ class Units:
         if all(starts[a] + frames[a].nbytes == starts[b] for a, b in zip(ranks, ranks[1:])):
             first, last = ranks[0], ranks[-1]
             span = memoryview(whole)[starts[first]: starts[last] + frames[last].nbytes]
-        return [frames[k] for k in ranks], span, np.unravel_index(ranks, self.grid)
+        ends = np.cumsum([0, *(frames[k].nbytes for k in ranks)])  # (the ordered frames' bounds in the span)
+        return [frames[k] for k in ranks], span, np.unravel_index(ranks, self.grid), ends
+
+    def place_part(self, i: int, block: np.ndarray, a: int, b: int) -> None:
+        """Frames ``a:b`` (in the file's order) of unit ``i`` decoded into their slots of ``block``
+        (so that a unit's chunks can be split over threads when there are fewer units than threads)."""
+        ordered, span, slot, ends = self._plans[i]
+        stack = getattr(self._local, "stack", None)
+        if stack is None or len(stack) != len(ordered):
+            stack = self._local.stack = np.empty((len(ordered), *self.chunk), self.dtype)
+        if span is not None:
+            numcodecs_zstd.decompress(span[int(ends[a]): int(ends[b])], stack[: b - a])
+        else:
+            for row, frame in enumerate(ordered[a:b]):
+                numcodecs_zstd.decompress(frame, stack[row])
+        if len(ordered) == 1:
+            block[...] = stack[0]
+            return
+        slots = block.reshape([n for pair in zip(self.grid, self.chunk) for n in pair]).transpose(self._order)
+        slots[tuple(ix[a:b] for ix in slot)] = stack[: b - a]
 
     def place(self, i: int, block: np.ndarray) -> None:
         """Unit ``i``'s chunks decoded by libzstd into ``block`` (a unit-shaped array or view):
@@ -206,7 +225,7 @@ class Units:
         if len(frames) == 1 and block.flags.c_contiguous:
             numcodecs_zstd.decompress(frames[0], block)  # (a fresh block: straight into it)
             return
-        ordered, span, slot = self._plans[i]
+        ordered, span, slot, _ = self._plans[i]
         stack = getattr(self._local, "stack", None)
         if stack is None or len(stack) != len(frames):
             stack = self._local.stack = np.empty((len(frames), *self.chunk), self.dtype)
@@ -238,14 +257,23 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 
 def read_floor(path: str, threads: int | None = None):
-    """(fn, check): every chunk decoded by libzstd into its place in one fresh output array,
-    a unit per task on ``threads`` (default: the cores) threads. The floor of ``a[...]``."""
+    """fn: every chunk decoded by libzstd into its place in one fresh output array, a unit per
+    task on ``threads`` (default: the cores) threads; with fewer than 4 units per thread, each
+    unit's chunks split into as many runs as make 4 tasks per thread. The floor of ``a[...]``."""
     units = Units(path)
-    pool = _pool(threads or os.cpu_count() or 1)
+    threads = threads or os.cpu_count() or 1
+    pool = _pool(threads)
+    n = len(units.frames)
+    jobs = []
+    for i in range(n):
+        k = len(units.frames[i])
+        parts = max(1, min(k, -(-4 * threads // n)))
+        cuts = [k * j // parts for j in range(parts + 1)]
+        jobs += [(i, a, b) for a, b in zip(cuts, cuts[1:])]
 
     def fn():
         out = np.empty(units.shape, units.dtype)
-        list(pool.map(lambda i: units.place(i, out[units.regions[i]]), range(len(units.frames))))
+        list(pool.map(lambda job: units.place_part(job[0], out[units.regions[job[0]]], job[1], job[2]), jobs))
         return out
 
     return fn

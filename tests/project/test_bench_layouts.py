@@ -109,7 +109,7 @@ def test_the_layout_arrays_carry_dimension_names_and_a_dataset(tmp_path):
     assert bench_layouts.layout_dataset("unsharded", path) == ds_path  # cached: the stamp is fresh
 
 
-@pytest.mark.parametrize("shards", [None, (4, 64, 64)])
+@pytest.mark.parametrize("shards", [None, (4, 64, 64), (8, 128, 128)])  # (one shard: split over threads)
 def test_the_floors_do_the_rows_work(tmp_path, shards):
     """The read floors give the array back, the reduce floor its blocks' sums, and the write
     floor's files hold the array (read back by zarrdask beside a copy of its metadata)."""
