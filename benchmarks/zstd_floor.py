@@ -197,7 +197,18 @@ class Units:
             first, last = ranks[0], ranks[-1]
             span = memoryview(whole)[starts[first]: starts[last] + frames[last].nbytes]
         ends = np.cumsum([0, *(frames[k].nbytes for k in ranks)])  # (the ordered frames' bounds in the span)
-        return [frames[k] for k in ranks], span, np.unravel_index(ranks, self.grid), ends
+        # frames in C order (the usual case): the stack goes into the slots as one transposed copy
+        slot = None if ranks == list(range(len(frames))) else np.unravel_index(ranks, self.grid)
+        return [frames[k] for k in ranks], span, slot, ends
+
+    def _into_slots(self, block: np.ndarray, stack: np.ndarray, slot, a: int = 0, b: int | None = None) -> None:
+        slots = block.reshape([n for pair in zip(self.grid, self.chunk) for n in pair]).transpose(self._order)
+        if slot is not None:
+            slots[tuple(ix[a:b] for ix in slot)] = stack
+        elif a == 0 and (b is None or b == len(stack)) and len(stack) == int(np.prod(self.grid)):
+            slots[...] = stack.reshape(*self.grid, *self.chunk)
+        else:
+            slots[np.unravel_index(range(a, b), self.grid)] = stack
 
     def place_part(self, i: int, block: np.ndarray, a: int, b: int) -> None:
         """Frames ``a:b`` (in the file's order) of unit ``i`` decoded into their slots of ``block``
@@ -214,8 +225,7 @@ class Units:
         if len(ordered) == 1:
             block[...] = stack[0]
             return
-        slots = block.reshape([n for pair in zip(self.grid, self.chunk) for n in pair]).transpose(self._order)
-        slots[tuple(ix[a:b] for ix in slot)] = stack[: b - a]
+        self._into_slots(block, stack[: b - a], slot, a, b)
 
     def place(self, i: int, block: np.ndarray) -> None:
         """Unit ``i``'s chunks decoded by libzstd into ``block`` (a unit-shaped array or view):
@@ -237,8 +247,7 @@ class Units:
         if len(frames) == 1:
             block[...] = stack[0]
             return
-        slots = block.reshape([n for pair in zip(self.grid, self.chunk) for n in pair]).transpose(self._order)
-        slots[slot] = stack
+        self._into_slots(block, stack, slot)
 
     def block(self, i: int) -> np.ndarray:
         out = np.empty(self.unit, self.dtype)
