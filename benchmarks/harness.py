@@ -375,8 +375,10 @@ class Row:
         return base_row.cells.get(ZARRDASK)
 
     def best_peer(self) -> tuple[str, float] | None:
-        """The fastest peer library of zarrdask in this row (of LIBS) and its ratio peer / zarrdask."""
-        ratios = {lib: self.ratio(lib) for lib in self.cells if lib != ZARRDASK and lib in LIBS}
+        """The fastest peer library of zarrdask in this row (of LIBS) and its ratio peer / zarrdask; a
+        peer whose result failed its check is not one."""
+        ratios = {lib: self.ratio(lib) for lib, c in self.cells.items()
+                  if lib != ZARRDASK and lib in LIBS and all(x is None for x in c.checks)}
         ratios = {lib: r for lib, r in ratios.items() if r is not None}
         if not ratios:
             return None
