@@ -67,10 +67,17 @@ def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | 
 def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = None,
                consolidated: bool = True) -> list[NodeMetadata | None]:
     """Metadata of many nodes (``None`` where there is no node): one batched fetch of every
-    ``zarr.json``, then one of the v2 documents for the paths that have none."""
+    ``zarr.json``, then one of the v2 documents for the paths that have none. With
+    ``zarr_format=2`` the v2 documents come in the same batch (one round trip, not two); a
+    node with a ``zarr.json`` is still a v3 one, its v2 documents neither decoded nor used."""
+    both = zarr_format == 2
+    fetched = _fetch_documents(store, paths, range(len(paths)), ("zarr.json", *_V2_NAMES) if both else ("zarr.json",))
     docs: list[dict[str, Any]] = [{} for _ in paths]
     raws: list[bytes | None] = [None] * len(paths)
-    _fetch_documents(store, paths, range(len(paths)), ("zarr.json",), docs, raws)
+    for i, got in enumerate(fetched):
+        if "zarr.json" in got:
+            key, raws[i] = got.pop("zarr.json")
+            docs[i]["zarr.json"] = parse_json_document(raws[i], key)
     draft = any(is_draft_entry_point(d.get("zarr.json")) for d, p in zip(docs, paths) if not p)
     for d, p in zip(docs, paths):
         if draft and not p:
@@ -78,7 +85,9 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
     if zarr_format != 3:
         v2 = [i for i, d in enumerate(docs) if not d]
         if v2:
-            _fetch_documents(store, paths, v2, _V2_NAMES, docs, None)
+            for i, got in zip(v2, [fetched[i] for i in v2] if both else _fetch_documents(store, paths, v2, _V2_NAMES)):
+                for name, (key, blob) in got.items():
+                    docs[i][name] = parse_json_document(blob, key)
     found = [parse_node_documents(d, path, zarr_format, consolidated, raw) for d, path, raw in zip(docs, paths, raws)]
     missing = [i for i, m in enumerate(found) if m is None]
     if missing:
@@ -87,19 +96,22 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
     return found
 
 
-def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int], names: Sequence[str],
-                     docs: list[dict[str, Any]], raws: list[bytes | None] | None) -> None:
-    """Fetch and decode documents ``names`` of nodes ``which`` into ``docs`` (and, when
-    ``raws`` is given, the one name's bytes into it)."""
+def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int],
+                     names: Sequence[str]) -> list[dict[str, tuple[str, bytes]]]:
+    """Documents ``names`` of the nodes ``which``, in one batched fetch: per node, each
+    one found as ``{name: (key, bytes)}``, undecoded."""
     keys = [join_path(paths[i], n) for i in which for n in names]
-    blobs = iter(store.get_many(keys))
-    for i in which:
+    blobs = store.get_many(keys)
+    out: list[dict[str, tuple[str, bytes]]] = []
+    at = 0
+    for _ in which:
+        got = {}
         for name in names:
-            blob = next(blobs)
-            if blob is not None:
-                docs[i][name] = parse_json_document(blob, join_path(paths[i], name))
-                if raws is not None:
-                    raws[i] = blob
+            if blobs[at] is not None:
+                got[name] = (keys[at], blobs[at])
+            at += 1
+        out.append(got)
+    return out
 
 
 def read_node(store: Store, path: str, zarr_format: int | None = None, consolidated: bool = True) -> NodeMetadata:
