@@ -278,8 +278,10 @@ def window_row(case: str, path: str, geom: Geometry, data: np.ndarray, cold: boo
     return Row(case, measure_many(case, tasks, repeat))
 
 
-def group_open_row(data_dir: str, repeat: int) -> Row:
-    """Open a consolidated group of ``GROUP_ARRAYS`` small arrays and every array's shape."""
+def group_open_row(data_dir: str, repeat: int, consolidated: bool = True) -> Row:
+    """Open a group of ``GROUP_ARRAYS`` small arrays and every array's shape: with consolidated
+    metadata (one document for all), or without (each array's ``zarr.json`` read on ``g[name]``,
+    as TensorStore reads each)."""
     import tensorstore as ts
     import zarr
 
@@ -290,7 +292,8 @@ def group_open_row(data_dir: str, repeat: int) -> Row:
     g = zarrdask.create_group(path)
     for i in range(GROUP_ARRAYS):
         g.create_array(f"v{i}", shape=(10, 20), dtype="f4", chunks=(10, 20), attributes={"units": "K", "i": i})
-    zarrdask.consolidate_metadata(path)
+    if consolidated:
+        zarrdask.consolidate_metadata(path)
     names = [f"v{i}" for i in range(GROUP_ARRAYS)]
     expected = [(10, 20)] * GROUP_ARRAYS
 
@@ -299,7 +302,7 @@ def group_open_row(data_dir: str, repeat: int) -> Row:
         return [g[n].shape for n in names]
 
     def zarr_python_open():
-        g = zarr.open_group(path, mode="r", use_consolidated=True)
+        g = zarr.open_group(path, mode="r", use_consolidated=consolidated)
         return [g[n].shape for n in names]
 
     def tensorstore_open():
@@ -308,7 +311,7 @@ def group_open_row(data_dir: str, repeat: int) -> Row:
     def check(shapes):
         return None if [tuple(s) for s in shapes] == expected else f"shapes {shapes[:3]}..., not {expected[0]}"
 
-    case = f"group open ({GROUP_ARRAYS} arrays, consolidated)"
+    case = f"group open ({GROUP_ARRAYS} arrays, {'consolidated' if consolidated else 'unconsolidated'})"
     tasks = {ZARRDASK: Task(zarrdask_open, check=check), ZARR_PYTHON: Task(zarr_python_open, check=check),
              TENSORSTORE: Task(tensorstore_open, check=check)}
     try:
@@ -332,9 +335,10 @@ def assembly_note(name: str, data: np.ndarray, grid, repeat: int) -> str | None:
             ".compute() floor)")
 
 
-def group_open_floor(data_dir: str, repeat: int):
-    """The group open's floor: read and json-parse the root ``zarr.json`` of a consolidated group
-    of ``GROUP_ARRAYS`` arrays like group_open_row's (it holds every array's document)."""
+def group_open_floor(data_dir: str, repeat: int, consolidated: bool = True):
+    """The group open's floor: read and json-parse the root ``zarr.json`` of a group of
+    ``GROUP_ARRAYS`` arrays like group_open_row's: consolidated, it holds every array's
+    document; else each array's own ``zarr.json`` is read and parsed too."""
     import zarrdask
     import zstd_floor
 
@@ -346,6 +350,9 @@ def group_open_floor(data_dir: str, repeat: int):
         for i in range(GROUP_ARRAYS):
             g.create_array(f"v{i}", shape=(10, 20), dtype="f4", chunks=(10, 20),
                            attributes={"units": "K", "i": i})
+        if not consolidated:
+            return Task(zstd_floor.metadata_floor(path, tuple(f"v{i}" for i in range(GROUP_ARRAYS))),
+                        check=lambda doc: None if doc.get("node_type") == "group" else "the root is no group")
         zarrdask.consolidate_metadata(path)
 
         def check(doc):
@@ -354,9 +361,10 @@ def group_open_floor(data_dir: str, repeat: int):
 
         return Task(zstd_floor.metadata_floor(path), check=check)
 
+    what = (f"the consolidated root zarr.json ({GROUP_ARRAYS} arrays' documents in it)" if consolidated else
+            f"the root zarr.json and each of the {GROUP_ARRAYS} arrays' own")
     try:
-        return harness.measure_floor(f"read + json.loads of the consolidated root zarr.json ({GROUP_ARRAYS} "
-                                     "arrays' documents in it)", make, max(repeat, 7))
+        return harness.measure_floor(f"read + json.loads of {what}", make, max(repeat, 7))
     finally:
         rmtree(path)
 
@@ -588,9 +596,10 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
                     row.floor = window_floor(path, random_windows(geom, N_WINDOWS), cold, data, repeat, name)
             rmtree(out_dir)
     if "group-open" in workloads:
-        ts_rows.append(group_open_row(data_dir, repeat))
-        sc.rows.append(ts_rows[-1])
-        ts_rows[-1].floor = group_open_floor(data_dir, repeat)
+        for consolidated in (True, False):
+            ts_rows.append(group_open_row(data_dir, repeat, consolidated))
+            sc.rows.append(ts_rows[-1])
+            ts_rows[-1].floor = group_open_floor(data_dir, repeat, consolidated)
     if "cluster" in workloads:
         n = cluster_shards or (1024 if geom.shape[1] >= 1024 else 64)
         row = cluster_row(n, data_dir, repeat)

@@ -370,16 +370,20 @@ def write_floor(data: np.ndarray, chunks: tuple[int, ...], shards: tuple[int, ..
     return lambda: list(pool.map(one, coords))
 
 
-def metadata_floor(path: str):
+def metadata_floor(path: str, members: tuple[str, ...] = ()):
     """fn: read and parse the group's ``zarr.json`` (consolidated: every array's document is in
-    it), the least an open of the group does."""
+    it) and each of ``members``' own (unconsolidated), the least an open of the group and of
+    those members does; returns the group's document."""
     import json
 
-    name = os.path.join(path, "zarr.json")
+    names = [os.path.join(path, "zarr.json"), *(os.path.join(path, m, "zarr.json") for m in members)]
 
     def fn():
-        with open(name, "rb") as f:
-            return json.loads(f.read())
+        docs = []
+        for name in names:
+            with open(name, "rb") as f:
+                docs.append(json.loads(f.read()))
+        return docs[0]
 
     return fn
 

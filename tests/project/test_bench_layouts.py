@@ -51,13 +51,18 @@ def test_the_window_floor_reads_the_windows(tmp_path, cold, shards):
         assert np.array_equal(read(sel), data[sel])
 
 
-def test_group_open_row_checks_every_library(tmp_path):
-    row = bench_layouts.group_open_row(str(tmp_path), repeat=1)
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_group_open_row_checks_every_library(tmp_path, consolidated):
+    row = bench_layouts.group_open_row(str(tmp_path), repeat=1, consolidated=consolidated)
+    assert row.case.endswith("consolidated)") and ("unconsolidated" in row.case) is not consolidated
     assert set(row.cells) == {"zarrdask", "zarr-python", "tensorstore"}
     for lib, cell in row.cells.items():
         assert cell.error is None, (lib, cell.error)
         assert cell.times and all(c is None for c in cell.checks), (lib, cell.checks)
     assert not (tmp_path / "layouts_group.zarr").exists()  # removed after the row
+    floor = bench_layouts.group_open_floor(str(tmp_path), 1, consolidated)
+    assert floor.cell.error is None and floor.cell.times and all(c is None for c in floor.cell.checks), floor
+    assert ("each of the 50" in floor.name) is not consolidated
 
 
 def _cells_ok(row, libs):
