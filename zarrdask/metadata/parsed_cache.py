@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields
 from typing import Any, Union
 
 from .v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated, parse_v3
@@ -58,10 +58,30 @@ def _with_attributes_of(meta: Metadata, doc: Mapping[str, Any]) -> Metadata:
     """``meta`` holding the attributes of ``doc`` (a document that parsed to it)."""
     attributes = dict(doc.get("attributes", {}))
     if isinstance(meta, ArrayMetadataV3):
-        return replace(meta, attributes=attributes)
+        return _copy(meta, attributes=attributes)
     members = meta.consolidated
     if members is not None:
         fresh = flatten_consolidated(doc["consolidated_metadata"].get("metadata", {}))
-        members = {path: replace(node, attributes=dict(fresh[path].get("attributes", {})))
+        members = {path: _copy(node, attributes=dict(fresh[path].get("attributes", {})))
                    for path, node in members.items()}
-    return replace(meta, attributes=attributes, consolidated=members)
+    return _copy(meta, attributes=attributes, consolidated=members)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_set = object.__setattr__
+
+
+def _copy(meta: Metadata, **changes: Any) -> Metadata:
+    """``dataclasses.replace(meta, **changes)`` for a parsed node's metadata, without its
+    walk over the fields per call (a consolidated group's every member is copied per open).
+    The metadata classes are frozen dataclasses whose ``__init__`` only stores the fields
+    (no ``__post_init__``), so copying the fields is what ``replace`` does."""
+    cls = type(meta)
+    names = _FIELDS.get(cls)
+    if names is None:
+        assert not hasattr(cls, "__post_init__"), cls
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    new = object.__new__(cls)
+    for name in names:
+        _set(new, name, changes[name] if name in changes else getattr(meta, name))
+    return new

@@ -62,11 +62,11 @@ def normalize_key(key: str) -> str:
         return key
     if key.startswith("/") or "\\" in key or "\x00" in key or (len(key) > 1 and key[1] == ":"):
         raise InvalidKeyError(f"store key {key!r} is absolute or contains a forbidden character")
-    for part in key.split("/"):
-        if part in ("", ".", ".."):
-            raise InvalidKeyError(
-                f"store key {key!r} has an empty, '.' or '..' segment; keys may not leave the store root"
-            )
+    wrapped = f"/{key}/"  # (a segment is empty, '.' or '..' exactly when one of these is in it)
+    if "//" in wrapped or "/./" in wrapped or "/../" in wrapped:
+        raise InvalidKeyError(
+            f"store key {key!r} has an empty, '.' or '..' segment; keys may not leave the store root"
+        )
     return key
 
 
@@ -95,7 +95,7 @@ def new_node_path(path: str | None, zarr_format: int, allow_reserved_names: bool
 
 def join_path(*parts: str) -> str:
     """Join key segments with ``/``, skipping empty ones."""
-    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+    return "/".join([s for p in parts if p and (s := p.strip("/"))])
 
 
 class StreamedReads:

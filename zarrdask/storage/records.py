@@ -177,7 +177,7 @@ def warn_interrupted(store: Store, node: str) -> None:
     process) of the write calls at ``node`` that did not finish, where looking is free (a
     stat on a local disk, a dictionary in memory): on a remote store an open costs no
     request more, and ``verify`` is the check there."""
-    if not keeps_records(store) or not _free(store, node):
+    if not _free(store, node) or not keeps_records(store):  # (the stat first: it answers most opens)
         return
     new = [r for r in read_records(store, node) if (store.url, r.key, r.started) not in _shown]
     if not new:

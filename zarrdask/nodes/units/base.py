@@ -6,6 +6,7 @@ A kind (``chunks.py``, ``shards.py``) adds how one stored value is decoded and w
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -79,13 +80,17 @@ class ChunkSource(ABC):
         self.shards: UnitShape | None = self.unit_shape if shards else None
         fill = spec.fill_value
         self.fill = spec.dtype.default_fill() if fill is None else fill
-        self._is_fill = fill_test(spec.dtype.dtype, self.fill)
         self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
                                     sharded=False, ranged_reads=False, key=self.key)
         #: the array in the process's decoded-chunk pool (writes forget their keys there),
         #: and this open's view of the pool when it reads through it (None: straight reads)
         self.pool_key = pool_key
         self.decoded = decoded
+
+    @functools.cached_property
+    def _is_fill(self) -> Callable[[np.ndarray], bool]:
+        """Whether a chunk holds the fill value's bits only (worked out on a write's first ask)."""
+        return fill_test(self.spec.dtype.dtype, self.fill)
 
     @property
     def _unit_bytes(self) -> int:
