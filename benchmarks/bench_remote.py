@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Reads over HTTP with latency: zarrdask vs TensorStore vs zarr-python, and request counts.
 
-    python benchmarks/bench_remote.py [--repeat R] [--delay-ms 25]
+    python benchmarks/bench_remote.py [--repeat R] [--delay-ms 25] [--only "group open"]
 
 A loopback HTTP server (tests/_http.py, 127.0.0.1 only, in a process of its own) serves one copy of a 128 MiB
 float32 array (32, 1024, 1024), shards (8, 512, 512) = 16 shards of 8 MiB, inner chunks
@@ -12,7 +12,10 @@ small arrays, adding ``delay`` to every request. Each library reads the same byt
 * 40 windows: 40 reads of 1 x 64 x 64 at random offsets, the array opened once;
 * region: ``a[0:8, 100:400, 100:400]``, part of one shard (through its index);
 * group open: open the group and the metadata of its 50 arrays (TensorStore, without
-  consolidated metadata, opens each array).
+  consolidated metadata, opens each array);
+* group open, unconsolidated: the same with the consolidated metadata ignored
+  (``use_consolidated=False``): zarrdask and zarr-python read each array's ``zarr.json``
+  on ``g[name]``, one after another as TensorStore's opens, after the group's own.
 
 The full read's floor, measured in the same rounds: no reader that decodes the array on
 this machine's cores can end before the open's round trip (the metadata says which keys to
@@ -81,15 +84,16 @@ def windows(n: int) -> list[tuple[slice, ...]]:
 
 
 def zarrdask_ops(url: str) -> dict[str, Callable[[], object]]:
-    def group_open():
-        g = zarrdask.open_group(f"{url}/g.zarr")
+    def group_open(consolidated: bool):
+        g = zarrdask.open_group(f"{url}/g.zarr", use_consolidated=consolidated)
         return [g[f"v{i}"].shape for i in range(50)]
 
     return {
         "full read": lambda: zarrdask.open_array(f"{url}/a.zarr")[...],
         "40 windows": lambda: (lambda a: [a[w] for w in windows(40)])(zarrdask.open_array(f"{url}/a.zarr")),
         "region": lambda: zarrdask.open_array(f"{url}/a.zarr")[REGION],
-        "group open (50 arrays)": group_open,
+        "group open (50 arrays)": lambda: group_open(True),
+        "group open, unconsolidated": lambda: group_open(False),
     }
 
 
@@ -104,6 +108,7 @@ def tensorstore_ops(url: str) -> dict[str, Callable[[], object]]:
         "40 windows": lambda: (lambda a: [a[w].read().result() for w in windows(40)])(open_array("a.zarr")),
         "region": lambda: open_array("a.zarr")[REGION].read().result(),
         "group open (50 arrays)": lambda: [open_array(f"g.zarr/v{i}").shape for i in range(50)],
+        "group open, unconsolidated": lambda: [open_array(f"g.zarr/v{i}").shape for i in range(50)],
     }
 
 
@@ -114,15 +119,16 @@ def zarr_python_ops(url: str) -> dict[str, Callable[[], object]]:
     def store(name: str):
         return FsspecStore.from_url(f"{url}/{name}", read_only=True)
 
-    def group_open():
-        g = zarr.open_group(store("g.zarr"), mode="r", use_consolidated=True)
+    def group_open(consolidated: bool):
+        g = zarr.open_group(store("g.zarr"), mode="r", use_consolidated=consolidated)
         return [g[f"v{i}"].shape for i in range(50)]
 
     return {
         "full read": lambda: zarr.open_array(store("a.zarr"), mode="r")[...],
         "40 windows": lambda: (lambda a: [a[w] for w in windows(40)])(zarr.open_array(store("a.zarr"), mode="r")),
         "region": lambda: zarr.open_array(store("a.zarr"), mode="r")[REGION],
-        "group open (50 arrays)": group_open,
+        "group open (50 arrays)": lambda: group_open(True),
+        "group open, unconsolidated": lambda: group_open(False),
     }
 
 
@@ -214,6 +220,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--delay-ms", type=float, default=25.0)
     p.add_argument("--datatree", action="store_true", help="the DataTree write/open on S3 instead")
+    p.add_argument("--only", default="", help="only the workloads whose names contain this text")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     if args.datatree:
@@ -231,15 +238,17 @@ def main() -> None:
                 with urllib.request.urlopen(f"{url}/_loopback/counts") as answer:
                     return json.loads(answer.read())
 
-            libs = {"zarrdask": zarrdask_ops(url), "tensorstore": tensorstore_ops(url),
-                    "zarr-python": zarr_python_ops(url)}
+            libs = {lib: {op: run for op, run in ops(url).items() if args.only in op}
+                    for lib, ops in (("zarrdask", zarrdask_ops), ("tensorstore", tensorstore_ops),
+                                     ("zarr-python", zarr_python_ops))}
             times = {(lib, op): [] for lib, ops in libs.items() for op in ops}
             counts = {}
             floor, floors = full_read_floor(url, root), []
             for rep in range(args.repeat + 1):  # round 0 warms up and checks
-                parts = floor()
-                if rep:
-                    floors.append(parts)
+                if "full read" in libs["zarrdask"]:
+                    parts = floor()
+                    if rep:
+                        floors.append(parts)
                 order = list(libs)[rep % 3:] + list(libs)[: rep % 3]
                 for op in libs["zarrdask"]:
                     for lib in order:
@@ -253,6 +262,8 @@ def main() -> None:
                                 assert np.array_equal(np.asarray(result), data), lib
                             if op == "region":
                                 assert np.array_equal(np.asarray(result), data[REGION]), lib
+                            if op.startswith("group open"):
+                                assert [tuple(s) for s in result] == [(10, 20)] * 50, lib
                         else:
                             times[lib, op].append(elapsed)
         finally:
@@ -262,13 +273,15 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     print(f"HTTP on 127.0.0.1, {args.delay_ms:g} ms per request; medians of {args.repeat} (s); "
           "ratio = peer / zarrdask; requests of one run")
-    print(f"  {'workload':24s} {'zarrdask':>9s} {'tensorstore':>12s} {'ratio':>6s} {'zarr-python':>12s} {'ratio':>6s}"
+    print(f"  {'workload':27s} {'zarrdask':>9s} {'tensorstore':>12s} {'ratio':>6s} {'zarr-python':>12s} {'ratio':>6s}"
           f"   requests zarrdask / tensorstore / zarr-python")
     for op in libs["zarrdask"]:
         med = {lib: statistics.median(times[lib, op]) for lib in libs}
         reqs = " / ".join(str(sum(counts[lib, op].values())) for lib in libs)
-        print(f"  {op:24s} {med['zarrdask']:9.3f} {med['tensorstore']:12.3f} {med['tensorstore'] / med['zarrdask']:5.2f}x"
+        print(f"  {op:27s} {med['zarrdask']:9.3f} {med['tensorstore']:12.3f} {med['tensorstore'] / med['zarrdask']:5.2f}x"
               f" {med['zarr-python']:12.3f} {med['zarr-python'] / med['zarrdask']:5.2f}x   {reqs}")
+    if not floors:
+        return
     opening, first, decoding = (statistics.median(p[k] for p in floors) for k in range(3))
     least = statistics.median(sum(p) for p in floors)
     target = min(statistics.median(times[lib, "full read"]) for lib in ("tensorstore", "zarr-python")) / 1.2
