@@ -74,3 +74,28 @@ def test_the_cache_stays_within_its_bytes(monkeypatch):
     assert 0 < parsed_cache._held <= 4000
     assert parsed_cache._held == sum(len(raw) for raw, _ in parsed_cache._parsed)
     assert len(parsed_cache._parsed) < 20
+
+
+def test_a_hit_equals_a_fresh_parse_field_for_field():
+    """A hit copies the parsed metadata with the open's own attributes: equal to parsing the
+    document anew (dimension names, fill value, codecs and all), for an array and for a
+    consolidated group and its members."""
+    from zarrdask.metadata.v3 import parse_v3
+
+    store = MemoryStore()
+    root = zarrdask.open_group(store, mode="w", attributes={"title": "t"})
+    root.create_array("a", shape=(4, 3), dtype="float32", chunks=(2, 3), fill_value=float("nan"),
+                      dimension_names=["y", None], attributes={"units": "K"})
+    root.create_group("sub", attributes={"k": [1]})
+    zarrdask.consolidate_metadata(store)
+    for path in ("a", ""):
+        raw = store.get(f"{path}/zarr.json" if path else "zarr.json")
+        zarrdask.open_group(store) if not path else zarrdask.open_array(store, path=path)  # (cached now)
+        assert (raw, True) in parsed_cache._parsed
+        doc = json.loads(raw)
+        hit = parsed_cache.parse_v3_cached(raw, doc, "zarr.json", True)
+        fresh = parse_v3(json.loads(raw), key="zarr.json")
+        assert type(hit) is type(fresh)
+        assert repr(hit) == repr(fresh)  # (== alone would let NaN fill values differ)
+        assert hit.attributes == fresh.attributes and hit.attributes is not doc.get("attributes")
+    assert root.attrs["title"] == "t"
