@@ -129,3 +129,22 @@ def test_consolidated_entries_leaving_the_group(entry: str, zarr_format: int) ->
         zarrdask.open_group(store)
     assert "not a path below the group" in str(info.value) or "empty path" in str(info.value)
     assert zarrdask.open_group(store, use_consolidated=False)["a"].shape == (2,)
+
+
+def test_key_segments_are_checked_as_split_segments() -> None:
+    """normalize_key's substring tests refuse exactly the keys with an empty, '.' or '..'
+    segment (every key of up to 7 characters of 'a', '.', '/'), with the one message."""
+    import itertools
+
+    from zarrdask.storage.base import join_path, normalize_key
+
+    for length in range(1, 8):
+        for chars in itertools.product("a./", repeat=length):
+            key = "".join(chars)
+            bad = key.startswith("/") or any(part in ("", ".", "..") for part in key.split("/"))
+            if bad:
+                with pytest.raises(InvalidKeyError, match="absolute|segment"):
+                    normalize_key(key)
+            else:
+                assert normalize_key(key) == key
+    assert join_path("", "/a/", "b", "//", "c/") == "a/b/c" and join_path() == join_path("", "/") == ""
