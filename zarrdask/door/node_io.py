@@ -76,8 +76,9 @@ def read_nodes(store: Store, paths: Sequence[str], zarr_format: int | None = Non
     raws: list[bytes | None] = [None] * len(paths)
     for i, got in enumerate(fetched):
         if "zarr.json" in got:
-            key, raws[i] = got.pop("zarr.json")
-            docs[i]["zarr.json"] = parse_json_document(raws[i], key)
+            key, raw = got.pop("zarr.json")
+            docs[i]["zarr.json"] = parse_json_document(raw, key)
+            raws[i] = raw
     draft = any(is_draft_entry_point(d.get("zarr.json")) for d, p in zip(docs, paths) if not p)
     for d, p in zip(docs, paths):
         if draft and not p:
@@ -105,10 +106,11 @@ def _fetch_documents(store: Store, paths: Sequence[str], which: Sequence[int],
     out: list[dict[str, tuple[str, bytes]]] = []
     at = 0
     for _ in which:
-        got = {}
+        got: dict[str, tuple[str, bytes]] = {}
         for name in names:
-            if blobs[at] is not None:
-                got[name] = (keys[at], blobs[at])
+            blob = blobs[at]
+            if blob is not None:
+                got[name] = (keys[at], blob)
             at += 1
         out.append(got)
     return out
