@@ -157,6 +157,13 @@ class BytesBytesCodec(Codec):
     @abstractmethod
     def encode(self, data: Buffer) -> bytes: ...
 
+    def encode_many(self, data: Sequence[Buffer]) -> list[Buffer]:
+        """Apply the codec to a batch, each item exactly as :meth:`encode` does. Codecs
+        that can encode a batch in one call without the GIL override this (zstd: a
+        shard's small inner chunks then cost one GIL hand-back per batch, not per chunk);
+        here each item is encoded in turn."""
+        return [self.encode(item) for item in data]
+
     @abstractmethod
     def decode(self, data: Buffer, expected: int | None) -> Buffer:
         """Undo the codec. ``expected`` is the exact decoded size when the metadata fixes it

@@ -136,9 +136,6 @@ class ShardedChunkSource(ChunkSource):
         """An inner chunk as the array sees it (a view when transposed back)."""
         return self.inner.decode(data).transpose(self._inverse)
 
-    def _encode_inner(self, chunk: np.ndarray) -> bytes:
-        return self.inner.encode(chunk.transpose(self._perm))
-
     def _encoded_coords(self, coords: tuple[int, ...]) -> tuple[int, ...]:
         """An inner chunk's coordinates in the sharding codec's (permuted) grid."""
         return tuple([coords[k] for k in self._perm]) if self._permuted else coords
@@ -311,7 +308,10 @@ class ShardedChunkSource(ChunkSource):
         lock = threading.Lock()
 
         def encode(item: _InnerWrites) -> None:
-            i, sub_values, done = item.shard, item.values, []
+            i, sub_values = item.shard, item.values
+            kept: list[tuple[int, ...]] = []  # (the run's chunks to store, encoded with one call)
+            chunks_kept: list[np.ndarray] = []
+            dropped: list[tuple[int, ...]] = []  # (the run's chunks now all fill value)
             for q in item.projections:
                 coords = self._encoded_coords(q.coords)
                 blob = item.old.get(coords)
@@ -320,13 +320,16 @@ class ShardedChunkSource(ChunkSource):
                     chunk = self._updated_chunk(self.inner_shape, q, sub_values, old)
                 except CodecError as exc:
                     raise with_key(exc, keys[i], q.coords) from exc
-                done.append((coords, self._encode_inner(chunk) if self._keep(chunk) else None))
+                if self._keep(chunk):
+                    kept.append(coords)
+                    chunks_kept.append(chunk.transpose(self._perm))
+                else:
+                    dropped.append(coords)
+            encoded = self.inner.encode_many(chunks_kept)
             with lock:
-                for coords, data in done:
-                    if data is None:
-                        chunks[i].pop(coords, None)
-                    else:
-                        chunks[i][coords] = data
+                for coords in dropped:
+                    chunks[i].pop(coords, None)
+                chunks[i].update(zip(kept, encoded))
                 remaining[i] -= 1
                 last = remaining[i] == 0
             if last:
