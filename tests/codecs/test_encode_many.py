@@ -56,5 +56,5 @@ def batches(draw):
 def test_encode_many_is_encode_of_each(batch):
     pipeline, chunks = batch
     many = pipeline.encode_many(chunks)
-    assert all(type(item) is bytes for item in many)
-    assert many == [pipeline.encode(chunk) for chunk in chunks]
+    assert all(memoryview(item).readonly for item in many)  # (never a view of the values)
+    assert [bytes(item) for item in many] == [pipeline.encode(chunk) for chunk in chunks]

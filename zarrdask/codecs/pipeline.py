@@ -211,18 +211,20 @@ class CodecPipeline:
             array = codec.encode(array, spec)
         return bytes(self.encode_bytes_stage(self.array_bytes.encode(array, self.bytes_spec)))
 
-    def encode_many(self, arrays: Sequence[np.ndarray[Any, Any]]) -> list[bytes]:
-        """Encode a batch of chunks, each to what :meth:`encode` gives it, the bytes->bytes
-        codecs applied batch by batch (one call each for the whole batch: see
-        ``BytesBytesCodec.encode_many``)."""
+    def encode_many(self, arrays: Sequence[np.ndarray[Any, Any]]) -> list[Buffer]:
+        """Encode a batch of chunks, each to the bytes :meth:`encode` gives it (read-only
+        buffers the result owns, not always ``bytes``), the bytes->bytes codecs applied
+        batch by batch (one call each for the whole batch: see ``BytesBytesCodec.encode_many``)."""
         data: list[Buffer] = []
         for array in arrays:
             for codec, spec in zip(self.array_array, self._aa_specs):
                 array = codec.encode(array, spec)
             data.append(self.array_bytes.encode(array, self.bytes_spec))
+        if not self.bytes_bytes:  # (the serializer may give the chunk's own memory)
+            return [bytes(item) for item in data]
         for codec in self.bytes_bytes:
             data = codec.encode_many(data) if data else data
-        return [bytes(item) for item in data]
+        return data
 
     def encode_bytes_stage(self, data: Buffer) -> Buffer:
         """Apply the bytes->bytes codecs to a serialized chunk (or an assembled shard)."""

@@ -78,7 +78,7 @@ class ZstdCodec(BytesBytesCodec):
         if not data:
             return []
         frames = self._compressor().multi_compress_to_buffer(list(data), threads=1)
-        return [frames[i] for i in range(len(frames))]
+        return [memoryview(frames[i]) for i in range(len(frames))]  # (views: copying is a GIL step per chunk)
 
     def decode(self, data: Buffer, expected: int | None) -> Buffer:
         return decompress.zstd(data, expected)
