@@ -222,8 +222,8 @@ class CodecPipeline:
             data.append(self.array_bytes.encode(array, self.bytes_spec))
         if not self.bytes_bytes:  # (the serializer may give the chunk's own memory)
             return [bytes(item) for item in data]
-        for codec in self.bytes_bytes:
-            data = codec.encode_many(data) if data else data
+        for stage in self.bytes_bytes:
+            data = stage.encode_many(data) if data else data
         return data
 
     def encode_bytes_stage(self, data: Buffer) -> Buffer:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import zstandard
 
@@ -78,7 +78,8 @@ class ZstdCodec(BytesBytesCodec):
         if not data:
             return []
         frames = self._compressor().multi_compress_to_buffer(list(data), threads=1)
-        return [memoryview(frames[i]) for i in range(len(frames))]  # (views: copying is a GIL step per chunk)
+        # (views: a copy is a GIL step per chunk; a BufferSegment exports its bytes, untyped)
+        return [memoryview(cast(Any, frames[i])) for i in range(len(frames))]
 
     def decode(self, data: Buffer, expected: int | None) -> Buffer:
         return decompress.zstd(data, expected)
