@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import zarrdask
 import zarrdask.cli
-from zarrdask.errors import ZarrdaskError
+from zarrdask.errors import InvalidTypeError, ZarrdaskError
 
 
 def _closed_port() -> int:
@@ -160,3 +160,9 @@ def test_the_generated_values_reach_the_stores_they_name(nodes):
     with pytest.raises(ZarrdaskError):
         zarrdask.open_array(_NOWHERE)
     assert Path(nodes["root"] / "a.zarr" / "zarr.json").exists()
+
+
+def test_create_array_given_both_paths_wrong_names_the_first():
+    """Found by the generated test: name= and path= both of a wrong type raised a raw AttributeError."""
+    with pytest.raises(InvalidTypeError, match=r"name= expects a string"):
+        zarrdask.create_array({}, shape=(3,), dtype="i4", name=slice(1), path=slice(1))

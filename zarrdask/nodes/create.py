@@ -287,6 +287,7 @@ def create_array(store: Any, *, name: str | None = None, shape: ShapeLike | None
         if key not in OPTION_NAMES:
             raise UnexpectedKeywordError(f"{function}() got an unexpected keyword argument {key!r}"
                                          f"{did_you_mean(key, [*OPTION_NAMES, *_CREATE_NAMES])}")
+    name, path = arguments.text(function, "name", name), arguments.text(function, "path", path)
     if name is not None and path is not None and node_path(name) != node_path(path):
         raise InvalidModeError(f"{function}(): name={name!r} and path={path!r} disagree; pass one of them")
     order = array_config(function, config, order, options)
