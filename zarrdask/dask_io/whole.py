@@ -8,7 +8,8 @@ that memory twice; the one read fills a single output as ``Array[...]`` does. Ev
 else is dask's: its blocks for every other graph (``x.sum()``, ``x[:10]``, ``persist``,
 ``dask.compute(x, y)``), and the arrays derived from it, pickled or copied are plain
 dask arrays. Once an assignment (``x[i] = v``) has changed its graph, it computes as
-dask does. (Measurements: benchmarks/README.md, "Materialised reads".)
+dask does. (Measurements: benchmarks/README.md,
+"What users time (issue 45): materialised reads, floors, the acceptance run, 2026-12-01".)
 """
 
 from __future__ import annotations
