@@ -1,10 +1,10 @@
 """The array ``from_zarr`` returns: a dask array whose own ``compute()`` reads it whole.
 
 ``x.compute()`` and ``np.asarray(x)`` (which ``.values`` of an xarray DataArray over ``x``
-calls) of the array ``from_zarr`` built run one task that reads the whole array straight into its
-result, on whichever scheduler is in effect. Dask would read it block by block and then
-copy every block into a second array of the same size (``concatenate3``), paying for
-that memory twice; the one read fills a single output as ``Array[...]`` does. Everything
+calls) of the array ``from_zarr`` built run one task that reads the whole array straight
+into its result, on whichever scheduler is in effect. Dask would read it block by block
+and then copy every block into a second array of the same size (``concatenate3``), paying
+for that memory twice; the one read fills a single output as ``Array[...]`` does. Everything
 else is dask's: its blocks for every other graph (``x.sum()``, ``x[:10]``, ``persist``,
 ``dask.compute(x, y)``), and the arrays derived from it, pickled or copied are plain
 dask arrays. Once an assignment (``x[i] = v``) has changed its graph, it computes as
