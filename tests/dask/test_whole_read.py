@@ -83,6 +83,7 @@ def test_other_graphs_are_dasks_blocks():
     assert not any(str(k).endswith("-whole") for k in tasks.keys) and len(tasks.keys) > 4
     for derived in (x + 1, x[1:], x.persist(), x.copy(), pickle.loads(pickle.dumps(x))):
         assert type(derived) is da.Array, derived
+    assert not hasattr(x, "expr")  # (as on a plain dask array: dask's code asks hasattr)
 
 
 def test_an_assignment_makes_it_compute_as_dask_does():

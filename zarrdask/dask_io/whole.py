@@ -41,10 +41,14 @@ class ReadArray(da.Array):
 
     @property
     def expr(self) -> Any:
-        # dask.compute builds the graph from a collection's expression where it has one
-        if _COMPUTING.get() is not self or self.name != self._whole_name:
-            return None
-        return whole_expression(_read_whole, self._reader, f"{self.name}-whole")
+        # dask.compute builds the graph from a collection's expression where it has one;
+        # otherwise there is none, as on a plain dask array (hasattr() is False)
+        expression = None
+        if _COMPUTING.get() is self and self.name == self._whole_name:
+            expression = whole_expression(_read_whole, self._reader, f"{self.name}-whole")
+        if expression is None:
+            raise AttributeError("expr")
+        return expression
 
     def compute(self, **kwargs: Any) -> Any:
         """As dask's ``compute`` (the same keywords), reading the array in one task."""
