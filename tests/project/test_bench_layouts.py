@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 pytest.importorskip("tensorstore", reason="the rows compare against TensorStore (the test extra installs it)")
 pytest.importorskip("zarr", reason="the rows compare against zarr-python (the test extra installs it)")
 
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # (the harness collects garbage before each call)
+
 import bench_layouts  # noqa: E402
 from bench_sharding import window_task  # noqa: E402
 from harness import TENSORSTORE, ZARRDASK, Geometry, random_windows  # noqa: E402

@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 pytest.importorskip("tensorstore", reason="the rows compare against TensorStore (the test extra installs it)")
 pytest.importorskip("zarr", reason="the rows compare against zarr-python (the test extra installs it)")
 
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # (the harness collects garbage before each call)
+
 import harness  # noqa: E402
 from harness import Geometry  # noqa: E402
 
