@@ -16,16 +16,17 @@ no read then).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
 import numpy as np
 
 from .errors import BoundsError, SelectionError
-from .metadata.grid import AxisGrid, as_axes
+from .metadata.grid import AxisGrid, RegularAxis, as_axes
 
 __all__ = [
     "OrthogonalSelection",
@@ -79,6 +80,10 @@ class Projection(NamedTuple):
         return tuple(_slice_len(d) if isinstance(d, slice) else len(d) for d in self.local)
 
 
+#: the one chunk of a 0-d array, whole
+_WHOLE_0D = Projection((), (), (), (), True)
+
+
 def _slice_len(s: slice) -> int:
     return max(0, (s.stop - s.start + s.step - 1) // s.step)
 
@@ -121,19 +126,59 @@ class OrthogonalSelection:
 
     def project(self, grid: GridLike) -> list[Projection]:
         """Every chunk of ``grid`` this selection touches."""
-        if 0 in self.shape:  # nothing selected: no chunk (and the other dimensions' chunks are not listed)
+        per_dim = self._parts(grid)
+        if per_dim is None:
             return []
-        per_dim = [_project_dim(d, a) for d, a in zip(self.dims, as_axes(grid, self.array_shape))]
-        if not per_dim:  # 0-d: the one chunk, whole
-            return [Projection((), (), (), (), True)]
         basic = self.is_basic
-        projections = []
-        for combo in itertools.product(*per_dim):
-            coords, local, outs, fulls, extent = zip(*combo)
-            if not basic:
-                outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
-            projections.append(Projection(coords, local, extent, outs, all(fulls)))
-        return projections
+        return [_projection(combo, basic) for combo in itertools.product(*per_dim)] if per_dim else [_WHOLE_0D]
+
+    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Callable[[], list[Projection]]]]:
+        """``project(grid)``, each chunk with a function giving its part projected onto
+        ``inner``, a regular grid laid over the chunk from its origin (a shard's inner
+        chunks): the same as ``p.chunk_selection.project(inner)``, but each dimension's part
+        is projected once, however many chunks share it (the shards of a window or a slab)."""
+        per_dim = self._parts(grid)
+        if per_dim is None:
+            return []
+        if not per_dim:
+            return [(_WHOLE_0D, lambda: [_WHOLE_0D])]
+        basic = self.is_basic
+        memo: dict[tuple[int, int], list[_DimPart]] = {}
+
+        def parts_inside(d: int, i: int) -> list[_DimPart]:
+            found = memo.get((d, i))
+            if found is None:
+                part = per_dim[d][i]
+                found = memo[(d, i)] = _project_dim(part.local, RegularAxis(part.extent, int(inner[d])))
+            return found
+
+        def inside(idx: tuple[int, ...]) -> list[Projection]:
+            return [_projection(combo, basic)
+                    for combo in itertools.product(*(parts_inside(d, i) for d, i in enumerate(idx)))]
+
+        out = []
+        for idx in itertools.product(*(range(len(parts)) for parts in per_dim)):
+            out.append((_projection([per_dim[d][i] for d, i in enumerate(idx)], basic), functools.partial(inside, idx)))
+        return out
+
+    def _parts(self, grid: GridLike) -> list[list[_DimPart]] | None:
+        """Each dimension's parts on ``grid``'s chunks; None when a dimension selects nothing
+        (then no chunk is touched, and the other dimensions' chunks are not listed)."""
+        per_dim = []
+        for d, a in zip(self.dims, as_axes(grid, self.array_shape)):
+            parts = _project_dim(d, a)
+            if not parts:
+                return None
+            per_dim.append(parts)
+        return per_dim
+
+
+def _projection(combo: Sequence[_DimPart], basic: bool) -> Projection:
+    """The chunk of one part per dimension."""
+    coords, local, outs, fulls, extent = zip(*combo)
+    if not basic:
+        outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
+    return Projection._make((coords, local, extent, outs, False not in fulls, False))  # (_make: no Python-level __new__)
 
 
 class _DimPart(NamedTuple):
@@ -209,6 +254,15 @@ class PointSelection:
             local = tuple(c[positions] - lo for c, (lo, _) in zip(self.coords, spans))
             local_shape = tuple(hi - lo for lo, hi in spans)
             yield Projection(k, local, local_shape, positions, False, points=True)
+
+    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Callable[[], list[Projection]]]]:
+        """``project(grid)``, each chunk with a function giving its points projected onto
+        ``inner`` (as :meth:`OrthogonalSelection.project_nested`)."""
+        return [(p, functools.partial(_inner_points, p, tuple(inner))) for p in self.project(grid)]
+
+
+def _inner_points(p: Projection, inner: tuple[int, ...]) -> list[Projection]:
+    return list(p.chunk_selection.project(inner))
 
 
 Selection = Union[OrthogonalSelection, PointSelection]

@@ -83,3 +83,42 @@ def test_projection_onto_any_axes_matches_numpy(case, data):
     points = tuple(np.array([data.draw(st.integers(0, n - 1)) for _ in range(n_points)]) for n in shape)
     sel, out_shape = point_selection(points, shape)
     assert np.array_equal(_rebuild(sel, axes, values, out_shape), values[points])
+
+
+def _same(a, b) -> bool:
+    """Projections (and their parts) equal, numpy arrays by value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype \
+            and np.array_equal(a, b)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@SETTINGS
+@given(irregular_case(), st.data())
+def test_nested_projection_is_each_chunks_own_projection(case, data):
+    """``project_nested`` (what a sharded read plans with: each dimension's part projected onto the
+    inner chunks once) gives what projecting each chunk's part on its own gives, for every kind of
+    selection."""
+    shape, axes = case
+    inner = tuple(data.draw(st.integers(1, 4)) for _ in shape)
+    window = tuple(slice(data.draw(st.integers(0, n)), data.draw(st.integers(0, n)), data.draw(st.sampled_from([1, 2, 3])))
+                   for n in shape)
+    picks = tuple(np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=6)), dtype=int) for n in shape)
+    n_points = data.draw(st.integers(1, 6))
+    points = tuple(np.array([data.draw(st.integers(0, n - 1)) for _ in range(n_points)]) for n in shape)
+    for sel in (basic_selection(window, shape)[0], orthogonal_selection(picks, shape)[0],
+                point_selection(points, shape)[0]):
+        nested = sel.project_nested(axes, inner)
+        own = list(sel.project(axes))
+        assert len(nested) == len(own)
+        for (p, inside), q in zip(nested, own):
+            assert _same(p, q)
+            assert _same(tuple(inside()), tuple(q.chunk_selection.project(inner)))
+
+
+def test_nested_projection_of_a_0d_array():
+    sel, _ = basic_selection((), ())
+    [(p, inside)] = sel.project_nested((), ())
+    assert p == sel.project(())[0] and inside() == list(p.chunk_selection.project(()))

@@ -26,6 +26,7 @@ ReadPlanSummary(units=2, whole_gets=1, ranged_units=1, chunks=3)
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -118,26 +119,28 @@ class StorageLayout(NamedTuple):
 
 def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     """The plan of reading ``selection`` (see the module docstring)."""
+    if not layout.sharded:
+        return ReadPlan(tuple(
+            UnitRead(layout.key(p.coords), p.coords, None, p.shape, whole=True,
+                     chunks=(ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index),))
+            for p in selection.project(layout.unit_grid)))
     units = []
     seen: dict[tuple[object, ...], Sequence[ChunkPlacement]] = {}
-    for p in selection.project(layout.unit_grid):
-        if not layout.sharded:
-            placement = ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index)
-            units.append(UnitRead(layout.key(p.coords), p.coords, None, p.shape, whole=True, chunks=(placement,)))
-            continue
+    for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape):
         whole = p.full or not layout.ranged_reads
         block = p.full and is_view(p.out_index)
         units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=whole,
-                              chunks=_placements(p, layout, block, seen), block=block, extent=p.extent,
+                              chunks=_placements(p, inner, layout, block, seen), block=block, extent=p.extent,
                               index=p.local if not p.points and is_view(p.local) else None))
     return ReadPlan(tuple(units))
 
 
-def _placements(p: Projection, layout: StorageLayout, block: bool,
+def _placements(p: Projection, inner: Callable[[], list[Projection]], layout: StorageLayout, block: bool,
                 seen: dict[tuple[object, ...], Sequence[ChunkPlacement]]) -> Sequence[ChunkPlacement]:
-    """The inner chunks a shard's projection needs (precomputed when it is read whole).
-    Shards of one extent and index strides selected by the same slices need the same
-    chunks in the same places (a slab across many shards): ``seen`` keeps them by those."""
+    """The inner chunks a shard's projection needs (``inner()``: its part projected onto
+    them; precomputed when it is read whole). Shards of one extent and index strides
+    selected by the same slices need the same chunks in the same places (a slab across
+    many shards): ``seen`` keeps them by those."""
     strides = layout.index_strides(p.coords)
     if block:
         return shard_placements(p.extent, layout.chunk_shape, strides)
@@ -147,18 +150,19 @@ def _placements(p: Projection, layout: StorageLayout, block: bool,
         found = seen.get(key)
         if found is not None:
             return found
-    placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
-                  for q in p.chunk_selection.project(layout.chunk_shape)]
+    if key is None:
+        placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
+                      for q in inner()]
+    else:  # (slices of slices: each chunk's index is its part's slices)
+        placements = [ChunkPlacement._make((q.coords, _position(q.coords, strides), q.out_index, q.local))
+                      for q in inner()]
     if key is not None:
         seen[key] = placements
     return placements
 
 
 def _position(coords: Sequence[int], strides: Sequence[int]) -> int:
-    pos = 0
-    for c, n in zip(coords, strides):
-        pos += c * n
-    return pos
+    return sum(map(operator.mul, coords, strides))
 
 
 def index_strides(grid: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
