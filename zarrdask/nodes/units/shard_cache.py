@@ -223,7 +223,13 @@ class CachedShardReads:
             cache.put(job.key, job.placement.position, chunk, ticket)
             return chunk if order is None else chunk.transpose(order)
 
-        run_all(lambda job: self._decode_job(job, held), jobs, self._source.options.threads)
+        def decode(batch: list[InnerJob]) -> None:
+            for job in batch:
+                self._decode_job(job, held)
+
+        per = self._source.decode_batch  # (batches, as the other decode paths: a few large chunks spread too)
+        run_all(decode, [jobs[k: k + per] for k in range(0, len(jobs), per)], self._source.options.threads,
+                min_parallel=2)
 
     def _decode_fresh(self, data: bytes | memoryview) -> np.ndarray:
         """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
