@@ -178,7 +178,7 @@ def _projection(combo: Sequence[_DimPart], basic: bool) -> Projection:
     coords, local, outs, fulls, extent = zip(*combo)
     if not basic:
         outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
-    return Projection._make((coords, local, extent, outs, False not in fulls, False))  # (_make: no Python-level __new__)
+    return Projection(coords, local, extent, outs, False not in fulls)
 
 
 class _DimPart(NamedTuple):

@@ -154,7 +154,7 @@ def _placements(p: Projection, inner: Callable[[], list[Projection]], layout: St
         placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
                       for q in inner()]
     else:  # (slices of slices: each chunk's index is its part's slices)
-        placements = [ChunkPlacement._make((q.coords, _position(q.coords, strides), q.out_index, q.local))
+        placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.local)
                       for q in inner()]
     if key is not None:
         seen[key] = placements
