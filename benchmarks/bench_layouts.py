@@ -2,8 +2,8 @@
 """Scenario 'layouts' (issue 25): the read path at the limit, on three layouts, every peer in one run.
 
     python benchmarks/bench_layouts.py [--size-mib 512] [--repeat 5] [--layouts unsharded,big-inner,small-inner]
-                                       [--workloads dask-sum,dask-mean,dask-compute,xarray-values,xarray-load,read,
-                                                    write,dask-write,windows,group-open,cluster]
+                                       [--workloads dask-sum,dask-mean,dask-compute,cluster-compute,xarray-values,
+                                                    xarray-load,read,write,dask-write,windows,group-open,cluster]
                                        [--cluster-shards 1024] [--json F] [--idle-wait 10] [--data-dir DIR]
     python benchmarks/run.py layouts [--repeat 5] ...
 
@@ -22,6 +22,11 @@ unit" = the shard, or the chunk when unsharded:
               unit) on zarr-python, and with the zarrs pipeline / da.from_array(TensorStore, chunks=grid unit)
   dask-mean   the same four, ``.mean(axis=0).compute()``
   dask-compute  the same four, ``.compute()``: the whole array materialised (checked bit for bit)
+  cluster-compute  ``.compute()`` as dask-compute, on a distributed.LocalCluster of 2 worker processes x
+              1 thread (the default client; the result comes back to the client), by zarrdask, zarr-python
+              and TensorStore (zarrs is left out: its pipeline is bound by zarr's config in the client's
+              process, which the workers do not share); the floor is the dask-compute floor's graph on the
+              same cluster
   xarray-values ``xr.open_dataset(ds, engine=E, chunks={})["v"].values``: engine="zarrdask" / engine="zarr"
               (zarr-python, and with the zarrs pipeline), on a group whose variable ``v`` is a symbolic link
               to the layout's array (written with dimension names (time, lat, lon))
@@ -98,7 +103,7 @@ LAYOUTS = {
     "big-inner": Layout((16, 256, 256), (32, 512, 512)),
     "small-inner": Layout((4, 64, 64), (16, 512, 512)),
 }
-WORKLOADS = ("dask-sum", "dask-mean", "dask-compute", "xarray-values", "xarray-load", "read", "write", "dask-write",
+WORKLOADS = ("dask-sum", "dask-mean", "dask-compute", "cluster-compute", "xarray-values", "xarray-load", "read", "write", "dask-write",
              "windows", "group-open", "cluster")
 DIMS = ("time", "lat", "lon")  # the layout arrays' dimension names
 VAR = "v"  # the layout array's name in its xarray dataset (layout_dataset)
@@ -215,6 +220,31 @@ def dask_read_row(case: str, path: str, grid, reduce, check, nbytes: int, repeat
     tasks = {lib: Task(lambda make=make: reduce(make()).compute(), check=check)
              for lib, make in dask_readers(path, grid).items()}
     return Row(case, measure_many(case, tasks, repeat), nbytes=nbytes)
+
+
+def cluster_compute_row(case: str, name: str, path: str, grid, data: np.ndarray, repeat: int) -> Row:
+    """``.compute()`` of the whole array on a LocalCluster (2 worker processes x 1 thread, the
+    default client while it runs), every reader but zarrs interleaved, and the materialised-read
+    floor measured on the same cluster after them."""
+    import logging
+
+    import distributed
+    import zstd_floor
+
+    readers = dask_readers(path, grid)
+    del readers[ZARRS]
+    check = lambda r: compare(data, r)  # noqa: E731
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  env={"PYTHONPATH": str(HERE)}) as cluster, distributed.Client(cluster):
+        tasks = {lib: Task(lambda make=make: make().compute(), check=check) for lib, make in readers.items()}
+        row = Row(case, measure_many(case, tasks, repeat), nbytes=data.nbytes,
+                  note="LocalCluster(2 processes x 1 thread); the result is sent to the client")
+        row.floor = harness.measure_floor(
+            f"{name}: on the same cluster, dask .compute() of tasks that each decode a unit into a block with "
+            "libzstd (no Zarr), then dask's assembly", lambda: Task(zstd_floor.dask_compute_floor(path), check=check),
+            repeat)
+    return row
 
 
 def xarray_row(case: str, ds_path: str, materialise, check, nbytes: int, repeat: int) -> Row:
@@ -555,6 +585,10 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
                 assembly = assembly_note(name, data, layout.grid, repeat)
                 if assembly:
                     sc.notes.append(assembly)
+            if "cluster-compute" in workloads:
+                dask_rows.append(cluster_compute_row(f"{label} dask .compute() on a LocalCluster", name, path,
+                                                     layout.grid, data, repeat))
+                sc.rows.append(dask_rows[-1])
             if "xarray-values" in workloads or "xarray-load" in workloads:
                 ds_path = layout_dataset(name, path)
             if "xarray-values" in workloads:

@@ -296,21 +296,37 @@ def reduce_floor(path: str, reduce, threads: int | None = None):
     return lambda: list(pool.map(lambda i: reduce(units.block(i)), range(len(units.frames))))
 
 
+_HELD: dict[str, Units] = {}
+
+
+def held_units(path: str) -> Units:
+    """The process's :class:`Units` of ``path`` (read once per process: a worker's first task)."""
+    if path not in _HELD:
+        _HELD[path] = Units(path)
+    return _HELD[path]
+
+
+def _unit_block(path: str, i: int) -> np.ndarray:
+    return held_units(path).block(i)
+
+
 def dask_compute_floor(path: str):
     """fn: a dask array whose tasks are libzstd's decoding of one unit into a fresh block (no
     Zarr code), ``.compute()``d on the scheduler in effect: the blocks, then dask's assembly of
-    them into one array, as every dask reader's ``.compute()`` ends."""
+    them into one array, as every dask reader's ``.compute()`` ends. A task names its unit by
+    path and number (a worker process reads the frames into memory at its first task, as this
+    process does here, untimed)."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
-    units = Units(path)
+    units = held_units(path)
     chunks = da.core.normalize_chunks(units.unit, units.shape)
     nblocks = tuple(len(c) for c in chunks)
     files = unit_files(path)
 
     def fn():
         name = "zstd-floor-" + uuid.uuid4().hex
-        dsk = {(name, *coords): (units.block, i) for i, (coords, _) in enumerate(files)}
+        dsk = {(name, *coords): (_unit_block, path, i) for i, (coords, _) in enumerate(files)}
         assert len(dsk) == int(np.prod(nblocks))
         graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
         return da.Array(graph, name, chunks, dtype=units.dtype).compute()
