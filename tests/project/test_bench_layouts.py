@@ -159,3 +159,16 @@ def test_the_cache_pass_floor_gives_the_last_read(tmp_path):
     sels = [(3,), (slice(None), 70, 5), (2, slice(10, 90), slice(40, 128))]
     last = zstd_floor.pass_floor(path, sels, 2)()
     assert np.array_equal(np.reshape(last, data[sels[-1]].shape), data[sels[-1]])
+
+
+def test_the_cluster_materialised_read_checks_with_its_floor(tmp_path):
+    """cluster-compute at a tiny size: zarrdask, zarr-python and TensorStore ``.compute()`` on a
+    LocalCluster of worker processes, each result checked, and the floor's tasks run there too."""
+    geom = Geometry.from_size(1)
+    sc = bench_layouts.run(geom, 1, str(tmp_path), layouts=("big-inner",), workloads=("cluster-compute",))
+    [row] = sc.rows
+    assert row.case.endswith("dask .compute() on a LocalCluster"), row.case
+    _cells_ok(row, (ZARRDASK, "zarr-python", TENSORSTORE))
+    assert row.floor is not None and row.floor.cell.error is None, row.floor
+    assert row.floor.cell.times and all(c is None for c in row.floor.cell.checks)
+    assert "on the same cluster" in row.floor.name
