@@ -463,7 +463,33 @@ def test_a_shard_is_held_as_one_array_once_a_read_wants_a_quarter_of_it(tmp_path
     np.testing.assert_array_equal(a[:, 4], model[:, 4])
     assert kinds() == ["chunk"] * 4 + ["shard"]
     info = a.cache_info()
-    assert (info.hits, info.misses) == (1 + 4, 4 + 2)
+    assert (info.hits, info.misses) == (1 + 1 + 4, 4 + 1)  # (shard 0's chunk 1 was held on its own: a hit)
+
+
+def test_chunks_held_on_their_own_are_copied_into_their_shard_once_it_is_held(tmp_path, monkeypatch):
+    """A shard that becomes held takes the chunks the cache already holds on their own (read by
+    a time series at a point) by copying them into its slots: only the others are decoded."""
+    from zarrdask.nodes.units import shard_cache
+
+    decoded: list[int] = []
+    original = shard_cache.CachedShardReads._decode_slots
+
+    def counting(self, batch):
+        decoded.extend(job.placement.position for job in batch[1])
+        return original(self, batch)
+
+    monkeypatch.setattr(shard_cache.CachedShardReads, "_decode_slots", counting)
+    path = str(tmp_path / "a")
+    model = np.arange(32 * 24, dtype="f8").reshape(32, 24)
+    zarrdask.create_array(path, data=model, chunks=(8, 3), shards=(8, 24))  # (8 inner chunks a shard)
+    a = zarrdask.open_array(path, cache_bytes="1 MiB")
+    zarrdask.cache_clear()
+    np.testing.assert_array_equal(a[:, 4], model[:, 4])  # inner chunk 1 of each shard, held on its own
+    np.testing.assert_array_equal(a[0:8, 0:6], model[0:8, 0:6])  # shard 0 held: chunk 1 copied in
+    assert decoded == [0]
+    np.testing.assert_array_equal(a[0:8, :], model[0:8, :])
+    assert sorted(decoded) == [0, 2, 3, 4, 5, 6, 7]
+    np.testing.assert_array_equal(a[...], model)
 
 
 def test_a_prefixed_store_does_not_share_entries_with_its_inner_store(tmp_path):

@@ -345,12 +345,13 @@ class ArrayCache:
     def ticket(self) -> int:
         return _POOL.ticket()
 
-    def get_many(self, items: Iterable[tuple[str, int]]) -> list[np.ndarray | None]:
-        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held)."""
+    def get_many(self, items: Iterable[tuple[str, int]], counted: bool = True) -> list[np.ndarray | None]:
+        """The decoded chunks at (stored key, position in it) of ``items`` (None: not held),
+        each a chunk lookup in the statistics when ``counted``."""
         ident, path = self.array
         token = self.token
         return cast("list[np.ndarray | None]", _POOL.get_many(self.array, [(ident, path, key, token, p)
-                                                                           for key, p in items]))
+                                                                           for key, p in items], counted))
 
     def put(self, key: str, position: int, chunk: np.ndarray, ticket: int) -> None:
         """Hold ``chunk`` (read-only from now on), unless a write came after ``ticket``."""

@@ -119,7 +119,7 @@ class CachedShardReads:
                     busy.append((i, others))
             try:
                 if fills:
-                    self._fill_held(fills)
+                    misses -= self._fill_held(fills, cache)
             except BaseException:
                 for shard, mine in claimed:
                     shard.settle(mine, False)
@@ -139,28 +139,52 @@ class CachedShardReads:
         return HeldShard(grid, self._source.inner.spec.shape, self._source.dtype,
                          math.prod(self._source.codec_at(unit.coords).grid_shape), math.prod(grid))
 
-    def _fill_held(self, fills: list[tuple[UnitRead, HeldShard, list[int]]]) -> None:
+    def _fill_held(self, fills: list[tuple[UnitRead, HeldShard, list[int]]], cache: ArrayCache) -> int:
         """Decode the inner chunks at the claimed positions of each shard straight into its
         held shard's slots: fetched as the unit's plan says (a shard wanted whole, or read
-        whole by the plan, with one GET), then decoded in batches on the threads."""
-        reads = []
-        for unit, _, positions in fills:
+        whole by the plan, with one GET), then decoded in batches on the threads. Chunks the
+        cache already holds on their own (read chunk by chunk before their shard was held)
+        are copied into their slots instead of being fetched and decoded again; returns how
+        many (cache hits)."""
+        reads: list[UnitRead] = []
+        shards: list[HeldShard] = []
+        copied = 0
+        for unit, shard, claimed in fills:
             placements = self._placements_at(unit.coords, unit.extent)
-            every = len(positions) == len(placements)
-            reads.append(UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole or every,
-                                  chunks=[placements[p] for p in positions], extent=unit.extent))
+            positions = self._copy_held_chunks(unit.key, shard, claimed, placements, cache)
+            copied += len(claimed) - len(positions)
+            if positions:
+                every = len(positions) == len(placements)
+                reads.append(UnitRead(unit.key, unit.coords, None, unit.extent, whole=unit.whole or every,
+                                      chunks=[placements[p] for p in positions], extent=unit.extent))
+                shards.append(shard)
         gets = [i for i, r in enumerate(reads) if r.whole]
         ranged = [i for i, r in enumerate(reads) if not r.whole]
-        jobs = self._source.fetch.whole([reads[i] for i in gets], [fills[i][1].slots for i in gets])
+        jobs = self._source.fetch.whole([reads[i] for i in gets], [shards[i].slots for i in gets])
         if ranged:
-            jobs += self._source.fetch.ranges([reads[i] for i in ranged], [fills[i][1].slots for i in ranged])
+            jobs += self._source.fetch.ranges([reads[i] for i in ranged], [shards[i].slots for i in ranged])
         batches: list[tuple[HeldShard, list[InnerJob]]] = []
         at, per = 0, self._source.decode_batch
         for i in gets + ranged:  # (jobs come unit by unit, in this order)
             count = len(reads[i].chunks)
-            batches.extend((fills[i][1], jobs[k: min(k + per, at + count)]) for k in range(at, at + count, per))
+            batches.extend((shards[i], jobs[k: min(k + per, at + count)]) for k in range(at, at + count, per))
             at += count
         run_all(self._decode_slots, batches, self._source.options.threads, min_parallel=2)
+        return copied
+
+    @staticmethod
+    def _copy_held_chunks(key: str, shard: HeldShard, positions: list[int], placements: dict[int, ChunkPlacement],
+                          cache: ArrayCache) -> list[int]:
+        """Copy the chunks at ``positions`` of the shard stored at ``key`` that the cache holds
+        on their own into ``shard``'s slots (both in the sharding codec's axis order); the
+        positions left to decode."""
+        rest = []
+        for p, chunk in zip(positions, cache.get_many([(key, p) for p in positions], counted=False)):
+            if chunk is None:
+                rest.append(p)
+            else:
+                shard.slots[sum(c * n for c, n in zip(placements[p].coords, shard.strides))] = chunk
+        return rest
 
     def _decode_slots(self, batch: tuple[HeldShard, list[InnerJob]]) -> None:
         """Decode fetched inner chunks of one shard into their slots of its held shard (fill
