@@ -50,6 +50,10 @@ class HeldShard:
         self._inside = inside
         self._cond = threading.Condition(threading.Lock())
 
+    def slot(self, coords: Sequence[int]) -> int:
+        """The slot of the inner chunk at ``coords`` (its coordinates in the shard)."""
+        return sum(c * n for c, n in zip(coords, self.strides))
+
     def claim(self, chunks: Sequence[ChunkPlacement]) -> tuple[list[int], list[int]]:
         """The positions of ``chunks`` now claimed by the caller (they were absent), and those
         another read is decoding; the caller must :meth:`settle` what it claimed."""

@@ -183,14 +183,14 @@ class CachedShardReads:
             if chunk is None:
                 rest.append(p)
             else:
-                shard.slots[sum(c * n for c, n in zip(placements[p].coords, shard.strides))] = chunk
+                shard.slots[shard.slot(placements[p].coords)] = chunk
         return rest
 
     def _decode_slots(self, batch: tuple[HeldShard, list[InnerJob]]) -> None:
         """Decode fetched inner chunks of one shard into their slots of its held shard (fill
         values, or an error, for those absent from the shard)."""
         shard, jobs = batch
-        slots = [sum(c * n for c, n in zip(job.placement.coords, shard.strides)) for job in jobs]
+        slots = [shard.slot(job.placement.coords) for job in jobs]
         present = [k for k, job in enumerate(jobs) if job.data is not None]
         for k, job in enumerate(jobs):
             if job.data is None:
