@@ -269,7 +269,9 @@ class ShardedChunkSource(ChunkSource):
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:
-        shards = list(selection.project(self.grid))
+        nested = selection.project_nested(self.grid, self.inner_shape)
+        shards = [p for p, _ in nested]
+        inside = [f for _, f in nested]
         keys = [self.key(p.coords) for p in shards]
         inner_parts: dict[tuple[object, ...], list[Projection]] = {}  # (shards selected alike share them)
 
@@ -281,13 +283,14 @@ class ShardedChunkSource(ChunkSource):
                         existing[i] = self._codec_at(shards[i].coords).split(self._shard_bytes(blob), keys[i])
                     except CodecError as exc:
                         raise with_key(exc, keys[i]) from exc
-            self._write_shards(shards, keys, indices, existing, values, puts, inner_parts)
+            self._write_shards(shards, inside, keys, indices, existing, values, puts, inner_parts)
 
         self.fetch.cache.invalidate(keys)
         self._write_units(keys, [p.full for p in shards], write_units)
         self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
 
-    def _write_shards(self, shards: list[Projection], keys: list[str], indices: Sequence[int],
+    def _write_shards(self, shards: list[Projection], inside: list[Callable[[], list[Projection]]],
+                      keys: list[str], indices: Sequence[int],
                       existing: dict[int, dict[tuple[int, ...], memoryview]], values: np.ndarray, puts: UnitPuts,
                       inner_parts: dict[tuple[object, ...], list[Projection]]) -> None:
         """Encode the shards ``indices`` of a write (their stored inner chunks ``existing``
@@ -297,7 +300,7 @@ class ShardedChunkSource(ChunkSource):
         for i in indices:
             p = shards[i]
             sub_values, old = values[p.out_index], existing.get(i, {})
-            inner = self._inner_projections(p, inner_parts)
+            inner = self._inner_projections(p, inside[i], inner_parts)
             items.extend(_InnerWrites(i, inner[k: k + per], sub_values, old) for k in range(0, len(inner), per))
 
         # Each shard is assembled and put by the thread that encodes its last run of inner chunks.
@@ -338,17 +341,19 @@ class ShardedChunkSource(ChunkSource):
 
         self._encode_all(encode, items)
 
-    def _inner_projections(self, shard: Projection, known: dict[tuple[object, ...], list[Projection]]
-                           ) -> list[Projection]:
-        """The inner chunks a write's part of one shard touches, relative to that part; the
-        same for every shard whose part is the same slices of the same extent (a write over
-        many whole shards projects one), so ``known`` keeps them by those."""
+    @staticmethod
+    def _inner_projections(shard: Projection, inside: Callable[[], list[Projection]],
+                           known: dict[tuple[object, ...], list[Projection]]) -> list[Projection]:
+        """The inner chunks a write's part of one shard touches, relative to that part
+        (``inside()``: its nested projection); the same for every shard whose part is the
+        same slices of the same extent (a write over many whole shards projects one), so
+        ``known`` keeps them by those."""
         if shard.points or not all(isinstance(d, slice) for d in shard.local):
-            return list(shard.chunk_selection.project(self.inner_shape))
+            return inside()
         key = (shard.extent, *((d.start, d.stop, d.step) for d in shard.local))
         found = known.get(key)
         if found is None:
-            found = known[key] = list(shard.chunk_selection.project(self.inner_shape))
+            found = known[key] = inside()
         return found
 
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
