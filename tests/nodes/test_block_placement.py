@@ -338,3 +338,17 @@ def test_zero_dimensional_chunks_read_back_as_arrays(fmt, value):
     got = zarrdask.open_array(store)[...]
     assert np.ndim(got) == 0 and np.asarray(got).dtype == value.dtype
     assert np.asarray(got).tobytes() == value.tobytes()
+
+
+@pytest.mark.parametrize("cache_bytes", [0, 1 << 20])
+def test_a_sharded_0d_array_reads_its_fill_value_and_what_was_written(cache_bytes):
+    """A 0-d array in one shard of one inner chunk: its shard's part of the output is the
+    whole 0-d output, a view (once it was numpy's scalar ``out[()]``, which a read could not
+    write into), through the plain and the cached reads and through Dask."""
+    store = MemoryStore()
+    zarrdask.create_array(store, shape=(), dtype="int32", chunks=(), shards=(), fill_value=3)
+    a = zarrdask.open_array(store, mode="r+", cache_bytes=cache_bytes)
+    assert a[...] == 3 and a[()] == 3
+    a[...] = 7
+    assert a[...] == 7 and zarrdask.open_array(store, cache_bytes=cache_bytes)[()] == 7
+    assert zarrdask.from_zarr(a).compute() == 7

@@ -365,5 +365,5 @@ def _target(out: np.ndarray, unit: UnitRead) -> np.ndarray:
     if unit.out_index is None:
         return out
     if is_view(unit.out_index):
-        return out[unit.out_index]  # type: ignore[no-any-return]
+        return out[unit.out_index or ...]  # (``...``: a 0-d array's view, not its scalar)
     return np.empty(unit.shape, dtype=out.dtype)

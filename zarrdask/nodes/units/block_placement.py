@@ -106,7 +106,7 @@ def place_block(stack: np.ndarray, target: np.ndarray, order: Sequence[int]) -> 
             region.append(slice(g0 * size, g0 * size + (g1 - g0) * width))
             parts += (slice(g0, g1), slice(0, width))
         source = blocks[tuple(parts)]
-        target[tuple(region)].reshape(source.shape, copy=False)[...] = source
+        target[tuple(region) or ...].reshape(source.shape, copy=False)[...] = source  # (``...``: 0-d stays a view)
 
 
 @functools.lru_cache(maxsize=64)

@@ -93,8 +93,9 @@ def held_copies(unit: UnitRead, target: np.ndarray, data: np.ndarray, inverse: S
     copies: list[Copy] = []
     for combo in itertools.product(*(_segments(d.start, d.stop, paired.shape[2 * k + 1])
                                      for k, d in enumerate(index))):
-        source = paired[tuple(s for seg in combo for s in (slice(seg.g0, seg.g1), slice(seg.c0, seg.c1)))]
-        out = target[tuple(slice(seg.at, seg.at + (seg.g1 - seg.g0) * (seg.c1 - seg.c0)) for seg in combo)].view()
+        source = paired[tuple(s for seg in combo for s in (slice(seg.g0, seg.g1), slice(seg.c0, seg.c1))) or ...]
+        out = target[tuple(slice(seg.at, seg.at + (seg.g1 - seg.g0) * (seg.c1 - seg.c0)) for seg in combo)
+                     or ...].view()  # (``...``: a 0-d array stays an array)
         out.shape = source.shape  # (splitting each axis in two: always a view)
         copies.extend(_slabs(out, source))
     return copies

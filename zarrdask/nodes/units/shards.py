@@ -262,7 +262,7 @@ class ShardedChunkSource(ChunkSource):
                 except CodecError as exc:
                     failed = None if exc.item is None else needed[slab.start + at[exc.item]].coords
                     raise with_key(exc, key, failed) from exc
-                place_block(stack, target[region], order)
+                place_block(stack, target[region or ...], order)  # (``...``: a 0-d target stays a view)
 
         run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
                 min_parallel=2)
