@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
@@ -29,6 +29,8 @@ from .errors import BoundsError, SelectionError
 from .metadata.grid import AxisGrid, RegularAxis, as_axes
 
 __all__ = [
+    "DimPart",
+    "Nested",
     "OrthogonalSelection",
     "PointSelection",
     "Selection",
@@ -130,38 +132,34 @@ class OrthogonalSelection:
         if per_dim is None:
             return []
         basic = self.is_basic
-        return [_projection(combo, basic) for combo in itertools.product(*per_dim)] if per_dim else [_WHOLE_0D]
+        return [_projection(combo, basic) for combo in itertools.product(*per_dim)]
 
-    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Callable[[], list[Projection]]]]:
-        """``project(grid)``, each chunk with a function giving its part projected onto
-        ``inner``, a regular grid laid over the chunk from its origin (a shard's inner
-        chunks): the same as ``p.chunk_selection.project(inner)``, but each dimension's part
-        is projected once, however many chunks share it (the shards of a window or a slab)."""
+    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Nested]]:
+        """``project(grid)``, each chunk with its part projected onto ``inner``, a regular
+        grid laid over the chunk from its origin (a shard's inner chunks): the same as
+        ``p.chunk_selection.project(inner)``, but each dimension's part is projected once,
+        when first asked for, however many chunks share it (the shards of a window or a
+        slab)."""
         per_dim = self._parts(grid)
         if per_dim is None:
             return []
-        if not per_dim:
-            return [(_WHOLE_0D, lambda: [_WHOLE_0D])]
-        basic = self.is_basic
-        memo: dict[tuple[int, int], list[_DimPart]] = {}
+        memo: dict[tuple[int, int], list[DimPart]] = {}
 
-        def parts_inside(d: int, i: int) -> list[_DimPart]:
+        def parts_inside(d: int, i: int) -> list[DimPart]:
             found = memo.get((d, i))
             if found is None:
                 part = per_dim[d][i]
                 found = memo[(d, i)] = _project_dim(part.local, RegularAxis(part.extent, int(inner[d])))
             return found
 
-        def inside(idx: tuple[int, ...]) -> list[Projection]:
-            return [_projection(combo, basic)
-                    for combo in itertools.product(*(parts_inside(d, i) for d, i in enumerate(idx)))]
-
-        out = []
+        basic = self.is_basic
+        out: list[tuple[Projection, Nested]] = []
         for idx in itertools.product(*(range(len(parts)) for parts in per_dim)):
-            out.append((_projection([per_dim[d][i] for d, i in enumerate(idx)], basic), functools.partial(inside, idx)))
+            out.append((_projection([per_dim[d][i] for d, i in enumerate(idx)], basic),
+                        _OrthogonalNested(functools.partial(map, parts_inside, range(len(idx)), idx), basic)))
         return out
 
-    def _parts(self, grid: GridLike) -> list[list[_DimPart]] | None:
+    def _parts(self, grid: GridLike) -> list[list[DimPart]] | None:
         """Each dimension's parts on ``grid``'s chunks; None when a dimension selects nothing
         (then no chunk is touched, and the other dimensions' chunks are not listed)."""
         per_dim = []
@@ -173,15 +171,62 @@ class OrthogonalSelection:
         return per_dim
 
 
-def _projection(combo: Sequence[_DimPart], basic: bool) -> Projection:
-    """The chunk of one part per dimension."""
+def _projection(combo: Sequence[DimPart], basic: bool) -> Projection:
+    """The chunk of one part per dimension (the one chunk of a 0-d array for none)."""
+    if not combo:
+        return _WHOLE_0D
     coords, local, outs, fulls, extent = zip(*combo)
     if not basic:
         outs = np.ix_(*(np.arange(o.start, o.stop) if isinstance(o, slice) else o for o in outs))
     return Projection(coords, local, extent, outs, False not in fulls)
 
 
-class _DimPart(NamedTuple):
+class Nested:
+    """A chunk's part of a selection projected onto a regular grid laid over the chunk (a
+    shard's inner chunks), made when asked for: calling it gives every inner chunk's
+    :class:`Projection`. ``combos()``: for a part of slices only, each inner chunk's
+    :class:`DimPart` per dimension instead, in the same order (None otherwise), for a caller
+    that builds a record of its own per inner chunk."""
+
+    def __call__(self) -> list[Projection]:
+        raise NotImplementedError
+
+    def combos(self) -> Iterator[tuple[DimPart, ...]] | None:
+        return None
+
+
+class _OrthogonalNested(Nested):
+    """An orthogonal selection's part, kept one dimension at a time (``dims()``: each
+    dimension's parts on the inner grid): its inner chunks are every combination of one
+    part per dimension, in C order."""
+
+    __slots__ = ("_dims", "_basic")
+
+    def __init__(self, dims: Callable[[], Iterable[list[DimPart]]], basic: bool) -> None:
+        self._dims, self._basic = dims, basic
+
+    def __call__(self) -> list[Projection]:
+        basic = self._basic
+        return [_projection(combo, basic) for combo in itertools.product(*self._dims())]
+
+    def combos(self) -> Iterator[tuple[DimPart, ...]] | None:
+        dims = list(self._dims()) if self._basic else []
+        return itertools.product(*dims) if dims else None  # (a 0-d part: its one projection)
+
+
+class _PointsNested(Nested):
+    """A point selection's part: its points projected onto the inner grid."""
+
+    __slots__ = ("_projection", "_inner")
+
+    def __init__(self, projection: Projection, inner: tuple[int, ...]) -> None:
+        self._projection, self._inner = projection, inner
+
+    def __call__(self) -> list[Projection]:
+        return list(self._projection.chunk_selection.project(self._inner))
+
+
+class DimPart(NamedTuple):
     """One chunk's part of a selection along one dimension."""
 
     chunk: int
@@ -191,9 +236,9 @@ class _DimPart(NamedTuple):
     extent: int  # the chunk's extent inside the array
 
 
-def _project_dim(sel: DimSel, axis: AxisGrid) -> list[_DimPart]:
+def _project_dim(sel: DimSel, axis: AxisGrid) -> list[DimPart]:
     """The chunks of ``axis`` a one-dimensional selection touches."""
-    parts: list[_DimPart] = []
+    parts: list[DimPart] = []
     if isinstance(sel, slice):
         start, stop, step = sel.start, sel.stop, sel.step
         if stop <= start:
@@ -205,8 +250,8 @@ def _project_dim(sel: DimSel, axis: AxisGrid) -> list[_DimPart]:
             if first >= end:
                 continue
             out0 = (first - start) // step
-            parts.append(_DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + len(range(first, end, step))),
-                                  first == lo and end == hi and step == 1, hi - lo))
+            parts.append(DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + (end - first - 1) // step + 1),
+                                 first == lo and end == hi and step == 1, hi - lo))
         return parts
     if sel.size == 0:
         return parts
@@ -219,7 +264,7 @@ def _project_dim(sel: DimSel, axis: AxisGrid) -> list[_DimPart]:
         lo, hi = axis.bounds(k)
         local = sel[positions] - lo
         full = local.size >= hi - lo and np.unique(local).size == hi - lo
-        parts.append(_DimPart(k, local, positions, bool(full), hi - lo))
+        parts.append(DimPart(k, local, positions, bool(full), hi - lo))
     return parts
 
 
@@ -255,14 +300,10 @@ class PointSelection:
             local_shape = tuple(hi - lo for lo, hi in spans)
             yield Projection(k, local, local_shape, positions, False, points=True)
 
-    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Callable[[], list[Projection]]]]:
-        """``project(grid)``, each chunk with a function giving its points projected onto
-        ``inner`` (as :meth:`OrthogonalSelection.project_nested`)."""
-        return [(p, functools.partial(_inner_points, p, tuple(inner))) for p in self.project(grid)]
-
-
-def _inner_points(p: Projection, inner: tuple[int, ...]) -> list[Projection]:
-    return list(p.chunk_selection.project(inner))
+    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Nested]]:
+        """``project(grid)``, each chunk with its points projected onto ``inner`` (as
+        :meth:`OrthogonalSelection.project_nested`)."""
+        return [(p, _PointsNested(p, tuple(inner))) for p in self.project(grid)]
 
 
 Selection = Union[OrthogonalSelection, PointSelection]

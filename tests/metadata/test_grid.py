@@ -108,17 +108,23 @@ def test_nested_projection_is_each_chunks_own_projection(case, data):
     picks = tuple(np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=6)), dtype=int) for n in shape)
     n_points = data.draw(st.integers(1, 6))
     points = tuple(np.array([data.draw(st.integers(0, n - 1)) for _ in range(n_points)]) for n in shape)
-    for sel in (basic_selection(window, shape)[0], orthogonal_selection(picks, shape)[0],
-                point_selection(points, shape)[0]):
+    basic = basic_selection(window, shape)[0]
+    for sel in (basic, orthogonal_selection(picks, shape)[0], point_selection(points, shape)[0]):
         nested = sel.project_nested(axes, inner)
         own = list(sel.project(axes))
         assert len(nested) == len(own)
         for (p, inside), q in zip(nested, own):
             assert _same(p, q)
             assert _same(tuple(inside()), tuple(q.chunk_selection.project(inner)))
+            combos = inside.combos()
+            assert (combos is None) == (sel is not basic or not shape)  # (slices only, and not 0-d)
+            if combos is not None:  # (the same inner chunks a dimension at a time, in the same order)
+                fields = [tuple(zip(*combo)) for combo in combos]
+                assert [(f[0], f[1], f[2]) for f in fields] == [(r.coords, r.local, r.out_index) for r in inside()]
 
 
 def test_nested_projection_of_a_0d_array():
     sel, _ = basic_selection((), ())
     [(p, inside)] = sel.project_nested((), ())
     assert p == sel.project(())[0] and inside() == list(p.chunk_selection.project(()))
+    assert inside.combos() is None  # (its one inner chunk from the projection)

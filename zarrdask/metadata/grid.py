@@ -252,7 +252,7 @@ def chunk_slices(axes: Sequence[AxisGrid], coords: Sequence[int]) -> tuple[slice
 
 def stored_shape(axes: Sequence[AxisGrid], coords: Sequence[int]) -> tuple[int, ...]:
     """The shape chunk ``coords`` is stored with (what its codecs see)."""
-    return tuple(a.stored(k) for a, k in zip(axes, coords))
+    return tuple([a.stored(k) for a, k in zip(axes, coords)])
 
 
 def chunk_of(axes: Sequence[AxisGrid], index: Sequence[int]) -> tuple[int, ...]:

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..metadata.grid import AxisGrid, ceil_div
-from ..indexing import Projection, Selection
+from ..indexing import Nested, Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read",
            "shard_placements"]
@@ -135,30 +135,32 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     return ReadPlan(tuple(units))
 
 
-def _placements(p: Projection, inner: Callable[[], list[Projection]], layout: StorageLayout, block: bool,
+def _placements(p: Projection, inner: Nested, layout: StorageLayout, block: bool,
                 seen: dict[tuple[object, ...], Sequence[ChunkPlacement]]) -> Sequence[ChunkPlacement]:
-    """The inner chunks a shard's projection needs (``inner()``: its part projected onto
-    them; precomputed when it is read whole). Shards of one extent and index strides
-    selected by the same slices need the same chunks in the same places (a slab across
-    many shards): ``seen`` keeps them by those."""
+    """The inner chunks a shard's projection needs (``inner``: its part projected onto
+    them). Shards of one extent and index strides selected by the same slices need the
+    same chunks in the same places (a slab across many shards): ``seen`` keeps them by
+    those."""
     strides = layout.index_strides(p.coords)
     if block:
         return shard_placements(p.extent, layout.chunk_shape, strides)
-    key = None
-    if not p.points and all(isinstance(d, slice) for d in p.local):
-        key = (p.extent, strides, *((d.start, d.stop, d.step) for d in p.local))
-        found = seen.get(key)
-        if found is not None:
-            return found
-    if key is None:
-        placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
-                      for q in inner()]
-    else:  # (slices of slices: each chunk's index is its part's slices)
-        placements = [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.local)
-                      for q in inner()]
-    if key is not None:
-        seen[key] = placements
-    return placements
+    if p.points or not all(isinstance(d, slice) for d in p.local):
+        return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index) for q in inner()]
+    key = (p.extent, strides, *((d.start, d.stop, d.step) for d in p.local))
+    found = seen.get(key)
+    if found is None:
+        combos = inner.combos()
+        found = seen[key] = ([_placement(zip(*combo), strides) for combo in combos] if combos is not None else
+                             [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.local)
+                              for q in inner()])
+    return found
+
+
+def _placement(fields: Iterator[tuple[Any, ...]], strides: Sequence[int]) -> ChunkPlacement:
+    """An inner chunk's placement from its parts' fields (``DimPart``'s, a dimension each):
+    slices of slices, so its index is its part's slices."""
+    coords, local, out, _, _ = fields
+    return ChunkPlacement(coords, sum(map(operator.mul, coords, strides)), out, local)
 
 
 def _position(coords: Sequence[int], strides: Sequence[int]) -> int:

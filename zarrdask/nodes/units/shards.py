@@ -25,7 +25,7 @@ from ...codecs.pipeline import CodecPipeline
 from ...codecs.protocol import ChunkPipeline
 from ...codecs.sharding import ShardIndex, ShardingCodec
 from ...errors import CodecError
-from ...indexing import Projection, Selection, c_order_stop
+from ...indexing import Nested, Projection, Selection, c_order_stop
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
 from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides
 from ...storage.base import Buffer, Store, Value
@@ -289,7 +289,7 @@ class ShardedChunkSource(ChunkSource):
         self._write_units(keys, [p.full for p in shards], write_units)
         self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
 
-    def _write_shards(self, shards: list[Projection], inside: list[Callable[[], list[Projection]]],
+    def _write_shards(self, shards: list[Projection], inside: list[Nested],
                       keys: list[str], indices: Sequence[int],
                       existing: dict[int, dict[tuple[int, ...], memoryview]], values: np.ndarray, puts: UnitPuts,
                       inner_parts: dict[tuple[object, ...], list[Projection]]) -> None:
@@ -342,7 +342,7 @@ class ShardedChunkSource(ChunkSource):
         self._encode_all(encode, items)
 
     @staticmethod
-    def _inner_projections(shard: Projection, inside: Callable[[], list[Projection]],
+    def _inner_projections(shard: Projection, inside: Nested,
                            known: dict[tuple[object, ...], list[Projection]]) -> list[Projection]:
         """The inner chunks a write's part of one shard touches, relative to that part
         (``inside()``: its nested projection); the same for every shard whose part is the
