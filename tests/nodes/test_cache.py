@@ -458,17 +458,18 @@ def test_a_shard_is_held_as_one_array_once_a_read_wants_a_quarter_of_it(tmp_path
     np.testing.assert_array_equal(a[:, 4], model[:, 4])  # one chunk in each of 4 shards
     assert kinds() == ["chunk"] * 4
     np.testing.assert_array_equal(a[0:8, 0:6], model[0:8, 0:6])  # 2 of the 8 chunks of shard 0
-    assert kinds() == ["chunk"] * 4 + ["shard"]
+    assert kinds() == ["chunk"] * 3 + ["shard"]  # (shard 0's chunk 1 moved into the held shard)
     np.testing.assert_array_equal(a[0:8, 4], model[0:8, 4])  # shard 0 held: read there
     np.testing.assert_array_equal(a[:, 4], model[:, 4])
-    assert kinds() == ["chunk"] * 4 + ["shard"]
+    assert kinds() == ["chunk"] * 3 + ["shard"]
     info = a.cache_info()
     assert (info.hits, info.misses) == (1 + 1 + 4, 4 + 1)  # (shard 0's chunk 1 was held on its own: a hit)
 
 
 def test_chunks_held_on_their_own_are_copied_into_their_shard_once_it_is_held(tmp_path, monkeypatch):
     """A shard that becomes held takes the chunks the cache already holds on their own (read by
-    a time series at a point) by copying them into its slots: only the others are decoded."""
+    a time series at a point) by copying them into its slots, and lets go of those entries:
+    only the others are decoded, and no chunk is held twice."""
     from zarrdask.nodes.units import shard_cache
 
     decoded: list[int] = []
@@ -485,8 +486,12 @@ def test_chunks_held_on_their_own_are_copied_into_their_shard_once_it_is_held(tm
     a = zarrdask.open_array(path, cache_bytes="1 MiB")
     zarrdask.cache_clear()
     np.testing.assert_array_equal(a[:, 4], model[:, 4])  # inner chunk 1 of each shard, held on its own
+    assert a.cache_info().entries == 4
     np.testing.assert_array_equal(a[0:8, 0:6], model[0:8, 0:6])  # shard 0 held: chunk 1 copied in
     assert decoded == [0]
+    info = a.cache_info()  # (chunk 1 of shard 0 no longer held on its own: its budget went back)
+    chunk_bytes, shard_bytes = 8 * 3 * 8, 8 * 24 * 8 + 8  # (a held shard: its values, a state byte a chunk)
+    assert info.entries == 4 and info.bytes == 3 * chunk_bytes + shard_bytes
     np.testing.assert_array_equal(a[0:8, :], model[0:8, :])
     assert sorted(decoded) == [0, 2, 3, 4, 5, 6, 7]
     np.testing.assert_array_equal(a[...], model)

@@ -239,6 +239,15 @@ class _Pool:
             if not siblings:
                 del self._by_key[key[:3]]
 
+    def discard(self, keys: Iterable[EntryKey]) -> None:
+        """Let go of the entries of ``keys`` that are held (what a held shard now holds too):
+        not an invalidation, the values are still current."""
+        with self._lock:
+            for key in keys:
+                chunk = self._entries.pop(key, None)
+                if chunk is not None:
+                    self._drop(key, chunk)
+
     def invalidate(self, array: ArrayKey, keys: Iterable[str] | None) -> None:
         """Forget the entries of the stored ``keys`` of ``array`` (None: all of them), and
         refuse entries from fetches that began before."""
@@ -358,6 +367,13 @@ class ArrayCache:
         chunk.flags.writeable = False
         ident, path = self.array
         _POOL.put(self.array, (ident, path, key, self.token, position), chunk, ticket)
+
+    def discard(self, items: Iterable[tuple[str, int]]) -> None:
+        """Let go of the decoded chunks at (stored key, position in it) of ``items``, which a
+        held shard now holds: their budget goes back to the pool."""
+        ident, path = self.array
+        token = self.token
+        _POOL.discard([(ident, path, key, token, p) for key, p in items])
 
     def get_shards(self, keys: list[str]) -> list[HeldShard | None]:
         """The shards held for the stored ``keys`` (None: not held; lookups counted by

@@ -176,14 +176,19 @@ class CachedShardReads:
     def _copy_held_chunks(key: str, shard: HeldShard, positions: list[int], placements: dict[int, ChunkPlacement],
                           cache: ArrayCache) -> list[int]:
         """Copy the chunks at ``positions`` of the shard stored at ``key`` that the cache holds
-        on their own into ``shard``'s slots (both in the sharding codec's axis order); the
-        positions left to decode."""
+        on their own into ``shard``'s slots (both in the sharding codec's axis order), and let
+        go of those entries (the held shard serves every later read of them); the positions
+        left to decode."""
         rest = []
+        copied = []
         for p, chunk in zip(positions, cache.get_many([(key, p) for p in positions], counted=False)):
             if chunk is None:
                 rest.append(p)
             else:
                 shard.slots[shard.slot(placements[p].coords)] = chunk
+                copied.append((key, p))
+        if copied:
+            cache.discard(copied)
         return rest
 
     def _decode_slots(self, batch: tuple[HeldShard, list[InnerJob]]) -> None:
