@@ -10,7 +10,8 @@ the array left unwritten (fill).
 
 * **Peer-written, zarrdask-read**: zarr-python and TensorStore each write the array;
   zarrdask reads it whole and through random basic, orthogonal and coordinate selections,
-  bit-exact against numpy; both peers read each other's copy back equal too.
+  through its decoded-chunk cache (twice) and through Dask, bit-exact against numpy; both
+  peers read each other's copy back equal too.
 * **zarrdask-written, peer-read**: zarrdask writes the array, and rewrites a random region
   of each peer-written copy (partial chunks and shards); both peers read every copy back
   bit-exact.
@@ -329,6 +330,16 @@ def test_peer_written_arrays_read_exact(workdir, case, data):
         points = _points(data.draw, case.shape)
         if points is not None:
             _same(a.vindex[points], case.data[points], f"{writer} wrote, vindex {points}")
+        # through the decoded-chunk cache (shards held whole with 1 MiB, chunk by chunk with 1 KiB),
+        # first visit then revisit, and through Dask (one task per shard)
+        zarrdask.cache_clear()  # (the peer wrote this path, not zarrdask: what an earlier example left is stale)
+        budget = data.draw(st.sampled_from(["1 MiB", 1 << 10]))
+        cached = zarrdask.open_array(path, cache_bytes=budget)
+        sel = _basic(data.draw, case.shape)
+        for visit in ("first", "again"):
+            _same(cached[sel], case.data[sel], f"{writer} wrote, cache {budget} {visit} {sel}")
+            _same(cached[...], case.data, f"{writer} wrote, cache {budget} {visit} all")
+        _same(zarrdask.from_zarr(path).compute(), case.data, f"{writer} wrote, from_zarr .compute()")
 
 
 @SETTINGS
