@@ -30,7 +30,7 @@ from ...runtime.executor import MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
 from ...runtime.output import output_array
 from ...runtime.progress import ProgressBar, counted
 from .checksums import carries_checksum
-from .copies import Copy, place_copies
+from .copies import Hits
 from .interface import StorageStatistics, UnitShape
 from .options import ArrayOptions
 from .puts import UnitPuts
@@ -154,13 +154,13 @@ class ChunkSource(ABC):
         its own, held and copied out."""
         ticket = cache.ticket()
         missed = []
-        hits = []
+        hits = Hits(self.options.threads, self._placed_bytes(units))
         for i, (unit, found) in enumerate(zip(units, cache.get_many([(u.key, 0) for u in units]))):
             if found is None:
                 missed.append(i)
             else:
-                hits.append(Copy(targets[i], unit.chunks[0], found))
-        place_copies(hits, self.options.threads, self._placed_bytes(units))
+                hits.add(targets[i], unit.chunks[0], found)
+        hits.finish()
 
         def load(i: int, blob: bytes | None) -> None:
             unit = units[i]

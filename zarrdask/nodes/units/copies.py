@@ -12,7 +12,7 @@ import numpy as np
 from ...plan.fetch_plan import ChunkPlacement, UnitRead
 from ...runtime.executor import run_all
 
-__all__ = ["Copy", "held_copies", "place_copies"]
+__all__ = ["Copy", "Hits", "held_copies", "place_copies"]
 
 
 class Copy(NamedTuple):
@@ -34,14 +34,38 @@ _HIT_SLAB_BYTES = 4 << 20
 def place_copies(hits: Sequence[Copy], threads: int | None, nbytes: int) -> None:
     """Copy each hit's part into its target; spread over the threads when the read's
     result (``nbytes``) is large."""
-    def place(hit: Copy) -> None:
-        hit.target[hit.placement.out_index] = hit.chunk[hit.placement.chunk_index]
-
     if nbytes < _PARALLEL_HIT_BYTES:
         for hit in hits:
-            place(hit)
+            _place(hit)
         return
-    run_all(place, hits, threads, min_parallel=2)
+    run_all(_place, hits, threads, min_parallel=2)
+
+
+def _place(hit: Copy) -> None:
+    hit.target[hit.placement.out_index] = hit.chunk[hit.placement.chunk_index]
+
+
+class Hits:
+    """The copies of one read out of cached chunks as they are found: made at once for a
+    small read (gathering a record per chunk would cost more than its copy), gathered and
+    spread over the threads by :meth:`finish` for a large one (``nbytes``: the read's
+    result), as :func:`place_copies` does."""
+
+    __slots__ = ("_threads", "_gathered")
+
+    def __init__(self, threads: int | None, nbytes: int) -> None:
+        self._threads = threads
+        self._gathered: list[Copy] | None = [] if nbytes >= _PARALLEL_HIT_BYTES else None
+
+    def add(self, target: np.ndarray, placement: ChunkPlacement, chunk: np.ndarray) -> None:
+        if self._gathered is None:
+            target[placement.out_index] = chunk[placement.chunk_index]
+        else:
+            self._gathered.append(Copy(target, placement, chunk))
+
+    def finish(self) -> None:
+        if self._gathered:
+            run_all(_place, self._gathered, self._threads, min_parallel=2)
 
 
 class _Segment(NamedTuple):

@@ -22,7 +22,7 @@ from ...runtime.cache import ArrayCache
 from ...runtime.executor import run_all
 from ...runtime.held_shard import HeldShard
 from .base import with_key
-from .copies import Copy, held_copies, place_copies
+from .copies import Hits, held_copies, place_copies
 from .options import ArrayOptions
 from .shard_fetch import InnerJob, ShardFetch
 
@@ -222,7 +222,7 @@ class CachedShardReads:
         ticket = cache.ticket()
         order = None if self._source.inverse == tuple(range(len(self._source.inverse))) else self._source.inverse
         found = cache.get_many([(u.key, p.position) for u in units for p in u.chunks])
-        hits: list[Copy] = []
+        hits = Hits(self._source.options.threads, self._source.placed_bytes(units))
         pending: list[UnitRead] = []
         pending_targets: list[np.ndarray] = []
         at = 0
@@ -234,11 +234,11 @@ class CachedShardReads:
                 if chunk is None:
                     missed.append(placement)
                 else:
-                    hits.append(Copy(target, placement, chunk if order is None else chunk.transpose(order)))
+                    hits.add(target, placement, chunk if order is None else chunk.transpose(order))
             if missed:
                 pending.append(UnitRead(unit.key, unit.coords, unit.out_index, unit.shape, unit.whole, missed))
                 pending_targets.append(target)
-        place_copies(hits, self._source.options.threads, self._source.placed_bytes(units))
+        hits.finish()
         if not pending:
             return
         gets = [i for i, u in enumerate(pending) if u.whole]
