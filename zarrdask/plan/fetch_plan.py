@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..metadata.grid import AxisGrid, ceil_div
-from ..indexing import Nested, Projection, Selection
+from ..indexing import Nested, OrthogonalSelection, Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read",
            "shard_placements"]
@@ -126,25 +126,26 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
             for p in selection.project(layout.unit_grid)))
     units = []
     seen: dict[tuple[object, ...], Sequence[ChunkPlacement]] = {}
+    # (basic slices: every shard's part, in the shard and in the output, is a box of slices)
+    slices = isinstance(selection, OrthogonalSelection) and selection.is_basic
     for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape):
-        whole = p.full or not layout.ranged_reads
-        block = p.full and is_view(p.out_index)
-        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=whole,
-                              chunks=_placements(p, inner, layout, block, seen), block=block, extent=p.extent,
-                              index=p.local if not p.points and is_view(p.local) else None))
+        block = slices and p.full
+        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=p.full or not layout.ranged_reads,
+                              chunks=_placements(p, inner, layout, block, slices, seen), block=block, extent=p.extent,
+                              index=p.local if slices else None))
     return ReadPlan(tuple(units))
 
 
-def _placements(p: Projection, inner: Nested, layout: StorageLayout, block: bool,
+def _placements(p: Projection, inner: Nested, layout: StorageLayout, block: bool, slices: bool,
                 seen: dict[tuple[object, ...], Sequence[ChunkPlacement]]) -> Sequence[ChunkPlacement]:
     """The inner chunks a shard's projection needs (``inner``: its part projected onto
-    them). Shards of one extent and index strides selected by the same slices need the
-    same chunks in the same places (a slab across many shards): ``seen`` keeps them by
-    those."""
+    them; ``slices``: a part of slices). Shards of one extent and index strides selected
+    by the same slices need the same chunks in the same places (a slab across many
+    shards): ``seen`` keeps them by those."""
     strides = layout.index_strides(p.coords)
     if block:
         return shard_placements(p.extent, layout.chunk_shape, strides)
-    if p.points or not all(isinstance(d, slice) for d in p.local):
+    if not slices:
         return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index) for q in inner()]
     key = (p.extent, strides, *((d.start, d.stop, d.step) for d in p.local))
     found = seen.get(key)

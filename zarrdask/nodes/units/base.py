@@ -68,6 +68,7 @@ class ChunkSource(ABC):
         self.store = store
         self.path = path
         self.key_encoding = key_encoding
+        self._key_prefix = join_path(path) + "/" if join_path(path) else ""  # (then a unit's encoded coordinates)
         self.pipelines = pipelines
         self.pipeline = pipelines(spec.shape)
         self.spec = spec
@@ -113,7 +114,7 @@ class ChunkSource(ABC):
         return self.pipelines(stored_shape(self.grid, coords))
 
     def key(self, coords: tuple[int, ...]) -> str:
-        return join_path(self.path, self.key_encoding.encode(coords))
+        return self._key_prefix + self.key_encoding.encode(coords).strip("/")
 
     # -- reads: the plan (pure) and its one executor ------------------------------------
     def plan(self, selection: Selection) -> ReadPlan:
