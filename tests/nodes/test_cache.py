@@ -509,3 +509,48 @@ def test_a_prefixed_store_does_not_share_entries_with_its_inner_store(tmp_path):
     prefixed = zarrdask.open_array(PrefixedStore(root, "pre"), path="x", cache_bytes="1 MiB")
     assert plain[...].tolist() == [1] * 4 and prefixed[...].tolist() == [2] * 4
     zarrdask.cache_clear()
+
+
+def test_held_arrays_reuse_the_buffers_of_those_gone_and_never_one_in_use(monkeypatch):
+    """A cache entry's buffer is kept once no array over it is left (its views included,
+    however derived), for the next entry of its size: a cache emptied and filled again then
+    writes into memory already mapped. A buffer under a live view is never handed out."""
+    import zarrdask.runtime.output as output
+
+    monkeypatch.setattr(output, "_spare", {})
+    monkeypatch.setattr(output, "_spare_bytes", 0)
+    first = output.held_array((4, 8), np.dtype("f8"))
+    address = first.ctypes.data
+    view = first.T[1:]  # (a view of a view: its base is the buffer's owner too)
+    del first
+    second = output.held_array((4, 8), np.dtype("f8"))
+    assert second.ctypes.data != address  # the buffer under ``view`` is still in use
+    view[...] = 1.0
+    del view
+    third = output.held_array((8, 4), np.dtype("i8"))  # (the same size, another shape and type)
+    assert third.ctypes.data == address and third.flags.writeable and third.flags.c_contiguous
+    del second, third
+    monkeypatch.setattr(output, "SPARE_HELD_BYTES", 256)
+    output._spare.clear()
+    monkeypatch.setattr(output, "_spare_bytes", 0)
+    many = [output.held_array((8, 8), np.dtype("f8")) for _ in range(3)]  # 512 bytes each
+    del many
+    assert output._spare_bytes == 0  # (more than SPARE_HELD_BYTES: none kept)
+
+
+def test_a_cache_emptied_and_read_again_decodes_into_the_memory_it_left(tmp_path, monkeypatch):
+    import zarrdask.runtime.output as output
+
+    monkeypatch.setattr(output, "_spare", {})
+    monkeypatch.setattr(output, "_spare_bytes", 0)
+    path = str(tmp_path / "a")
+    model = np.arange(64 * 48, dtype="f8").reshape(64, 48)
+    zarrdask.create_array(path, data=model, chunks=(8, 8), shards=(32, 48))  # (12 KiB shards: held whole)
+    a = zarrdask.open_array(path, cache_bytes="16 KiB")  # (a 2 KiB eighth: shards held chunk by chunk)
+    zarrdask.cache_clear()
+    np.testing.assert_array_equal(a[:, 5], model[:, 5])  # 8 chunks of 512 bytes held
+    zarrdask.cache_clear()
+    assert output._spare_bytes == 8 * 512
+    np.testing.assert_array_equal(a[3:40, 2:7], model[3:40, 2:7])  # 5 chunks: into 5 of those buffers
+    assert output._spare_bytes == 3 * 512
+    np.testing.assert_array_equal(a[...], model)

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import TooLargeError
 
 __all__ = ["FRESH_PAGES_BYTES", "HUGEPAGE_HINT_BYTES", "MEMORY_BYTES", "RESULT_DECAY_SECONDS", "RESULT_IDLE_BYTES",
-           "RESULT_IDLE_MAX_BYTES", "SCRATCH_IDLE_BYTES",
+           "RESULT_IDLE_MAX_BYTES", "SCRATCH_IDLE_BYTES", "SPARE_HELD_BYTES",
            "format_bytes", "held_array", "output_array", "scratch"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
@@ -215,13 +215,73 @@ def held_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised array to be held for long (a decoded-chunk cache entry): from
     :data:`HUGEPAGE_HINT_BYTES` on, a mapping of its own without numpy's huge-page advice
     (its page faults may wait for compaction), its pages mapped as they are first written
-    (a held shard filled chunk by chunk maps only what it holds); smaller ones (and object
-    arrays) are ``np.empty``, so that a large cache of small entries does not make a
-    mapping each."""
+    (a held shard filled chunk by chunk maps only what it holds); smaller ones over a
+    buffer of their size that an earlier entry left (:func:`_spare_buffer`), else a new
+    one, so that a large cache of small entries does not make a mapping each (object
+    arrays: ``np.empty``)."""
     nbytes = math.prod(shape) * dtype.itemsize
-    if not _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES):
+    if dtype.hasobject or nbytes == 0:
         return np.empty(shape, dtype=dtype)
+    if not _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES):
+        return np.asarray(_SpareLease(_spare_buffer(nbytes))).view(dtype).reshape(shape)
     return _mapping(nbytes).view(dtype).reshape(shape)
+
+
+#: buffers of held arrays no array uses any more, kept for the next held arrays of their size,
+#: at most this many bytes in all: a cache emptied and filled again (``cache_clear``, a full
+#: cache evicting as it reads) then writes into pages already mapped, where new memory would
+#: cost its page faults again (benchmarks/README.md)
+SPARE_HELD_BYTES = 64 << 20
+_spare: dict[int, list[np.ndarray]] = {}
+_spare_bytes = 0
+_spare_lock = threading.RLock()  # (a lease freed by the garbage collector inside a locked step)
+
+
+def _spare_buffer(nbytes: int) -> np.ndarray:
+    """A buffer of ``nbytes`` (uint8) a held array left, else a new one."""
+    global _spare_bytes
+    with _spare_lock:
+        kept = _spare.get(nbytes)
+        if kept:
+            _spare_bytes -= nbytes
+            return kept.pop()
+    return np.empty(nbytes, dtype=np.uint8)
+
+
+class _SpareLease:
+    """The owner numpy sees under a held array over a buffer (every view of the array holds
+    it, however derived): when the last one goes, the buffer is kept for the next held
+    array of its size while the kept ones stay within :data:`SPARE_HELD_BYTES`. (Called from
+    ``__del__``: takes a lock no caller holds while arrays are freed.)"""
+
+    __slots__ = ("_buffer", "__array_interface__")
+
+    def __init__(self, buffer: np.ndarray) -> None:
+        self._buffer = buffer
+        self.__array_interface__ = {"version": 3, "shape": (buffer.nbytes,), "typestr": "|u1",
+                                    "data": (buffer.ctypes.data, False)}
+
+    def __del__(self) -> None:
+        global _spare_bytes
+        if sys.is_finalizing():
+            return
+        buffer = self._buffer
+        with _spare_lock:
+            if _spare_bytes + buffer.nbytes <= SPARE_HELD_BYTES:
+                _spare.setdefault(buffer.nbytes, []).append(buffer)
+                _spare_bytes += buffer.nbytes
+
+
+def _forget_spare() -> None:
+    """In a forked child: no kept buffers (a fork copies them as the parent left them)."""
+    global _spare_lock, _spare_bytes
+    _spare_lock = threading.RLock()
+    _spare.clear()
+    _spare_bytes = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spare)
 
 
 def _mapped(nbytes: int, dtype: np.dtype, threshold: int) -> bool:

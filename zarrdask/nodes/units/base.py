@@ -27,7 +27,7 @@ from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_
 from ...storage.base import ByteRange, Store, join_path
 from ...runtime.cache import ArrayCache, ArrayKey, forget
 from ...runtime.executor import MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
-from ...runtime.output import output_array
+from ...runtime.output import held_array, output_array
 from ...runtime.progress import ProgressBar, counted
 from .checksums import carries_checksum
 from .copies import Hits
@@ -187,14 +187,14 @@ class ChunkSource(ABC):
         return sum(math.prod(u.shape) for u in units) * self.spec.dtype.dtype.itemsize
 
     def _decode_whole(self, coords: tuple[int, ...], blob: bytes) -> np.ndarray:
-        """A whole stored value decoded into an array of its own (C order), to be held."""
+        """A whole stored value decoded into an array of its own (C order, memory an entry
+        dropped earlier may have left: ``held_array``), to be held."""
         pipeline = self._pipeline_at(coords)
-        shape = stored_shape(self.grid, coords)
-        if pipeline.decodes_into:
-            fresh = np.empty((1, *shape), dtype=self.spec.dtype.dtype)
-            pipeline.decode_into([blob], fresh)
-            return fresh[0, ...]
-        return np.array(pipeline.decode(blob), order="C", copy=True)
+        if not pipeline.decodes_into:
+            return np.array(pipeline.decode(blob), order="C", copy=True)
+        fresh = held_array(stored_shape(self.grid, coords), self.spec.dtype.dtype)
+        pipeline.decode_into([blob], fresh[np.newaxis])
+        return fresh
 
     def forget(self, keys: Iterable[str] | None = None) -> None:
         """Forget what the process's decoded-chunk cache holds of ``keys`` (None: every key)

@@ -21,6 +21,7 @@ from ...plan.fetch_plan import ChunkPlacement, UnitRead, shard_placements
 from ...runtime.cache import ArrayCache
 from ...runtime.executor import run_all
 from ...runtime.held_shard import HeldShard
+from ...runtime.output import held_array
 from .base import with_key
 from .copies import Hits, held_copies, place_copies
 from .options import ArrayOptions
@@ -261,13 +262,14 @@ class CachedShardReads:
                 min_parallel=2)
 
     def _decode_fresh(self, data: bytes | memoryview) -> np.ndarray:
-        """An inner chunk decoded into an array of its own (the codec's axis order), to be held."""
+        """An inner chunk decoded into an array of its own (the codec's axis order, memory an
+        entry dropped earlier may have left: ``held_array``), to be held."""
         inner = self._source.inner
-        if inner.decodes_into:
-            fresh = np.empty((1, *inner.spec.shape), dtype=self._source.dtype)
-            inner.decode_into([data], fresh)
-            return fresh[0, ...]
-        return np.array(inner.decode(data), order="C", copy=True)
+        if not inner.decodes_into:
+            return np.array(inner.decode(data), order="C", copy=True)
+        fresh = held_array(inner.spec.shape, self._source.dtype)
+        inner.decode_into([data], fresh[np.newaxis])
+        return fresh
 
     def _decode_job(self, job: InnerJob, decode: Callable[[InnerJob, bytes | memoryview], np.ndarray]) -> None:
         """Decode one fetched inner chunk with ``decode`` (into an array of its own, in the
