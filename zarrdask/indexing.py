@@ -250,7 +250,8 @@ def _project_dim(sel: DimSel, axis: AxisGrid) -> list[DimPart]:
             if first >= end:
                 continue
             out0 = (first - start) // step
-            parts.append(DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + (end - first - 1) // step + 1),
+            count = (end - first - 1) // step + 1
+            parts.append(DimPart(k, slice(first - lo, end - lo, step), slice(out0, out0 + count),
                                  first == lo and end == hi and step == 1, hi - lo))
         return parts
     if sel.size == 0:

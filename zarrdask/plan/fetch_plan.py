@@ -130,7 +130,8 @@ def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
     slices = isinstance(selection, OrthogonalSelection) and selection.is_basic
     for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape):
         block = slices and p.full
-        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=p.full or not layout.ranged_reads,
+        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape,
+                              whole=p.full or not layout.ranged_reads,
                               chunks=_placements(p, inner, layout, block, slices, seen), block=block, extent=p.extent,
                               index=p.local if slices else None))
     return ReadPlan(tuple(units))
