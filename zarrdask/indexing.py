@@ -16,10 +16,9 @@ no read then).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
@@ -156,7 +155,7 @@ class OrthogonalSelection:
         out: list[tuple[Projection, Nested]] = []
         for idx in itertools.product(*(range(len(parts)) for parts in per_dim)):
             out.append((_projection([per_dim[d][i] for d, i in enumerate(idx)], basic),
-                        _OrthogonalNested(functools.partial(map, parts_inside, range(len(idx)), idx), basic)))
+                        _OrthogonalNested(parts_inside, idx, basic)))
         return out
 
     def _parts(self, grid: GridLike) -> list[list[DimPart]] | None:
@@ -196,21 +195,25 @@ class Nested:
 
 
 class _OrthogonalNested(Nested):
-    """An orthogonal selection's part, kept one dimension at a time (``dims()``: each
-    dimension's parts on the inner grid): its inner chunks are every combination of one
-    part per dimension, in C order."""
+    """An orthogonal selection's part in the chunk at ``idx`` of its per-dimension parts,
+    kept one dimension at a time (``parts_inside(d, i)``: part ``i`` of dimension ``d`` on
+    the inner grid): its inner chunks are every combination of one part per dimension, in
+    C order."""
 
-    __slots__ = ("_dims", "_basic")
+    __slots__ = ("_parts_inside", "_idx", "_basic")
 
-    def __init__(self, dims: Callable[[], Iterable[list[DimPart]]], basic: bool) -> None:
-        self._dims, self._basic = dims, basic
+    def __init__(self, parts_inside: Callable[[int, int], list[DimPart]], idx: tuple[int, ...], basic: bool) -> None:
+        self._parts_inside, self._idx, self._basic = parts_inside, idx, basic
+
+    def _dims(self) -> list[list[DimPart]]:
+        return [self._parts_inside(d, i) for d, i in enumerate(self._idx)]
 
     def __call__(self) -> list[Projection]:
         basic = self._basic
         return [_projection(combo, basic) for combo in itertools.product(*self._dims())]
 
     def combos(self) -> Iterator[tuple[DimPart, ...]] | None:
-        dims = list(self._dims()) if self._basic else []
+        dims = self._dims() if self._basic else []
         return itertools.product(*dims) if dims else None  # (a 0-d part: its one projection)
 
 

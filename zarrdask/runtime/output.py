@@ -95,7 +95,7 @@ def output_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     except (MemoryError, OverflowError, OSError, ValueError) as exc:  # (numpy: "array is too big")
         raise TooLargeError(f"the result of shape {shape} ({dtype}) needs {format_bytes(nbytes)}, "
                             f"which cannot be allocated: {exc}") from None
-    array = np.asarray(_Lease(mapping, nbytes)).view(dtype).reshape(shape)
+    array = np.asarray(_Lease(mapping, nbytes, _give_back)).view(dtype).reshape(shape)
     if fresh and _MADVISE is not None:
         threading.Thread(target=prefault, args=(array,), name="zarrdask-prefault", daemon=True).start()
     return array
@@ -179,32 +179,37 @@ def _release_decayed() -> None:
         del dropped  # (unmapped here, outside the lock: a read taking a mapping does not wait for it)
 
 
-def _forget_idle_results() -> None:
-    """In a forked child: no idle mappings (the parent's are the parent's), no releaser."""
-    global _idle_results_lock, _idle_changed, _releaser
+def _forget_in_child() -> None:
+    """In a forked child: no idle mappings and no spare buffers (the parent's are the
+    parent's), no releaser, fresh locks."""
+    global _idle_results_lock, _idle_changed, _releaser, _spare_lock, _spare_bytes
     _idle_results_lock = threading.RLock()
     _idle_changed = threading.Condition(_idle_results_lock)
     _releaser = None
     _idle_results.clear()
+    _spare_lock = threading.RLock()
+    _spare.clear()
+    _spare_bytes = 0
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_idle_results)
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class _Lease:
-    """The owner numpy sees under a result over a mapping (every view of the result holds
-    it): when the last array goes, the mapping goes back to the pool (``_give_back``)."""
+    """The owner numpy sees under an array over a buffer of ours (every view of the array
+    holds it, however derived): when the last one goes, ``back`` takes the buffer (an idle
+    result mapping, a held array's spare buffer)."""
 
-    __slots__ = ("_mapping", "__array_interface__")
+    __slots__ = ("_buffer", "_back", "__array_interface__")
 
-    def __init__(self, mapping: np.ndarray, nbytes: int) -> None:
-        self._mapping = mapping
+    def __init__(self, buffer: np.ndarray, nbytes: int, back: Callable[[np.ndarray], None]) -> None:
+        self._buffer, self._back = buffer, back
         self.__array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1",
-                                    "data": (mapping.ctypes.data, False)}
+                                    "data": (buffer.ctypes.data, False)}
 
     def __del__(self) -> None:
-        _give_back(self._mapping)
+        self._back(self._buffer)
 
 
 #: numpy advises huge pages for arrays from this size on
@@ -223,14 +228,14 @@ def held_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     if dtype.hasobject or nbytes == 0:
         return np.empty(shape, dtype=dtype)
     if not _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES):
-        return np.asarray(_SpareLease(_spare_buffer(nbytes))).view(dtype).reshape(shape)
+        return np.asarray(_Lease(_spare_buffer(nbytes), nbytes, _keep_spare)).view(dtype).reshape(shape)
     return _mapping(nbytes).view(dtype).reshape(shape)
 
 
 #: buffers of held arrays no array uses any more, kept for the next held arrays of their size,
 #: at most this many bytes in all: a cache emptied and filled again (``cache_clear``, a full
 #: cache evicting as it reads) then writes into pages already mapped, where new memory would
-#: cost its page faults again (benchmarks/README.md)
+#: cost its page faults again (benchmarks/HISTORY.md, issue 45 session 24)
 SPARE_HELD_BYTES = 64 << 20
 _spare: dict[int, list[np.ndarray]] = {}
 _spare_bytes = 0
@@ -248,40 +253,17 @@ def _spare_buffer(nbytes: int) -> np.ndarray:
     return np.empty(nbytes, dtype=np.uint8)
 
 
-class _SpareLease:
-    """The owner numpy sees under a held array over a buffer (every view of the array holds
-    it, however derived): when the last one goes, the buffer is kept for the next held
-    array of its size while the kept ones stay within :data:`SPARE_HELD_BYTES`. (Called from
-    ``__del__``: takes a lock no caller holds while arrays are freed.)"""
-
-    __slots__ = ("_buffer", "__array_interface__")
-
-    def __init__(self, buffer: np.ndarray) -> None:
-        self._buffer = buffer
-        self.__array_interface__ = {"version": 3, "shape": (buffer.nbytes,), "typestr": "|u1",
-                                    "data": (buffer.ctypes.data, False)}
-
-    def __del__(self) -> None:
-        global _spare_bytes
-        if sys.is_finalizing():
-            return
-        buffer = self._buffer
-        with _spare_lock:
-            if _spare_bytes + buffer.nbytes <= SPARE_HELD_BYTES:
-                _spare.setdefault(buffer.nbytes, []).append(buffer)
-                _spare_bytes += buffer.nbytes
-
-
-def _forget_spare() -> None:
-    """In a forked child: no kept buffers (a fork copies them as the parent left them)."""
-    global _spare_lock, _spare_bytes
-    _spare_lock = threading.RLock()
-    _spare.clear()
-    _spare_bytes = 0
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_spare)
+def _keep_spare(buffer: np.ndarray) -> None:
+    """Keep a held array's buffer whose last array is gone for the next held array of its
+    size, while the kept ones stay within :data:`SPARE_HELD_BYTES`. (Called from
+    ``__del__``: the lock is reentrant, and no caller holds it while arrays are freed.)"""
+    global _spare_bytes
+    if sys.is_finalizing():
+        return
+    with _spare_lock:
+        if _spare_bytes + buffer.nbytes <= SPARE_HELD_BYTES:
+            _spare.setdefault(buffer.nbytes, []).append(buffer)
+            _spare_bytes += buffer.nbytes
 
 
 def _mapped(nbytes: int, dtype: np.dtype, threshold: int) -> bool:
