@@ -11,6 +11,8 @@ same either way.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 import zstandard
@@ -33,12 +35,17 @@ def _frame(rng: np.random.Generator, size: int, *, level: int, checksum: bool, c
         values.tobytes())
 
 
+SIZES = (1, 7, 100, 255, 256, 4096, 65536 + 300, 200_000)
+#: frames decoded with one libzstd call each (``RUN_STREAM_BYTES`` and up), not streamed
+LARGE_SIZES = (decompress.RUN_STREAM_BYTES, decompress.RUN_STREAM_BYTES + 300, 600_000)
+
+
 @st.composite
-def batches(draw):
+def batches(draw, sizes=SIZES, most=8):
     """A buffer of frames, their spans, slot size and slots; ``shift`` moves some span
     boundaries off the frames' real boundaries."""
-    size = draw(st.sampled_from([1, 7, 100, 255, 256, 4096, 65536 + 300, 200_000]))
-    n = draw(st.integers(1, 8))
+    size = draw(st.sampled_from(sizes))
+    n = draw(st.integers(1, most))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     level = draw(st.sampled_from([-5, 1, 3]))
     checksum = draw(st.booleans())
@@ -112,6 +119,30 @@ def test_runs_equal_frame_by_frame(batch):
     assert runs == each
     if runs is None:
         assert stack_runs == stack_each
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(sizes=LARGE_SIZES, most=3))
+def test_large_frames_in_one_call_equal_the_stream(batch):
+    """A frame of ``RUN_STREAM_BYTES`` or more that claims its slot's size is decoded with
+    one call (``_zstd_run``), others and refused ones streamed: the same values, or the
+    same error naming the same frame, as streaming every frame."""
+    one_call = _both(*batch)
+    with mock.patch.object(decompress, "RUN_STREAM_BYTES", 1 << 62):
+        streamed = _both(*batch)
+    assert one_call == streamed
+
+
+def test_a_large_frame_is_one_call(monkeypatch):
+    rng = np.random.default_rng(4)
+    size = decompress.RUN_STREAM_BYTES * 2
+    frame = _frame(rng, size, level=1, checksum=False)
+    calls = []
+    real = decompress._zstd_run
+    monkeypatch.setattr(decompress, "_zstd_run", lambda src, dst: calls.append(len(dst)) or real(src, dst))
+    out = bytearray(size)
+    decompress.zstd_into([frame], [memoryview(out)])
+    assert calls == [size] and bytes(out) == zstandard.ZstdDecompressor().decompress(frame)
 
 
 @settings(max_examples=200, deadline=None)

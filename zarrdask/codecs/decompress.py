@@ -119,10 +119,12 @@ def _zstd_runs_into(frames: Frames, outs: Slots) -> list[int]:
     return rest
 
 
-#: runs decoding to fewer bytes go through the thread's own decompression context: the
-#: one-call decoder makes a context per call, which costs more than decoding a small run;
-#: a larger run takes that one call, which releases the GIL once for all its frames
-#: (the stream releases it after every frame)
+#: runs and frames decoding to fewer bytes go through the thread's own decompression
+#: context: the one-call decoder makes a context per call, which costs more than decoding a
+#: small run; a larger run or frame takes that one call, which releases the GIL once for all
+#: its frames (the stream releases it after every frame) and decodes straight into the
+#: output, where the stream passes each block through its own window (a 4 MiB frame: 3.99
+#: against 4.49 ms; benchmarks/HISTORY.md, session 25)
 RUN_STREAM_BYTES = 256 << 10
 
 
@@ -146,11 +148,15 @@ def _zstd_run(data: memoryview, out: memoryview) -> bool:
 
 
 def _zstd_frame_into(data: Data, out: memoryview) -> None:
-    """One frame into ``out``, which it must fill exactly (see :func:`zstd_into`)."""
+    """One frame into ``out``, which it must fill exactly (see :func:`zstd_into`): one call
+    when it claims that size and is large (:func:`_zstd_run`), else streamed (also when
+    the call refuses it, so an error is the stream's)."""
     size = len(out)
     claimed = zstandard.frame_content_size(data)
     if claimed >= 0 and claimed != size:
         _claim("zstd", claimed, size)
+    if claimed == size >= RUN_STREAM_BYTES and _zstd_run(data, out):
+        return
     stream = _zstd_decompressor().stream_reader(data, read_across_frames=False)
     total = stream.readinto(out)
     while total < size and (n := stream.readinto(out[total:])):
