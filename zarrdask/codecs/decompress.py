@@ -128,7 +128,7 @@ def _zstd_runs_into(frames: Frames, outs: Slots) -> list[int]:
 RUN_STREAM_BYTES = 256 << 10
 
 
-def _zstd_run(data: memoryview, out: memoryview) -> bool:
+def _zstd_run(data: Data, out: memoryview) -> bool:
     """Exact frames lying back to back decoded into ``out``, which they fill exactly (as
     :func:`exact_frames` checked their headers to claim); False when libzstd refuses them."""
     if len(out) >= RUN_STREAM_BYTES:
