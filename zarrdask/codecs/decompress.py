@@ -129,8 +129,9 @@ RUN_STREAM_BYTES = 256 << 10
 
 
 def _zstd_run(data: Data, out: memoryview) -> bool:
-    """Exact frames lying back to back decoded into ``out``, which they fill exactly (as
-    :func:`exact_frames` checked their headers to claim); False when libzstd refuses them."""
+    """Frames lying back to back decoded into ``out``, which their headers claim to fill
+    exactly (:func:`exact_frames` checked a run's; a single frame's claim is its own, and
+    libzstd holds the decoded size to it); False when libzstd refuses them."""
     if len(out) >= RUN_STREAM_BYTES:
         try:
             _numcodecs_zstd.decompress(data, out)
