@@ -306,3 +306,51 @@ def test_a_failed_call_is_recorded_and_the_same_call_clears_it(tmp_path: Path) -
     assert record.region == [[0, 16]] and record.units == 4 and record.nbytes == 128
     zarrdask.to_zarr(x, url, mode="r+")
     assert _records(url, None) == [] and zarrdask.open_array(url)[...].tolist() == list(range(16))
+
+
+class _CountedDict(dict):
+    """A dict store that counts full listings of its keys."""
+
+    listings = 0
+
+    def keys(self):  # type: ignore[override]
+        type(self).listings += 1
+        return super().keys()
+
+    def __iter__(self):
+        type(self).listings += 1
+        return super().__iter__()
+
+
+@pytest.mark.parametrize("kind", ["memory", "dict"])
+def test_opens_in_memory_look_for_records_only_where_it_is_free(kind: str) -> None:
+    """A failed write into a MemoryStore is reported when the array is opened (its
+    directory index answers at once); a plain mapping is not scanned key by key on every
+    open (a dict of a large array: milliseconds per member), and ``verify`` still reports it."""
+    store: Any = MemoryStore() if kind == "memory" else _CountedDict()
+    g = zarrdask.create_group(store)
+    big = g.create_array("big", shape=(4000,), chunks=(2,), dtype="u1", fill_value=0)
+    big[...] = 1
+    g.create_array("a", shape=(16,), chunks=(4,), dtype="f8")
+
+    def flaky(block: np.ndarray) -> np.ndarray:
+        if block[0] == 8:
+            raise RuntimeError("the source failed")
+        return block
+
+    x = da.arange(16, chunks=4, dtype="f8").map_blocks(flaky, dtype="f8")
+    with pytest.raises(RuntimeError), dask.config.set(scheduler="sync"):
+        zarrdask.to_zarr(x, store, component="a", mode="r+")
+    assert len(zarrdask.verify(store).interrupted) == 1
+    g = zarrdask.open_group(store)
+    _CountedDict.listings = 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            g["a"]
+            g["big"]
+    warned = [w for w in caught if issubclass(w.category, InterruptedWriteWarning)]
+    if kind == "memory":
+        assert len(warned) == 1 and "'a'" in str(warned[0].message)
+    else:
+        assert warned == [] and _CountedDict.listings == 0

@@ -62,6 +62,7 @@ class ReadableStoreTests:
     expect_deletes = True  # Store.supports_deletes
     expect_cached = True  # Store.identity() names the contents (the decoded-chunk cache trusts it)
     expect_files = False  # Store.file_of gives local files
+    expect_dirs = False  # Store.holds_under answers without a request or a scan of the keys
     expect_reach = False  # Store.reach() measured from the requests (remote stores), else 0
 
     @pytest.fixture
@@ -223,6 +224,19 @@ class ReadableStoreTests:
         assert path is not None and open(path, "rb").read() == b"xyz"
         assert store.file_of("not/there") is not None and not os.path.exists(store.file_of("not/there"))
 
+    def test_holds_under(self, store: Store) -> None:
+        """Whether a directory holds keys, where the store can tell without a scan (else None)."""
+        answers = [store.holds_under(p) for p in ("a", "a/b", "a/b/d", "not", "not/there")]
+        if not self.expect_dirs:
+            assert answers == [None] * 5
+            return
+        assert answers == [True, True, False, False, False]
+        if isinstance(self, StoreTests):
+            store.set("n/m/k.json", b"{}")
+            assert store.holds_under("n") and store.holds_under("n/m")
+            store.delete("n/m/k.json")
+            assert store.holds_under("n") is False and store.holds_under("n/m") is False
+
     def test_identity(self, store: Store) -> None:
         assert isinstance(store.url, str) and store.url
         assert store.url in repr(store)
@@ -359,6 +373,7 @@ class StoreTests(ReadableStoreTests):
 
 
 class TestLocalStore(StoreTests):
+    expect_dirs = True
     expect_files = True
     expect_local = True
     expect_guard = "lock"
@@ -401,6 +416,7 @@ class TestLocalStore(StoreTests):
 
 
 class TestMemoryStore(StoreTests):
+    expect_dirs = True
     expect_held_in = "process"
     expect_local = True
     expect_guard = "compare"
@@ -447,6 +463,7 @@ class TestFsspecMemory(StoreTests):
 
 
 class TestFsspecLocal(StoreTests):
+    expect_dirs = True
     expect_files = True
     expect_guard = "lock"
 
@@ -460,6 +477,7 @@ class TestFsspecLocal(StoreTests):
 
 
 class TestPrefixedStore(StoreTests):
+    expect_dirs = True
     expect_held_in = "process"
     expect_local = True
     expect_guard = "compare"
@@ -477,6 +495,7 @@ class TestPrefixedStore(StoreTests):
 
 
 class TestPrefixedLocalStore(StoreTests):
+    expect_dirs = True
     expect_files = True
     expect_local = True
     expect_guard = "lock"
@@ -495,6 +514,7 @@ class TestPrefixedLocalStore(StoreTests):
 
 class TestWrapperStore(StoreTests):
     """The plain forwarding wrapper (the base of storage transformers)."""
+    expect_dirs = True
     expect_held_in = "process"
 
     expect_local = True
@@ -540,6 +560,7 @@ class TestDbmStore(StoreTests):
 
 
 class TestReadOnlyWrapper(ReadableStoreTests):
+    expect_dirs = True
     expect_held_in = "process"
     expect_local = True
     expect_guard = "compare"
@@ -677,6 +698,7 @@ class TestZarrPythonLocalStore(StoreTests):
 class TestWriteBehindStore(StoreTests):
     """Held writes behave as written for every reader of the wrapper (tests/storage/test_remote.py
     counts the requests it saves)."""
+    expect_dirs = True
     expect_held_in = "process"
     expect_cached = False  # (held writes)
 
@@ -696,6 +718,12 @@ class TestWriteBehindStore(StoreTests):
 
     def test_identity(self, store: WriteBehindStore) -> None:
         assert store.url == store.inner.url and store.url in repr(store)
+
+    def test_holds_under(self, store: WriteBehindStore) -> None:
+        """No answer while writes are held (they would need a scan); the inner store's after."""
+        assert [store.holds_under(p) for p in ("a", "not")] == [None, None]
+        store.flush()
+        super().test_holds_under(store)
 
     def test_read_only(self, store: WriteBehindStore) -> None:
         store.flush()  # (the view is pickled at the end: nothing may be held)
@@ -747,6 +775,7 @@ CONTRACT = {
     "reach": "test_reach", "guard": "test_guard", "update": "test_update", "held_in": "test_held_in",
     "supports_deletes": "test_supports_deletes", "supports_writes": "test_supports_writes",
     "identity": "test_cache_identity", "file_of": "test_file_of",
+    "holds_under": "test_holds_under",
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,

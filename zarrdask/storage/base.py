@@ -15,6 +15,8 @@ handles) and tokenize cheaply, because Dask ships them inside task graphs.
 
 from __future__ import annotations
 
+import os
+
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -227,6 +229,13 @@ class Store(ABC):
         """The local file that holds (or would hold) ``key``, where keys are files on this
         machine's disk; None elsewhere."""
         return None
+
+    def holds_under(self, prefix: str) -> bool | None:
+        """Whether any key lies under the directory ``prefix``, where the store can tell
+        without a request or a scan of its keys (a stat on a local disk, an index in
+        memory); None where it cannot (a remote store, a mapping listed only key by key)."""
+        directory = self.file_of(normalize_key(prefix))
+        return None if directory is None else os.path.isdir(directory)
 
     def reach(self) -> int:
         """How many bytes one request may ask for beyond what a reader needs, when the rest

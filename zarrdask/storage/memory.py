@@ -12,18 +12,46 @@ import uuid
 import weakref
 from collections.abc import Iterator, Mapping
 
-from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value
+from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value, normalize_key
 
 __all__ = ["MemoryStore", "slice_request"]
 
 
 class _Bucket(dict):
     """A dict that can be weakly referenced (for anonymous stores), with the lock its
-    writes take so that a conditional write compares and stores in one step."""
+    writes take so that a conditional write compares and stores in one step, and the
+    count of keys under each directory (kept by :meth:`put` and :meth:`remove`, the only
+    writes, under the lock), so that asking whether a directory holds anything costs no
+    scan of every key."""
 
     def __init__(self) -> None:
         super().__init__()
         self.lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+
+    def put(self, key: str, value: bytes) -> None:
+        if key not in self:
+            for directory in _directories(key):
+                self.counts[directory] = self.counts.get(directory, 0) + 1
+        self[key] = value
+
+    def remove(self, key: str) -> None:
+        if self.pop(key, None) is None:
+            return
+        for directory in _directories(key):
+            left = self.counts[directory] - 1
+            if left:
+                self.counts[directory] = left
+            else:
+                del self.counts[directory]
+
+
+def _directories(key: str) -> Iterator[str]:
+    """The directories ``key`` lies under: ``a``, ``a/b`` for ``a/b/c``."""
+    end = key.find("/")
+    while end >= 0:
+        yield key[:end]
+        end = key.find("/", end + 1)
 
 
 class _IdentityUpdate(Update):
@@ -39,9 +67,9 @@ class _IdentityUpdate(Update):
                 if data.get(key) is not self.values[key]:
                     changed.add(key)
                 elif value is None:
-                    data.pop(key, None)
+                    data.remove(key)
                 else:
-                    data[key] = bytes(b"".join(value) if isinstance(value, list) else value)
+                    data.put(key, bytes(b"".join(value) if isinstance(value, list) else value))
         return changed
 
 
@@ -98,11 +126,14 @@ class MemoryStore(Store):
     def _set(self, key: str, value: Buffer) -> None:
         value = bytes(value)
         with self._data.lock:
-            self._data[key] = value
+            self._data.put(key, value)
 
     def _delete(self, key: str) -> None:
         with self._data.lock:
-            self._data.pop(key, None)
+            self._data.remove(key)
+
+    def holds_under(self, prefix: str) -> bool:
+        return normalize_key(prefix) in self._data.counts
 
     def _update(self, keys: list[str]) -> Update:
         return _IdentityUpdate(self, keys)

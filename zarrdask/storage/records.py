@@ -14,9 +14,10 @@ write also deletes older records of its node whose regions it covers. The docume
 the call, the ISO time it started (UTC), host and pid, the region, the planned units
 and bytes, and the zarrdask version.
 
-Finding records costs a request, so ``open`` looks only where it is free: a stat on a
-local disk (``Store.file_of``), a dictionary in memory (``Store.held_in``); a remote open
-costs no request more: ``verify`` is the check there.
+Finding records costs a request or a listing, so ``open`` looks only where it is free
+(``Store.holds_under``): a stat on a local disk, the directory index of a ``MemoryStore``;
+a remote open costs no request more, and an open of a mapping (a ``dict``, a ``dbm``) no
+scan of all its keys: ``verify`` is the check there.
 """
 
 from __future__ import annotations
@@ -164,12 +165,9 @@ def _base(store: Store) -> Store:
 
 
 def _free(store: Store, node: str) -> bool | None:
-    """Whether the node may hold records, when that costs no request (None: it would): the
-    store says where its keys are local files (``file_of``) or in this process (``held_in``)."""
-    directory = store.file_of(join_path(node, RECORDS_DIR))
-    if directory is not None:
-        return os.path.isdir(directory)
-    return True if store.held_in == "process" else None
+    """Whether the node may hold records, when that costs neither a request nor a scan of
+    the store's keys (None: it would; ``Store.holds_under``)."""
+    return store.holds_under(join_path(node, RECORDS_DIR))
 
 
 def warn_interrupted(store: Store, node: str) -> None:

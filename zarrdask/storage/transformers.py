@@ -77,6 +77,9 @@ class WrapperStore(Store):
     def file_of(self, key: str) -> str | None:
         return self.inner.file_of(self._inner_key(key))
 
+    def holds_under(self, prefix: str) -> bool | None:
+        return self.inner.holds_under(self._inner_key(prefix))
+
     def _inner_key(self, key: str) -> str:
         return key
 

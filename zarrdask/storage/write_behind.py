@@ -97,6 +97,10 @@ class WriteBehindStore(StreamedReads, WrapperStore):
                 (keys.add if value is not None else keys.discard)(key)
         return iter(sorted(keys))
 
+    def holds_under(self, prefix: str) -> bool | None:
+        """The inner store's answer once nothing is held (the held writes would need a scan)."""
+        return None if self._pending else self.inner.holds_under(prefix)
+
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         return split_listing(prefix, self._list_prefix(prefix))
 
