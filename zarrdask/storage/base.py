@@ -16,7 +16,6 @@ handles) and tokenize cheaply, because Dask ships them inside task graphs.
 from __future__ import annotations
 
 import os
-
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
