@@ -19,31 +19,50 @@ __all__ = ["MemoryStore", "slice_request"]
 
 class _Bucket(dict):
     """A dict that can be weakly referenced (for anonymous stores), with the lock its
-    writes take so that a conditional write compares and stores in one step, and the
-    count of keys under each directory (kept by :meth:`put` and :meth:`remove`, the only
-    writes, under the lock), so that asking whether a directory holds anything costs no
-    scan of every key."""
+    writes take so that a conditional write compares and stores in one step, and an index
+    of its directories (kept by :meth:`put` and :meth:`remove`, the only writes, under the
+    lock): how many keys lie under each, and the names directly in each, so that a
+    directory is listed, or asked whether it holds anything, without a scan of every key."""
 
     def __init__(self) -> None:
         super().__init__()
         self.lock = threading.Lock()
-        self.counts: dict[str, int] = {}
+        self.counts: dict[str, int] = {}  # directory -> keys below it ("" not counted)
+        self.values: dict[str, set[str]] = {}  # directory -> the names of its keys
+        self.dirs: dict[str, set[str]] = {}  # directory -> the names of its sub-directories
 
     def put(self, key: str, value: bytes) -> None:
         if key not in self:
+            parent, _, name = key.rpartition("/")
+            self.values.setdefault(parent, set()).add(name)
             for directory in _directories(key):
-                self.counts[directory] = self.counts.get(directory, 0) + 1
+                count = self.counts.get(directory, 0)
+                self.counts[directory] = count + 1
+                if not count:
+                    up, _, sub = directory.rpartition("/")
+                    self.dirs.setdefault(up, set()).add(sub)
         self[key] = value
 
     def remove(self, key: str) -> None:
         if self.pop(key, None) is None:
             return
+        parent, _, name = key.rpartition("/")
+        _discard(self.values, parent, name)
         for directory in _directories(key):
             left = self.counts[directory] - 1
             if left:
                 self.counts[directory] = left
             else:
                 del self.counts[directory]
+                up, _, sub = directory.rpartition("/")
+                _discard(self.dirs, up, sub)
+
+
+def _discard(index: dict[str, set[str]], directory: str, name: str) -> None:
+    names = index[directory]
+    names.discard(name)
+    if not names:
+        del index[directory]
 
 
 def _directories(key: str) -> Iterator[str]:
@@ -133,7 +152,8 @@ class MemoryStore(Store):
             self._data.remove(key)
 
     def holds_under(self, prefix: str) -> bool:
-        return normalize_key(prefix) in self._data.counts
+        prefix = normalize_key(prefix)
+        return prefix in self._data.counts if prefix else bool(self._data)
 
     def _update(self, keys: list[str]) -> Update:
         return _IdentityUpdate(self, keys)
@@ -148,14 +168,9 @@ class MemoryStore(Store):
         return iter([k for k in list(self._data) if k.startswith(start)])
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        start = prefix + "/" if prefix else ""
-        values: set[str] = set()
-        dirs: set[str] = set()
-        for key in list(self._data):
-            if key.startswith(start):
-                head, sep, _ = key[len(start) :].partition("/")
-                (dirs if sep else values).add(head)
-        return sorted(values), sorted(dirs)
+        data = self._data
+        with data.lock:
+            return sorted(data.values.get(prefix, ())), sorted(data.dirs.get(prefix, ()))
 
     @property
     def url(self) -> str:
