@@ -164,18 +164,12 @@ def _base(store: Store) -> Store:
     return store
 
 
-def _free(store: Store, node: str) -> bool | None:
-    """Whether the node may hold records, when that costs neither a request nor a scan of
-    the store's keys (None: it would; ``Store.holds_under``)."""
-    return store.holds_under(join_path(node, RECORDS_DIR))
-
-
 def warn_interrupted(store: Store, node: str) -> None:
     """Warn (:class:`~zarrdask.errors.InterruptedWriteWarning`, once per record and
-    process) of the write calls at ``node`` that did not finish, where looking is free (a
-    stat on a local disk, a dictionary in memory): on a remote store an open costs no
-    request more, and ``verify`` is the check there."""
-    if not _free(store, node) or not keeps_records(store):  # (the stat first: it answers most opens)
+    process) of the write calls at ``node`` that did not finish, where looking is free
+    (``Store.holds_under``: a stat on a local disk, a ``MemoryStore``'s index): elsewhere an
+    open costs no request and no scan more, and ``verify`` is the check there."""
+    if not store.holds_under(join_path(node, RECORDS_DIR)) or not keeps_records(store):  # (the stat first)
         return
     new = [r for r in read_records(store, node) if (store.url, r.key, r.started) not in _shown]
     if not new:
