@@ -177,6 +177,10 @@ def test_invalid_inputs_raise_zarrdask_errors():
         make_write_plan((10,), ((5,),), (4,), (slice(0, 10, 2),))
     with pytest.raises(BoundsError):
         make_write_plan((10,), ((5,),), (4,), (slice(8, 13),))
+    for bad in (slice(1, "a"), slice(1.5, 6), slice(True, 6)):  # (never turned into another index)
+        with pytest.raises(SelectionError, match="slice of integers"):
+            make_write_plan((10,), ((5,),), (4,), (bad,))
+    assert len(make_write_plan((10,), ((5,),), (4,), (slice(np.int64(0), np.int32(5)),))) > 0
 
 
 def test_planning_a_million_units_is_cheap():

@@ -46,6 +46,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -345,18 +346,26 @@ def normalize_region(region: Sequence[slice] | None, shape: Sequence[int]) -> tu
     for axis, (sel, size) in enumerate(zip(given, shape)):
         if not isinstance(sel, slice) or sel.step not in (None, 1):
             raise SelectionError(f"region along axis {axis} must be a slice with step 1, got {sel!r}")
-        start = _bound(sel.start, 0, size)
-        stop = _bound(sel.stop, size, size)
+        start = _bound(sel.start, 0, size, axis, sel)
+        stop = _bound(sel.stop, size, size, axis, sel)
         if not 0 <= start <= stop <= size:
             raise BoundsError(f"region {sel!r} along axis {axis} is outside [0, {size}]")
         bounds.append(Span(start, stop))
     return tuple(bounds)
 
 
-def _bound(value: int | None, default: int, size: int) -> int:
+def _bound(value: Any, default: int, size: int, axis: int, sel: slice) -> int:
+    """A slice bound of a region as an index (an int or numpy integer, never a float or
+    text turned into one: that would write somewhere else)."""
     if value is None:
         return default
-    value = int(value)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise SelectionError(f"region along axis {axis} must be a slice of integers, got {sel!r}: "
+                             f"give its bounds as ints, e.g. slice(0, {size})") from None
     return value + size if value < 0 else value
 
 
