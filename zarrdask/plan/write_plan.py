@@ -362,11 +362,11 @@ def _bound(value: Any, default: int, size: int, axis: int, sel: slice) -> int:
     try:
         if isinstance(value, bool):
             raise TypeError
-        value = operator.index(value)
+        index: int = operator.index(value)
     except TypeError:
         raise SelectionError(f"region along axis {axis} must be a slice of integers, got {sel!r}: "
                              f"give its bounds as ints, e.g. slice(0, {size})") from None
-    return value + size if value < 0 else value
+    return index + size if index < 0 else index
 
 
 def _plan_axis(axis: AxisGrid, start: int, stop: int, chunks: tuple[int, ...], cap: int | None) -> tuple[AxisGroup, ...]:
