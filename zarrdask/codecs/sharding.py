@@ -150,6 +150,16 @@ class ShardIndex:
         return [None if off == _MISSING_INT else (off, off + size)
                 for off, size in zip(entries[2 * start: stop: 2], entries[2 * start + 1: stop: 2])]
 
+    def file_order(self) -> np.ndarray | None:
+        """The C-order positions of the inner chunks in the order their bytes lie in the
+        shard (``intp``), or None when any is absent."""
+        offsets = np.frombuffer(self._entries, dtype=np.uint64)[::2]
+        if int(offsets.max(initial=0)) == _MISSING_INT:
+            return None
+        if len(offsets) < 2 or bool((offsets[1:] > offsets[:-1]).all()):
+            return np.arange(len(offsets), dtype=np.intp)
+        return offsets.argsort(kind="stable").astype(np.intp, copy=False)
+
     def table(self) -> np.ndarray:
         """The index as the spec's ``(*grid, 2)`` uint64 array."""
         return np.frombuffer(self._entries, dtype=np.uint64).reshape(*self.grid, 2)

@@ -1,6 +1,7 @@
 """Placing a shard's decoded inner chunks into the output a slab at a time.
 
-A shard read whole has its inner chunks decoded side by side, each straight into its
+A shard read whole, in C order (``stored_order.py`` reads whole shards that lie box by box
+in their own order), has its inner chunks decoded side by side, each straight into its
 slot of a stack of shape ``(*grid, *chunk)`` (in the sharding codec's axis order, slot
 ``k`` the chunk at index position ``k``). The stack is one strided view of that part of
 the shard, so it reaches the output in one copy instead of one per chunk: the copy runs in

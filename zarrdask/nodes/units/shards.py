@@ -38,6 +38,7 @@ from .options import ArrayOptions
 from .puts import UnitPuts
 from .shard_cache import CachedShardReads, ShardAccess
 from .shard_fetch import InnerJob, ShardFetch
+from .stored_order import RUN_BYTES, Run, StoredOrder
 
 __all__ = ["ShardedChunkSource"]
 
@@ -234,11 +235,17 @@ class ShardedChunkSource(ChunkSource):
 
     def _decode_block(self, unit: UnitRead, codec: ShardingCodec, index: ShardIndex, view: memoryview,
                       target: np.ndarray, threads: int | None) -> None:
-        """Decode the inner chunks of a shard read whole a slab at a time, each straight into
-        its slot where the codecs allow, and place each slab with one copy (see
-        ``block_placement.py``); the slabs are spread over the threads."""
+        """Decode the inner chunks of a shard read whole and place them a run at a time with
+        one copy each: in the order they lie in the shard when that order goes box by box
+        (``_decode_stored``), else in C order a slab at a time, each chunk straight into its
+        slot where the codecs allow (``block_placement.py``: a shard clipped at the array's
+        edge, one missing chunks, one in another order); the runs are spread over the threads."""
         key, inner, order = unit.key, self.inner, self._inverse
         needed = {item.position: item for item in unit.chunks}  # (at an edge, not every chunk)
+        stored = self._stored_order(codec, index, target) if len(needed) == len(index) else None
+        if stored is not None:
+            self._decode_stored(unit, stored, codec, index, view, target, threads)
+            return
 
         def run(slab: Slab) -> None:
             region = slab.region(target.shape, order)
@@ -266,6 +273,42 @@ class ShardedChunkSource(ChunkSource):
 
         run_all(run, slabs(codec.grid_shape, codec.chunk_shape, self.spec.dtype.dtype.itemsize), threads,
                 min_parallel=2)
+
+    def _stored_order(self, codec: ShardingCodec, index: ShardIndex, target: np.ndarray) -> StoredOrder | None:
+        """How a shard's chunks lie in its bytes, when all are stored, ``target`` is the whole
+        shard (not clipped at the array's edge) and the order goes box by box."""
+        order = self._inverse
+        extent = tuple(codec.grid_shape[order[d]] * codec.chunk_shape[order[d]] for d in range(len(order)))
+        if target.shape != extent:
+            return None
+        ranks = index.file_order()
+        return None if ranks is None else StoredOrder.of(ranks, codec.grid_shape)
+
+    def _decode_stored(self, unit: UnitRead, stored: StoredOrder, codec: ShardingCodec, index: ShardIndex,
+                       view: memoryview, target: np.ndarray, threads: int | None) -> None:
+        """Decode a whole shard a run at a time in the order its chunks lie
+        (``stored_order.py``): a run's bytes with one call where the codecs allow (zstd
+        frames back to back) into a stack, placed with one copy; the runs are spread over
+        the threads."""
+        inner, order, ranks = self.inner, self._inverse, stored.ranks.tolist()
+        spans = cast(list[tuple[int, int]], index.spans(0, len(ranks)))  # (all present: no None)
+        dtype = self.spec.dtype.dtype
+        chunk = codec.chunk_shape
+
+        def run(part: Run) -> None:
+            positions = ranks[part.first: part.first + part.count]
+            with scratch((part.count, *chunk), dtype) as stack:
+                try:
+                    inner.decode_into(Frames(view, [spans[p][0] for p in positions], [spans[p][1] for p in positions]),
+                                      stack)
+                except CodecError as exc:
+                    failed = None if exc.item is None else \
+                        next(c.coords for c in unit.chunks if c.position == positions[exc.item])
+                    raise with_key(exc, unit.key, failed) from exc
+                stored.place(stack, target, part, order)
+
+        chunk_bytes = math.prod(chunk) * dtype.itemsize
+        run_all(run, stored.runs(chunk_bytes, RUN_BYTES), threads, min_parallel=2)
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:
