@@ -236,10 +236,11 @@ class ShardedChunkSource(ChunkSource):
     def _decode_block(self, unit: UnitRead, codec: ShardingCodec, index: ShardIndex, view: memoryview,
                       target: np.ndarray, threads: int | None) -> None:
         """Decode the inner chunks of a shard read whole and place them a run at a time with
-        one copy each: in the order they lie in the shard when that order goes box by box
-        (``_decode_stored``), else in C order a slab at a time, each chunk straight into its
-        slot where the codecs allow (``block_placement.py``: a shard clipped at the array's
-        edge, one missing chunks, one in another order); the runs are spread over the threads."""
+        one copy each: in the order they lie in the shard when that is another order that
+        goes box by box (``_decode_stored``), else in C order a slab at a time, each chunk
+        straight into its slot where the codecs allow (``block_placement.py``: C-ordered
+        shards, shards clipped at the array's edge or missing chunks, other orders); the runs
+        are spread over the threads."""
         key, inner, order = unit.key, self.inner, self._inverse
         needed = {item.position: item for item in unit.chunks}  # (at an edge, not every chunk)
         stored = self._stored_order(codec, index, target) if len(needed) == len(index) else None
@@ -276,13 +277,17 @@ class ShardedChunkSource(ChunkSource):
 
     def _stored_order(self, codec: ShardingCodec, index: ShardIndex, target: np.ndarray) -> StoredOrder | None:
         """How a shard's chunks lie in its bytes, when all are stored, ``target`` is the whole
-        shard (not clipped at the array's edge) and the order goes box by box."""
+        shard (not clipped at the array's edge) and the order goes box by box but is not C
+        order (C-ordered shards go slab by slab: a 4 MiB slab is placed while it is still in
+        the cache, where the larger runs that other orders need are not)."""
         order = self._inverse
         extent = tuple(codec.grid_shape[order[d]] * codec.chunk_shape[order[d]] for d in range(len(order)))
         if target.shape != extent:
             return None
         ranks = index.file_order()
-        return None if ranks is None else StoredOrder.of(ranks, codec.grid_shape)
+        if ranks is None or bool((ranks[1:] > ranks[:-1]).all()):
+            return None
+        return StoredOrder.of(ranks, codec.grid_shape)
 
     def _decode_stored(self, unit: UnitRead, stored: StoredOrder, codec: ShardingCodec, index: ShardIndex,
                        view: memoryview, target: np.ndarray, threads: int | None) -> None:

@@ -7,7 +7,8 @@ its grid coordinates: C and F order, any axis order, Morton order on power-of-tw
 chunks at ranks ``[s * count, (s + 1) * count)`` fill a strided box of the shard. Such a run
 is decoded in file order with one call (zstd frames lying back to back) into a stack, and
 the stack reaches the output with one strided copy, as ``block_placement.py`` places a
-C-ordered slab; other orders are read in C order, chunk by chunk.
+C-ordered slab. C-ordered shards go that module's way; orders that do not go box by box are
+read in C order there too, each chunk decoded alone.
 
 >>> import numpy as np
 >>> ranks = np.array([0, 2, 1, 3])             # a 2x2 grid stored column by column
