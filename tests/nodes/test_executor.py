@@ -74,6 +74,40 @@ def test_an_explicit_thread_count_is_honoured_and_one_is_serial(two_cores):
     assert any(n.startswith("zarrdask") for n in _threads_used(64, 2))
 
 
+def test_split_work_is_cut_for_the_threads_the_call_gets(two_cores):
+    """``run_split`` asks for the items of as many threads as will work on them: both
+    cores when one is idle, one when the other is busy or the count is fixed at 1."""
+    asked: list[int] = []
+
+    def split(n: int) -> list[int]:
+        asked.append(n)
+        return list(range(8 * n))
+
+    def fn(i: int) -> int:
+        time.sleep(0.001)
+        return i
+
+    with ThreadPoolExecutor(1, thread_name_prefix="worker") as pool:
+        assert pool.submit(executor.run_split, fn, split, None).result() == list(range(16))
+        assert pool.submit(executor.run_split, fn, split, 1).result() == list(range(8))
+    release = threading.Event()
+    started = threading.Barrier(2)
+
+    def hold(_: int) -> None:
+        started.wait()
+        release.wait()
+
+    with ThreadPoolExecutor(1) as other:
+        held = other.submit(executor.run_all, hold, [0], None, 1)  # (the other core, busy)
+        started.wait()
+        try:
+            assert executor.run_split(fn, split, None) == list(range(8))
+        finally:
+            release.set()
+            held.result()
+    assert asked == [2, 1, 1]
+
+
 def test_a_pool_thread_never_spreads(two_cores):
     """A helper's own calls run serially on it: it never waits on the pool."""
     inner: list[set[str]] = []

@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["MIN_PARALLEL_ITEM_BYTES", "MIN_PARALLEL_WRITE_ITEM_BYTES", "WAITING_THREADS", "run_all", "run_waiting",
-           "thread_count"]
+__all__ = ["MIN_PARALLEL_ITEM_BYTES", "MIN_PARALLEL_WRITE_ITEM_BYTES", "WAITING_THREADS", "run_all", "run_split",
+           "run_waiting", "thread_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -156,11 +156,27 @@ def run_all(fn: Callable[[T], R], items: Sequence[T], threads: int | None,
     if (n_threads == 1 or len(items) < min_parallel
             or (item_bytes is not None and item_bytes < min_item_bytes)):
         return [fn(item) for item in items]
+    return _spread(fn, lambda _: items, n_threads, threads)
+
+
+def run_split(fn: Callable[[T], R], split: Callable[[int], Sequence[T]], threads: int | None) -> list[R]:
+    """:func:`run_all` over ``split(n)``: the items cut for the ``n`` threads the call gets
+    now (1 when it runs alone), for work that is cheaper in fewer, larger items when no
+    other thread can take a share."""
+    n_threads = thread_count(threads)
+    if n_threads == 1:
+        return [fn(item) for item in split(1)]
+    return _spread(fn, split, n_threads, threads)
+
+
+def _spread(fn: Callable[[T], R], split: Callable[[int], Sequence[T]], n_threads: int,
+            threads: int | None) -> list[R]:
     limit = _CPUS if threads is None else n_threads
     before = _claim(1)
     try:
         helpers = min(n_threads, limit - before) - 1
-        if helpers <= 0:
+        items = split(max(helpers, 0) + 1)
+        if helpers <= 0 or len(items) < 2:
             return [fn(item) for item in items]
         n_batches = min(len(items), _BATCHES_PER_THREAD * (helpers + 1))
         bounds = [len(items) * i // n_batches for i in range(n_batches + 1)]

@@ -29,7 +29,7 @@ from ...indexing import Nested, Projection, Selection, c_order_stop
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, stored_shape
 from ...plan.fetch_plan import ChunkPlacement, StorageLayout, UnitRead, index_strides
 from ...storage.base import Buffer, Store, Value
-from ...runtime.executor import run_all
+from ...runtime.executor import run_all, run_split
 from ...runtime.output import scratch
 from ...runtime.cache import ArrayCache, ArrayKey
 from .base import ChunkSource, with_key
@@ -293,8 +293,9 @@ class ShardedChunkSource(ChunkSource):
                        view: memoryview, target: np.ndarray, threads: int | None) -> None:
         """Decode a whole shard a run at a time in the order its chunks lie
         (``stored_order.py``): a run's bytes with one call where the codecs allow (zstd
-        frames back to back) into a stack, placed with one copy; the runs are spread over
-        the threads."""
+        frames back to back) into a stack, placed with one copy. Runs are as large as
+        ``RUN_BYTES`` when the shard is read by one thread, smaller when idle threads can
+        share it."""
         inner, order, ranks = self.inner, self._inverse, stored.ranks.tolist()
         spans = cast(list[tuple[int, int]], index.spans(0, len(ranks)))  # (all present: no None)
         dtype = self.spec.dtype.dtype
@@ -313,7 +314,13 @@ class ShardedChunkSource(ChunkSource):
                 stored.place(stack, target, part, order)
 
         chunk_bytes = math.prod(chunk) * dtype.itemsize
-        run_all(run, stored.runs(chunk_bytes, RUN_BYTES), threads, min_parallel=2)
+        shard_bytes = chunk_bytes * len(ranks)
+
+        def runs(workers: int) -> list[Run]:  # (alone: the largest runs; else at least two per thread)
+            return stored.runs(chunk_bytes, min(RUN_BYTES, max(chunk_bytes, shard_bytes // (2 * workers)))
+                               if workers > 1 else RUN_BYTES)
+
+        run_split(run, runs, threads)
 
     # -- writes ----------------------------------------------------------------------
     def write(self, selection: Selection, values: np.ndarray) -> None:
