@@ -156,8 +156,6 @@ class ShardIndex:
         offsets = np.frombuffer(self._entries, dtype=np.uint64)[::2]
         if int(offsets.max(initial=0)) == _MISSING_INT:
             return None
-        if len(offsets) < 2 or bool((offsets[1:] > offsets[:-1]).all()):
-            return np.arange(len(offsets), dtype=np.intp)
         return offsets.argsort(kind="stable").astype(np.intp, copy=False)
 
     def table(self) -> np.ndarray:
