@@ -23,6 +23,7 @@ from numcodecs.errors import UnknownCodecError
 
 from ..errors import CodecError, CorruptChunkError, MetadataError, Problem, UnknownExtensionError
 from ..metadata.dtypes import stored_dtype_v2
+from ..metadata.dtypes.casting import exact_items
 from ..metadata.v2 import ArrayMetadataV2
 from ..storage.base import Buffer
 from . import decompress
@@ -128,15 +129,24 @@ class V2Serializer(ArrayBytesCodec):
         return not self.filters and self._dtype() == spec.dtype.dtype
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
-        data: Any = np.asarray(array, dtype=self._dtype()).ravel()
+        flat = np.asarray(array, dtype=self._dtype()).ravel()
         try:
-            for f in self.filters:
-                data = f.encode(data)
+            try:
+                data = self._filtered(flat)
+            except TypeError:  # (numcodecs' vlen codecs take exact str / bytes: np.str_ is the same text)
+                if flat.dtype.kind != "O":
+                    raise
+                data = self._filtered(exact_items(flat))
         except MemoryError:
             raise
         except Exception as exc:  # a configuration numcodecs accepted but cannot encode with
             raise CodecError(f"v2 chunk cannot be encoded with filters {self.to_json()['configuration']}: {exc}") from exc
         return data if isinstance(data, bytes) else bytes(numcodecs.compat.ensure_bytes(data))
+
+    def _filtered(self, data: Any) -> Any:
+        for f in self.filters:
+            data = f.encode(data)
+        return data
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         stored, n = self._dtype(), math.prod(spec.shape)

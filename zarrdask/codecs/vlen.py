@@ -40,6 +40,8 @@ class _VLenCodec(ArrayBytesCodec):
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> bytes:
         flat = np.asarray(array, dtype=object).reshape(-1)
+        if not flat.flags.writeable:  # (numcodecs' VLenBytes takes writable buffers only: a broadcast value)
+            flat = flat.copy()
         return bytes(self._impl.encode(flat))
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:

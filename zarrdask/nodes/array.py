@@ -349,7 +349,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         if self.read_only:
             raise ReadOnlyError(self._why_read_only())
         target_shape = selection.shape
-        values = held_values(value, self.dtype)  # (a value the dtype cannot hold: InvalidValueError)
+        values = held_values(value, self.dtype, self._metadata.data_type.family)  # (else InvalidValueError)
         if values.shape != target_shape:
             try:
                 values = np.broadcast_to(values, target_shape)
@@ -407,7 +407,8 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""
-        data = held_values(data, self.dtype)  # (before the array grows: a value it cannot hold is refused)
+        # (before the array grows: a value it cannot hold is refused)
+        data = held_values(data, self.dtype, self._metadata.data_type.family)
         if data.ndim != self.ndim or any(s != d for i, (s, d) in enumerate(zip(self.shape, data.shape)) if i != axis):
             raise ShapeMismatchError(f"cannot append data of shape {data.shape} to shape {self.shape} along {axis}")
         old = self.shape[axis]
@@ -472,5 +473,6 @@ class _VIndex:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         sel, shape = point_selection(selection, self._array.shape)
-        self._array._write(sel, point_values(value, self._array.dtype, shape, sel))
+        array = self._array
+        array._write(sel, point_values(value, array.dtype, array._metadata.data_type.family, shape, sel))
 

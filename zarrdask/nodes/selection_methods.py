@@ -26,6 +26,7 @@ from ..indexing import (
 from ..keywords import refuse
 
 if TYPE_CHECKING:
+    from ..metadata.nodes import ArrayMetadata
     from .units import StoredUnits
 
 __all__ = ["SelectionMethods", "block_slices", "point_values"]
@@ -61,9 +62,10 @@ def block_slices(selection: Any, grid: tuple[AxisGrid, ...]) -> tuple[slice, ...
     return tuple(out)
 
 
-def point_values(value: Any, dtype: np.dtype, shape: tuple[int, ...], sel: PointSelection) -> np.ndarray:
-    """Values for a coordinate selection of result ``shape``, flattened to its points."""
-    values = held_values(value, dtype)
+def point_values(value: Any, dtype: np.dtype, family: str, shape: tuple[int, ...], sel: PointSelection) -> np.ndarray:
+    """Values for a coordinate selection of result ``shape``, flattened to its points
+    (``family``: the data type's, see ``held_values``)."""
+    values = held_values(value, dtype, family)
     try:
         return np.broadcast_to(values, shape).reshape(sel.shape)
     except ValueError:
@@ -113,6 +115,7 @@ class SelectionMethods:
     """The named selection methods of zarr-python's ``Array``; mixed into :class:`Array`."""
 
     if TYPE_CHECKING:  # what the Array provides
+        _metadata: ArrayMetadata
         @property
         def shape(self) -> tuple[int, ...]: ...
         @property
@@ -169,7 +172,7 @@ class SelectionMethods:
             current[fields] = held_values(value, field) if field.names is None and field.subdtype is None else value
             value = current
         if isinstance(sel, PointSelection):
-            value = point_values(value, self.dtype, shape, sel)
+            value = point_values(value, self.dtype, self._metadata.data_type.family, shape, sel)
         self._write(sel, value)
 
     # -- basic ------------------------------------------------------------------------------

@@ -14,8 +14,12 @@ are checked over the values, vectorised (min/max, one or two passes):
 * datetime64/timedelta64 to another unit: each value the same instant (NaT stays NaT),
   checked even where numpy calls the cast safe (days overflow nanoseconds past 2262).
 
-Python numbers numpy cannot type (ints beyond 64 bits) are checked one by one. Other
-conversions (strings, structs, extension types) are numpy's.
+Python numbers numpy cannot type (ints beyond 64 bits) are checked one by one. The
+variable-length ``string`` and ``bytes`` types (object arrays) hold ``str`` and ``bytes``
+items only: numpy's own scalars (``np.str_``, ``np.bytes_``, what indexing a numpy text
+array gives) become the same text or bytes, and anything else (a number, ``None``, bytes
+for text) is refused rather than turned into text. Other conversions (fixed-size strings,
+structs, extension types) are numpy's.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 
 from ...errors import InvalidValueError
 
-__all__ = ["cast_values", "held_values", "range_of"]
+__all__ = ["cast_values", "exact_items", "held_values", "range_of"]
 
 _NUMERIC = "biufc"
 _TIME = "Mm"
@@ -44,9 +48,17 @@ def range_of(dtype: np.dtype) -> str:
     return dtype.name
 
 
-def held_values(value: Any, dtype: np.dtype) -> np.ndarray:
+#: the one Python type of every item of an object array of these data type families
+_ITEM_TYPES: dict[str, type] = {"string": str, "bytes": bytes}
+
+
+def held_values(value: Any, dtype: np.dtype, family: str | None = None) -> np.ndarray:
     """``value`` as an array of ``dtype`` for a write; InvalidValueError naming a value that
-    would change (or cannot be converted at all), both dtypes and a fix."""
+    would change (or cannot be converted at all), both dtypes and a fix. ``family``: the data
+    type's (``DataType.family``), which says what an object array's items must be."""
+    item = _ITEM_TYPES.get(family or "") if dtype.kind == "O" else None
+    if item is not None:
+        return _held_items(value, item, family or "")
     try:
         if dtype.kind not in _NUMERIC + _TIME:
             return np.asarray(value, dtype=dtype)
@@ -62,6 +74,40 @@ def held_values(value: Any, dtype: np.dtype) -> np.ndarray:
                                 f"them first (values.astype({dtype.name!r})) to accept the change{wider}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidValueError(f"cannot store {type(value).__name__} values in a {dtype} array: {exc}") from None
+
+
+def _held_items(value: Any, item: type, family: str) -> np.ndarray:
+    """``value`` as an object array whose every item is exactly ``item`` (``str`` or
+    ``bytes``, what the vlen codecs encode): items of a subclass (``np.str_``) as the same
+    text or bytes of the exact type; InvalidValueError naming the first other item."""
+    try:
+        values = np.asarray(value, dtype=object)
+    except (ValueError, TypeError) as exc:
+        raise InvalidValueError(f"cannot store {type(value).__name__} values in a {family} array: {exc}") from None
+    items = values.reshape(-1).tolist()
+    kinds = set(map(type, items))
+    if kinds <= {item}:
+        return values
+    for i, x in enumerate(items):
+        if not isinstance(x, item):
+            where = f" (item {tuple(map(int, np.unravel_index(i, values.shape)))})" if values.ndim else ""
+            if isinstance(x, (str, bytes)):
+                fix = "decode them first (v.decode())" if item is str else "encode them first (v.encode())"
+            else:
+                fix = f"convert them first ({item.__name__}(v), values.astype({item.__name__}) for an array)"
+            raise InvalidValueError(f"cannot store {type(x).__name__} values in a {family} array: {x!r}{where} is "
+                                    f"not {item.__name__}; {fix}, or store them in an array of their own data type")
+    return exact_items(values)
+
+
+def exact_items(values: np.ndarray) -> np.ndarray:
+    """An object array's ``str`` and ``bytes`` items of a subclass (``np.str_``,
+    ``np.bytes_``) as the same text or bytes of the exact type, which numcodecs' vlen codecs
+    require; other items as they are (a new array)."""
+    out = np.empty(values.shape, dtype=object)
+    out.reshape(-1)[:] = [str.__str__(x) if isinstance(x, str) else bytes.__bytes__(x) if isinstance(x, bytes) else x
+                          for x in values.reshape(-1).tolist()]
+    return out
 
 
 def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

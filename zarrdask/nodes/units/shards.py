@@ -354,7 +354,8 @@ class ShardedChunkSource(ChunkSource):
         items: list[_InnerWrites] = []
         for i in indices:
             p = shards[i]
-            sub_values, old = values[p.out_index], existing.get(i, {})
+            sub_values = values[p.out_index] if values.ndim else values  # (0-d: ``[()]`` would give an item)
+            old = existing.get(i, {})
             inner = self._inner_projections(p, inside[i], inner_parts)
             items.extend(_InnerWrites(i, inner[k: k + per], sub_values, old) for k in range(0, len(inner), per))
 
