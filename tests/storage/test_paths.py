@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import zarrdask
-from zarrdask.errors import InvalidKeyError, MetadataError
+from zarrdask.errors import InvalidKeyError, InvalidStoreError, MetadataError
 from zarrdask.storage import ByteRange, FsspecStore, LocalStore, MemoryStore, PrefixedStore, ZipStore
 
 from _s3 import s3_storage_options
@@ -148,3 +148,15 @@ def test_key_segments_are_checked_as_split_segments() -> None:
             else:
                 assert normalize_key(key) == key
     assert join_path("", "/a/", "b", "//", "c/") == "a/b/c" and join_path() == join_path("", "/") == ""
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: zarrdask.open_array(p), lambda p: zarrdask.open_group(p, mode="r"),
+    lambda p: zarrdask.create_array(p, shape=(1,), dtype="i1"), lambda p: zarrdask.consolidate_metadata(p),
+    lambda p: zarrdask.from_zarr(p), lambda p: zarrdask.verify(p),
+])
+@pytest.mark.parametrize("path", ["\x00", "a\x00b.zarr", "file:///tmp/a\x00b"])
+def test_a_nul_in_a_local_path_is_named(call, path):
+    """No file system takes a NUL in a name; every os call would raise a bare ValueError."""
+    with pytest.raises(InvalidStoreError, match=r"contains a NUL character .* pass the path without it"):
+        call(path)

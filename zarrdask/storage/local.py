@@ -19,7 +19,7 @@ import secrets
 import stat
 from collections.abc import Callable, Iterator, Mapping
 
-from ..errors import StoreError
+from ..errors import InvalidStoreError, StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value, normalize_key
 from .key_lock import SUPPORTED, KeyLock, is_lock_name
 
@@ -172,7 +172,11 @@ class LocalStore(Store):
     guard = "lock" if SUPPORTED else None
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
-        self.root = os.path.abspath(os.fspath(root))
+        path = os.fspath(root)
+        if "\x00" in path:  # (no file system takes it: every os call would raise a bare ValueError)
+            raise InvalidStoreError(f"local path {path!r} contains a NUL character ('\\x00'), which no file system "
+                                    "allows in a name; pass the path without it")
+        self.root = os.path.abspath(path)
         self.read_only = read_only
         self._prefix = os.path.join(self.root, "")
 
