@@ -121,6 +121,32 @@ def test_fill_values_refused_exactly_where_they_would_change(value: Any, target:
         assert _bits(reopened[:]) == _bits(np.full(3, expected))
 
 
+@SETTINGS
+@given(a=st.sampled_from(NUMERIC), b=st.sampled_from(NUMERIC), value=st.one_of(_SCALARS, st.tuples(_SCALARS, _SCALARS)))
+def test_struct_fill_values_are_held_field_by_field(a: str, b: str, value: Any) -> None:
+    """One value for every field, or one per field: each held exactly by its field's type
+    (numpy would cast a scalar or a tuple to a struct silently: 2.5 -> (2, 2.5))."""
+    dtype = np.dtype([("a", a), ("b", b)])
+    parts = value if isinstance(value, tuple) else (value, value)
+    store = MemoryStore()
+    refused = next((name for name, v, t in zip("ab", parts, (a, b)) if not held(v, np.dtype(t))), None)
+    if refused is not None:
+        with pytest.raises(MetadataError, match=rf"fill_value/{refused}: .*data type"):
+            zarrdask.create_array(store, shape=(2,), chunks=(2,), dtype=dtype, fill_value=value)
+        return
+    zarrdask.create_array(store, shape=(2,), chunks=(2,), dtype=dtype, fill_value=value)
+    fill = np.asarray(zarrdask.open_array(store).fill_value, dtype)
+    for name, v, t in zip("ab", parts, (a, b)):
+        expected = _expected(np.asarray(v), np.dtype(t))
+        if not (np.dtype(t).kind in "fc" and np.isnan(expected).any()):  # (a NaN's payload: the JSON's own rules)
+            assert _bits(fill[name]) == _bits(expected), (name, v, t)
+
+
+def test_a_struct_fill_value_of_another_length_is_refused() -> None:
+    with pytest.raises(MetadataError, match=r"fill_value: \(1,\) has 1 values for a struct of 2 fields \['x', 'y'\]"):
+        zarrdask.create_array(MemoryStore(), shape=(2,), dtype=[("x", "i2"), ("y", "f4")], fill_value=(1,))
+
+
 # -- the measured cases ------------------------------------------------------------
 
 

@@ -104,15 +104,12 @@ class DataType:
                 raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
                     from None
             value = (c.real, c.imag)
-        if self.family == "struct" and isinstance(value, Mapping):
-            missing = [f.name for f in self.fields if f.name not in value]
-            if missing:
-                raise MetadataError([Problem(("fill_value",), f"no value for struct fields {missing}")])
-            value = tuple(f.data_type.cast_fill(value[f.name]) for f in self.fields)
+        if self.family == "struct" and not isinstance(value, (np.void, np.ndarray)):
+            value = self._field_fills(value)
         if self.fields:
             try:
                 return np.array(value, dtype=self.dtype)[()]
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError, OverflowError) as exc:
                 raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
                     from None
         try:
@@ -126,6 +123,31 @@ class DataType:
                                                           f"data type that holds {value!r}{fix}")]) from None
         except (ValueError, TypeError, OverflowError) as exc:
             raise MetadataError([Problem(("fill_value",), f"{value!r} is not a valid {self.name} value: {exc}")]) from None
+
+    def _field_fills(self, value: Any) -> tuple[Any, ...]:
+        """A struct's fill value, field by field, each held exactly by its field's type (as
+        :meth:`cast_fill` holds any fill value): a mapping by field name, a tuple or list in
+        field order, or one value for every field (as numpy broadcasts a scalar)."""
+        if isinstance(value, Mapping):
+            missing = [f.name for f in self.fields if f.name not in value]
+            if missing:
+                raise MetadataError([Problem(("fill_value",), f"no value for struct fields {missing}")])
+            values = [value[f.name] for f in self.fields]
+        elif isinstance(value, (tuple, list)):
+            if len(value) != len(self.fields):
+                raise MetadataError([Problem(("fill_value",), (
+                    f"{value!r} has {len(value)} values for a struct of {len(self.fields)} fields "
+                    f"{[f.name for f in self.fields]}; give one per field, or a mapping by field name"))])
+            values = list(value)
+        else:
+            values = [value] * len(self.fields)
+        out = []
+        for f, v in zip(self.fields, values):
+            try:
+                out.append(f.data_type.cast_fill(v))
+            except MetadataError as exc:
+                raise MetadataError([Problem(("fill_value", f.name), p.message) for p in exc.problems]) from None
+        return tuple(out)
 
 
 #: builds a v3 data type from its ``configuration`` (``loc`` names it in errors)
