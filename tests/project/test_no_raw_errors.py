@@ -53,12 +53,13 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     sharded = zarrdask.create_array(root / "s.zarr", shape=(10, 10), dtype="i2", chunks=(2, 2), shards=(4, 4))
     group = zarrdask.open_group(root / "g.zarr", mode="w")
     text = zarrdask.create_array(root / "t.zarr", shape=(4,), dtype=str, chunks=(1,), shards=(2,))
-    return {"root": root, "a": plain, "s": sharded, "g": group, "t": text}
+    raw = zarrdask.create_array(root / "b.zarr", shape=(4,), dtype=bytes, chunks=(2,))
+    return {"root": root, "a": plain, "s": sharded, "g": group, "t": text, "b": raw}
 
 
 def _api(nodes: dict[str, Any]) -> dict[str, tuple[Callable[..., Any], tuple[str, ...]]]:
     """Each public call with the keywords the test draws values for (the others valid)."""
-    a, s, g, t, root = nodes["a"], nodes["s"], nodes["g"], nodes["t"], nodes["root"]
+    a, s, g, t, b, root = nodes["a"], nodes["s"], nodes["g"], nodes["t"], nodes["b"], nodes["root"]
     return {
         "create_array": (lambda **k: zarrdask.create_array({}, **{"shape": (3,), "dtype": "i4", **k}),
                          ("shape", "dtype", "chunks", "shards", "fill_value", "compressors", "filters", "serializer",
@@ -86,6 +87,10 @@ def _api(nodes: dict[str, Any]) -> dict[str, tuple[Callable[..., Any], tuple[str
         "a[:] = value": (lambda key: a.__setitem__(slice(None), key), ("key",)),
         "s[key]": (lambda key: s[key], ("key",)),
         "t[:] = value": (lambda key: t.__setitem__(slice(None), key), ("key",)),
+        "b[:] = value": (lambda key: b.__setitem__(slice(None), key), ("key",)),
+        "create_array(struct, fill_value=)": (
+            lambda key: zarrdask.create_array({}, shape=(2,), dtype=[("i", "i4"), ("f", "f4")], fill_value=key),
+            ("key",)),
         "t.vindex[[0, 3]] = value": (lambda key: t.vindex.__setitem__([0, 3], key), ("key",)),
         "a.oindex[key]": (lambda key: a.oindex[key], ("key",)),
         "a.vindex[key]": (lambda key: a.vindex[key], ("key",)),
