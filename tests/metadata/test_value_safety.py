@@ -142,6 +142,38 @@ def test_struct_fill_values_are_held_field_by_field(a: str, b: str, value: Any) 
             assert _bits(fill[name]) == _bits(expected), (name, v, t)
 
 
+_TEXT = st.text(alphabet=st.characters(blacklist_characters="\x00", max_codepoint=0x2FF), max_size=6)
+_BYTES = st.binary(max_size=6).filter(lambda b: not b.endswith(b"\x00"))  # (numpy's S and U drop trailing NULs)
+
+
+@SETTINGS
+@given(kind=st.sampled_from("USV"), n=st.integers(1, 4), value=st.one_of(_TEXT, _BYTES, st.integers(-5, 500)),
+       as_fill=st.booleans())
+def test_fixed_size_text_and_bytes_are_never_cut_or_converted(kind: str, n: int, value: Any, as_fill: bool) -> None:
+    """numpy writes 'abcdef' into <U3 as 'abc' and 5 as '5'; here a value of another kind,
+    or longer than the type holds, is refused (a raw type pads shorter bytes with zeros)."""
+    dtype = np.dtype(f"{kind}{n}")
+    item = str if kind == "U" else bytes
+    ok = isinstance(value, item) and len(value) <= n
+    store = MemoryStore()
+
+    def write() -> Any:
+        if as_fill:
+            return zarrdask.create_array(store, shape=(2,), chunks=(2,), dtype=dtype, fill_value=value)[...]
+        a = zarrdask.create_array(store, shape=(2,), chunks=(2,), dtype=dtype)
+        a[...] = value
+        return a[...]
+
+    if not ok:
+        error = MetadataError if as_fill else InvalidValueError
+        with pytest.raises(error, match="is longer than data type|is not (str|bytes)"):
+            write()
+        return
+    got = write()
+    expected = value.ljust(n, b"\0") if kind == "V" else value
+    assert [bytes(x) if kind == "V" else x for x in got.tolist()] == [expected, expected]
+
+
 def test_a_struct_fill_value_of_another_length_is_refused() -> None:
     with pytest.raises(MetadataError, match=r"fill_value: \(1,\) has 1 values for a struct of 2 fields \['x', 'y'\]"):
         zarrdask.create_array(MemoryStore(), shape=(2,), dtype=[("x", "i2"), ("y", "f4")], fill_value=(1,))

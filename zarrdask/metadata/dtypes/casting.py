@@ -36,6 +36,18 @@ _NUMERIC = "biufc"
 _TIME = "Mm"
 
 
+def _named(dtype: np.dtype) -> str:
+    """How ``astype`` is told ``dtype`` in a message: ``int16``, ``<U3`` (numpy's name of a
+    fixed-size type, ``str96``, counts bits)."""
+    return dtype.str if _is_fixed(dtype) else dtype.name
+
+
+def _is_fixed(dtype: np.dtype) -> bool:
+    """A fixed-size text, bytes or raw type (not a struct, a subarray or an extension type
+    numpy also calls kind "V", as ml_dtypes' floats)."""
+    return dtype.type in (np.str_, np.bytes_, np.void) and dtype.names is None and dtype.subdtype is None
+
+
 def range_of(dtype: np.dtype) -> str:
     """What ``dtype`` holds, as messages print it: ``uint8 (0..255)``."""
     if dtype.kind == "b":
@@ -60,18 +72,20 @@ def held_values(value: Any, dtype: np.dtype, family: str | None = None) -> np.nd
     if item is not None:
         return _held_items(value, item, family or "")
     try:
-        if dtype.kind not in _NUMERIC + _TIME:
+        if dtype.kind not in _NUMERIC + _TIME and not _is_fixed(dtype):
             return np.asarray(value, dtype=dtype)
-        source = np.asarray(value)
+        # (a list keeps its items' types for a fixed-size text type: numpy would make 5 the text '5')
+        source = np.asarray(value, dtype=object) if _is_fixed(dtype) and isinstance(value, (list, tuple)) \
+            else np.asarray(value)
         named = source.dtype
         if named.kind == "f" and dtype.kind in "iub" and isinstance(value, (list, tuple)):
             source = np.asarray(value, dtype=object)  # (Python ints beyond int64 made the list float64)
         return cast_values(source, dtype)
     except InvalidValueError as exc:
         wider = f", or store them in an array of data type {np.promote_types(named, dtype)}" \
-            if named.kind in _NUMERIC + _TIME else ""
+            if named.kind == dtype.kind or (named.kind in _NUMERIC + _TIME and dtype.kind in _NUMERIC + _TIME) else ""
         raise InvalidValueError(f"cannot store {named} values in an array of data type {dtype}: {exc}; convert "
-                                f"them first (values.astype({dtype.name!r})) to accept the change{wider}") from None
+                                f"them first (values.astype({_named(dtype)!r})) to accept the change{wider}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidValueError(f"cannot store {type(value).__name__} values in a {dtype} array: {exc}") from None
 
@@ -116,6 +130,8 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     source = values.dtype
     if source == dtype:
         return values
+    if _is_fixed(dtype):
+        return _cast_fixed(values, dtype)
     if source.kind in _TIME and dtype.kind == source.kind:
         out = values.astype(dtype)
         changed = out.astype(source).view(np.int64) != values.view(np.int64)
@@ -145,6 +161,33 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if infinite.any() and (overflow := infinite & np.isfinite(before)).any():
             raise InvalidValueError(f"{_first(before, overflow)} does not fit data type {range_of(dtype)}")
     return out
+
+
+def _cast_fixed(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Text into a fixed-length text type, bytes into a bytes or raw type: refused when a
+    value is of another kind (numpy would write 5 as '5') or longer than the type holds
+    (numpy would cut it short). A raw type takes shorter bytes padded with zeros, as its
+    fill values are."""
+    kind = "U" if dtype.kind == "U" else "S"
+    item, holds = (str, "text") if kind == "U" else (bytes, "bytes")
+    if values.dtype.kind == "O":  # (Python items: each must be of the kind, then as numpy's)
+        items = values.reshape(-1).tolist()
+        other = next((x for x in items if not isinstance(x, item)), None)
+        if other is not None:
+            raise InvalidValueError(f"{other!r} is not {item.__name__}: data type {dtype} holds {holds} only")
+        values = np.array(items, dtype=kind).reshape(values.shape) if items else values.astype(dtype)
+    elif values.dtype.kind == "V" and dtype.kind == "V" and values.dtype.names is None:
+        values = values.view(f"S{values.dtype.itemsize}") if values.dtype.itemsize else values
+    if values.dtype.kind != kind:
+        sample = values.flat[0] if values.size else values.dtype
+        raise InvalidValueError(f"{sample!r} is not {item.__name__}: data type {dtype} holds {holds} only")
+    if values.dtype.itemsize > dtype.itemsize:
+        longer = (np.char.str_len(values) > dtype.itemsize) if dtype.kind == "V" else (values.astype(dtype) != values)
+        if longer.any():
+            unit = "characters" if kind == "U" else "bytes"
+            size = dtype.itemsize // 4 if kind == "U" else dtype.itemsize
+            raise InvalidValueError(f"{_first(values, longer)!r} is longer than data type {dtype} holds ({size} {unit})")
+    return values.astype(dtype)
 
 
 def _check_integers(values: np.ndarray, dtype: np.dtype) -> None:

@@ -112,9 +112,9 @@ class DataType:
             except (ValueError, TypeError, OverflowError) as exc:
                 raise MetadataError([Problem(("fill_value",), f"{value!r} is not a {self.name} value: {exc}")]) \
                     from None
+        if self.family in ("raw", "rawbytes"):
+            return self._raw_fill(value)
         try:
-            if self.family in ("raw", "rawbytes"):
-                return np.void(bytes(value).ljust(self.dtype.itemsize, b"\0"))
             return cast_values(np.asarray(value), self.dtype)[()]
         except InvalidValueError as exc:  # (a value the type cannot hold exactly)
             such = np.asarray(value).dtype
@@ -123,6 +123,23 @@ class DataType:
                                                           f"data type that holds {value!r}{fix}")]) from None
         except (ValueError, TypeError, OverflowError) as exc:
             raise MetadataError([Problem(("fill_value",), f"{value!r} is not a valid {self.name} value: {exc}")]) from None
+
+    def _raw_fill(self, value: Any) -> np.void:
+        """A raw type's fill value: bytes (or a same-size ``np.void``) of at most its size,
+        padded with zeros (``bytes(5)`` would be five zero bytes, so a number is refused), or
+        the JSON list of its byte values."""
+        n = self.dtype.itemsize
+        if isinstance(value, list):
+            return self.fill_from_json(value)  # type: ignore[no-any-return]
+        data = value.tobytes() if isinstance(value, np.void) else value
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise MetadataError([Problem(("fill_value",), f"{value!r} is not bytes: data type {self.name} holds {n} "
+                                                          f"raw bytes; pass bytes (at most {n}) or a list of {n} byte values")])
+        data = bytes(data)
+        if len(data) > n:
+            raise MetadataError([Problem(("fill_value",), f"{data!r} is longer than data type {self.name} holds ({n} "
+                                                          f"bytes); pass at most {n} bytes")])
+        return np.void(data.ljust(n, b"\0"))
 
     def _field_fills(self, value: Any) -> tuple[Any, ...]:
         """A struct's fill value, field by field, each held exactly by its field's type (as
