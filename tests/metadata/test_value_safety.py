@@ -174,6 +174,94 @@ def test_fixed_size_text_and_bytes_are_never_cut_or_converted(kind: str, n: int,
     assert [bytes(x) if kind == "V" else x for x in got.tolist()] == [expected, expected]
 
 
+@SETTINGS
+@given(a=st.sampled_from(NUMERIC), b=st.sampled_from(NUMERIC),
+       value=st.one_of(_SCALARS, st.tuples(_SCALARS, _SCALARS), st.lists(st.tuples(_SCALARS, _SCALARS), min_size=2,
+                                                                         max_size=2)))
+def test_struct_writes_are_held_field_by_field(a: str, b: str, value: Any) -> None:
+    """A scalar for every field, a record, or a list of records: each field's values held
+    as a write of that field's type is, the error naming the field."""
+    dtype = np.dtype([("a", a), ("b", b)])
+    records = value if isinstance(value, list) else [value if isinstance(value, tuple) else (value, value)] * 2
+    arr = zarrdask.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype)
+    refused = next((name for record in records for name, v, t in zip("ab", record, (a, b))
+                    if not held(v, np.dtype(t))), None)
+    if refused is not None:
+        with pytest.raises(InvalidValueError, match=rf"field '{refused}': "):
+            arr[...] = value
+        return
+    arr[...] = value
+    got = arr[...]
+    for name, t, i in (("a", a, 0), ("b", b, 1)):
+        expected = _expected(np.array([r[i] for r in records]), np.dtype(t))
+        if not (np.dtype(t).kind in "fc" and np.isnan(expected).any()):
+            assert _bits(got[name]) == _bits(expected), (name, value)
+
+
+@pytest.mark.parametrize(("dtype", "value", "message"), [
+    ("M8[s]", 1.5, "is not a datetime"),
+    ("M8[s]", True, "is not a datetime"),
+    ("M8[s]", np.timedelta64(5, "s"), "is not a datetime"),
+    ("M8[s]", "", "is not a datetime"),
+    ("M8[s]", "2020-01-01T00:00:00.5", "cannot be held exactly by data type datetime64"),
+    ("m8[ms]", np.datetime64("2020-01-01"), "is not a timedelta"),
+    ("m8[ms]", 1.5, "is not a timedelta"),
+    ("m8[ms]", "5", "is not a timedelta"),
+    ("m8[ms]", -(2**63), "does not fit data type"),
+    ("u1", np.datetime64("2020-01-01"), "is not a number"),
+    ("i8", np.timedelta64(5, "s"), "is not a number"),
+    ("f4", "3", "is not a number"),
+    ("bool", b"1", "is not a number"),
+])
+def test_times_and_numbers_are_not_each_other(dtype: str, value: Any, message: str) -> None:
+    """numpy would write a date into uint8 as its day count cut to 8 bits, 1.5 into a
+    timedelta as 1 unit, a datetime into a timedelta as a duration, '' as NaT."""
+    arr = zarrdask.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype)
+    with pytest.raises(InvalidValueError, match=message):
+        arr[...] = value
+    with pytest.raises(MetadataError, match=message if message != "is not a number" else "(is not|expected) a number"):
+        zarrdask.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype, fill_value=value)
+
+
+@pytest.mark.parametrize(("dtype", "value", "stored"), [
+    ("M8[s]", "2020-01-01T00:00:01", np.datetime64("2020-01-01T00:00:01")),
+    ("M8[s]", "NaT", np.datetime64("NaT")),
+    ("M8[ms]", np.datetime64("2020-01-01"), np.datetime64("2020-01-01T00:00:00.000")),
+    ("m8[ms]", 1500, np.timedelta64(1500, "ms")),
+    ("m8[ms]", np.timedelta64(2, "s"), np.timedelta64(2000, "ms")),
+])
+def test_times_a_time_type_holds(dtype: str, value: Any, stored: Any) -> None:
+    arr = zarrdask.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype)
+    arr[...] = value
+    assert _bits(arr[...]) == _bits(np.full(2, stored, dtype=dtype))
+
+
+@pytest.mark.parametrize(("name", "value", "ok"), [
+    ("int4", 7, True), ("int4", 8, False), ("int4", -9, False), ("int4", 1.5, False), ("uint4", -1, False),
+    ("float8_e4m3fn", 448.0, True), ("float8_e4m3fn", 1e6, False), ("float8_e4m3fn", float("inf"), False),
+    ("bfloat16", 1.1, True), ("bfloat16", 1e39, False), ("bfloat16", float("nan"), True),
+    ("float4_e2m1fn", float("nan"), False),
+])
+def test_ml_dtypes_values_are_checked_as_numbers(name: str, value: Any, ok: bool) -> None:
+    """int4 took -374612594 as -2 and 1.5 as 1; float8_e4m3fn (no infinity) 1e6 as NaN."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    arr = zarrdask.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype)
+    if not ok:
+        with pytest.raises(InvalidValueError, match="fit data type|is not an integer"):
+            arr[...] = value
+        return
+    arr[...] = value
+    assert _bits(arr[...]) == _bits(np.full(2, value).astype(dtype))
+
+
+@pytest.mark.parametrize(("dtype", "fill"), [(str, float("nan")), (str, 5), (str, b"x"), (bytes, "x"), (bytes, 5)])
+def test_a_text_or_bytes_fill_value_of_another_kind_is_refused(dtype: Any, fill: Any) -> None:
+    """A string array's fill value 5 was read back as the item 5."""
+    with pytest.raises(MetadataError, match="fill_value: .* is not (str|bytes)"):
+        zarrdask.create_array(MemoryStore(), shape=(1,), chunks=(1,), dtype=dtype, fill_value=fill)
+
+
 def test_a_struct_fill_value_of_another_length_is_refused() -> None:
     with pytest.raises(MetadataError, match=r"fill_value: \(1,\) has 1 values for a struct of 2 fields \['x', 'y'\]"):
         zarrdask.create_array(MemoryStore(), shape=(2,), dtype=[("x", "i2"), ("y", "f4")], fill_value=(1,))

@@ -71,8 +71,10 @@ def held_values(value: Any, dtype: np.dtype, family: str | None = None) -> np.nd
     item = _ITEM_TYPES.get(family or "") if dtype.kind == "O" else None
     if item is not None:
         return _held_items(value, item, family or "")
+    if dtype.names is not None:
+        return _held_struct(value, dtype)
     try:
-        if dtype.kind not in _NUMERIC + _TIME and not _is_fixed(dtype):
+        if dtype.kind not in _NUMERIC + _TIME and not _is_fixed(dtype) and not _is_ml(dtype):
             return np.asarray(value, dtype=dtype)
         # (a list keeps its items' types for a fixed-size text type: numpy would make 5 the text '5')
         source = np.asarray(value, dtype=object) if _is_fixed(dtype) and isinstance(value, (list, tuple)) \
@@ -82,12 +84,64 @@ def held_values(value: Any, dtype: np.dtype, family: str | None = None) -> np.nd
             source = np.asarray(value, dtype=object)  # (Python ints beyond int64 made the list float64)
         return cast_values(source, dtype)
     except InvalidValueError as exc:
-        wider = f", or store them in an array of data type {np.promote_types(named, dtype)}" \
-            if named.kind == dtype.kind or (named.kind in _NUMERIC + _TIME and dtype.kind in _NUMERIC + _TIME) else ""
+        wider = _wider(named, dtype)
         raise InvalidValueError(f"cannot store {named} values in an array of data type {dtype}: {exc}; convert "
                                 f"them first (values.astype({_named(dtype)!r})) to accept the change{wider}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise InvalidValueError(f"cannot store {type(value).__name__} values in a {dtype} array: {exc}") from None
+
+
+def _wider(named: np.dtype, dtype: np.dtype) -> str:
+    """The message's second fix: a data type that holds both (none across kinds, say a date
+    and a number)."""
+    if named.kind != dtype.kind and not (named.kind in _NUMERIC and dtype.kind in _NUMERIC):
+        return ""
+    try:
+        return f", or store them in an array of data type {np.promote_types(named, dtype)}"
+    except TypeError:
+        return ""
+
+
+def _held_struct(value: Any, dtype: np.dtype) -> np.ndarray:
+    """``value`` as an array of struct ``dtype``, every field held as a write of that
+    field's type is (numpy would cast 2.5 into an int field as 2): records of the same
+    fields (a structured array, by field name), tuples in field order, lists of them, or
+    one value for every field (as numpy broadcasts a scalar)."""
+    names = dtype.names or ()
+    if isinstance(value, (np.ndarray, np.void)) and np.asarray(value).dtype.names is not None:
+        source = np.asarray(value)
+        if source.dtype == dtype:
+            return source
+        if set(source.dtype.names or ()) != set(names):
+            raise InvalidValueError(f"cannot store records of fields {list(source.dtype.names or ())} in a struct "
+                                    f"of fields {list(names)}; give one value per field")
+        out = np.empty(source.shape, dtype)
+        for name in names:
+            out[name] = _held_field(source[name], dtype, name)
+        return out
+    if isinstance(value, list):  # (records, or lists of them)
+        parts = [_held_struct(v, dtype) for v in value]
+        return np.stack(parts) if parts else np.empty((0,), dtype)
+    if isinstance(value, tuple):
+        if len(value) != len(names):
+            raise InvalidValueError(f"{value!r} has {len(value)} values for a struct of {len(names)} fields "
+                                    f"{list(names)}; give one per field")
+        fields: tuple[Any, ...] = value
+    else:
+        fields = (value,) * len(names)
+    out = np.empty((), dtype)
+    for name, v in zip(names, fields):
+        out[name] = _held_field(v, dtype, name)
+    return out
+
+
+def _held_field(value: Any, dtype: np.dtype, name: str) -> np.ndarray:
+    """One field's values, held by the field's type; an error names the field."""
+    field = dtype.fields[name][0]  # type: ignore[index]
+    try:
+        return held_values(value, field)
+    except InvalidValueError as exc:
+        raise InvalidValueError(f"field {name!r}: {exc}") from None
 
 
 def _held_items(value: Any, item: type, family: str) -> np.ndarray:
@@ -132,13 +186,18 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return values
     if _is_fixed(dtype):
         return _cast_fixed(values, dtype)
-    if source.kind in _TIME and dtype.kind == source.kind:
-        out = values.astype(dtype)
-        changed = out.astype(source).view(np.int64) != values.view(np.int64)
-        if changed.any():
-            raise InvalidValueError(f"{_first(values, changed)} cannot be held exactly by data type {dtype.name} "
-                                    f"(it would become {_first(out, changed)})")
-        return out
+    if _is_ml(source):  # (as float64 or int64, which hold every value of these types exactly)
+        values = values.astype(np.int64 if _ml_bounds(source) else np.float64)
+        source = values.dtype
+        if source == dtype:
+            return values
+    if _is_ml(dtype):
+        return _cast_ml(values, dtype)
+    if dtype.kind in _TIME:
+        return _cast_time(values, dtype)
+    if dtype.kind in _NUMERIC and source.kind not in _NUMERIC + "O":
+        sample = values.flat[0] if values.size else source
+        raise InvalidValueError(f"{sample!r} is not a number: data type {dtype.name} holds numbers only")
     if source.kind == "O" and dtype.kind in _NUMERIC:
         return _cast_objects(values, dtype)
     if source.kind not in _NUMERIC or dtype.kind not in _NUMERIC or np.can_cast(source, dtype, "safe"):
@@ -161,6 +220,85 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if infinite.any() and (overflow := infinite & np.isfinite(before)).any():
             raise InvalidValueError(f"{_first(before, overflow)} does not fit data type {range_of(dtype)}")
     return out
+
+
+def _is_ml(dtype: np.dtype) -> bool:
+    """One of ml_dtypes' types (bfloat16, float8/6/4, int4/int2, ...): numpy calls them kind "V"."""
+    return dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes")
+
+
+def _ml_bounds(dtype: np.dtype) -> tuple[int, int] | None:
+    """An ml_dtypes integer type's (min, max); None for its float types."""
+    import ml_dtypes  # noqa: PLC0415 - (optional: only where such a type is in use)
+
+    try:
+        info = ml_dtypes.iinfo(dtype)
+    except ValueError:
+        return None
+    return int(info.min), int(info.max)
+
+
+def _cast_ml(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Numbers into an ml_dtypes type: an integer type as the integer types (integral, in
+    range), a float type as the float types (rounded; a finite value stays finite, an
+    infinity and NaN stay what they are, which a type without them cannot hold)."""
+    if values.dtype.kind == "O":
+        values = _cast_objects(values, np.dtype(np.float64))
+    if values.dtype.kind not in _NUMERIC:
+        sample = values.flat[0] if values.size else values.dtype
+        raise InvalidValueError(f"{sample!r} is not a number: data type {dtype.name} holds numbers only")
+    if values.dtype.kind == "c":
+        imaginary = values.imag != 0
+        if imaginary.any():
+            raise InvalidValueError(f"{_first(values, imaginary)} has an imaginary part: data type {dtype.name} "
+                                    "holds real numbers only")
+        values = values.real
+    bounds = _ml_bounds(dtype)
+    if bounds is not None:
+        _check_integers(values, dtype, bounds)
+        return values.astype(dtype)
+    with np.errstate(all="ignore"):
+        out = values.astype(dtype)
+        before, after = values.astype(np.float64), out.astype(np.float64)
+    kept = (np.isfinite(before) & np.isfinite(after)) | (np.isnan(before) & np.isnan(after)) | \
+        (np.isinf(before) & (before == after))
+    if not kept.all():
+        raise InvalidValueError(f"{_first(values, ~kept)} does not fit data type {dtype.name} (it would become "
+                                f"{_first(after, ~kept)})")
+    return out
+
+
+def _cast_time(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Values into a datetime64 or timedelta64 type: the same kind, each the same instant
+    in the new unit (NaT stays NaT); integers as counts of the unit; ISO text and Python
+    datetimes (or timedeltas) parsed to the same instant. Anything else (a float, a bool,
+    a datetime for a timedelta) is refused: numpy would truncate or reinterpret it."""
+    kind, source = dtype.kind, values.dtype
+    what = "datetime" if kind == "M" else "timedelta"
+    if source.kind == kind:
+        out = values.astype(dtype)
+        changed = out.astype(source).view(np.int64) != values.view(np.int64)
+        if changed.any():
+            raise InvalidValueError(f"{_first(values, changed)} cannot be held exactly by data type {dtype.name} "
+                                    f"(it would become {_first(out, changed)})")
+        return out
+    if source.kind in "iu" or (source.kind == "O" and all(type(x) is int for x in values.flat)):
+        _check_integers(values, dtype, (-(2**63) + 1, 2**63 - 1))  # (-2**63 is NaT)
+        return values.astype(np.int64).astype(dtype)
+    if source.kind in "UO" and (kind == "M" or source.kind == "O"):
+        try:
+            parsed = values.astype(f"{what}64")
+        except (ValueError, TypeError, OverflowError):
+            parsed = None
+        if parsed is not None:
+            named_nat = np.isnat(parsed) & ~np.isin(values.astype(str), ["NaT", "nat", "NAT", "None"]) \
+                if source.kind == "U" else np.zeros(parsed.shape, bool)
+            if not named_nat.any():
+                return _cast_time(parsed, dtype)
+            values = values[named_nat]
+    sample = values.flat[0] if values.size else source
+    raise InvalidValueError(f"{sample!r} is not a {what}: data type {dtype.name} holds {what}s only; pass "
+                            f"{what}64 values, or integers counting its units")
 
 
 def _cast_fixed(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -190,11 +328,12 @@ def _cast_fixed(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return values.astype(dtype)
 
 
-def _check_integers(values: np.ndarray, dtype: np.dtype) -> None:
-    """Refuse a value of a real numeric array that integer (or bool) ``dtype`` cannot hold."""
+def _check_integers(values: np.ndarray, dtype: np.dtype, bounds: tuple[int, int] | None = None) -> None:
+    """Refuse a value of a real numeric array that integer (or bool) ``dtype`` cannot hold
+    (``bounds``: its range, where numpy's ``iinfo`` does not know the type)."""
     if not values.size:
         return
-    lo, hi = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    lo, hi = bounds or ((0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)))
     low, high = values.min(), values.max()
     if values.dtype.kind == "f":
         if np.isnan(low):
@@ -205,7 +344,8 @@ def _check_integers(values: np.ndarray, dtype: np.dtype) -> None:
     # (as Python numbers, which compare exactly; an object array's already are)
     outside = low if _python(low) < lo else high if _python(high) > hi else None
     if outside is not None:
-        raise InvalidValueError(f"{outside} does not fit data type {range_of(dtype)}")
+        raise InvalidValueError(f"{outside} does not fit data type "
+                                f"{range_of(dtype) if bounds is None else f'{dtype.name} ({lo}..{hi})'}")
     if values.dtype.kind == "f" and (fraction := np.trunc(values) != values).any():
         holds = "only 0 and 1" if dtype.kind == "b" else "integers only"
         raise InvalidValueError(f"{_first(values, fraction)} is not an integer: data type {dtype.name} holds {holds}")

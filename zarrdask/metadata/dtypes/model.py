@@ -92,7 +92,13 @@ class DataType:
         if self.family == "bytes" and isinstance(value, list):  # the JSON list of byte values
             return self.fill_from_json(value)
         if self.family in ("string", "bytes"):
-            return value
+            item = str if self.family == "string" else bytes
+            if not isinstance(value, item):  # (a string array's fill value is text: NaN or 5 would be read as items)
+                raise MetadataError([Problem(("fill_value",), (
+                    f"{value!r} is not {item.__name__}: data type {self.name} holds "
+                    f"{'text' if item is str else 'bytes'} only; pass a {item.__name__} fill value "
+                    f"({self.default_fill()!r}, the default, or another)"))])
+            return str.__str__(value) if item is str else bytes.__bytes__(value)
         if isinstance(value, str) and self.family in ("float", "complex", "ml"):
             return self.fill_from_json(value)
         if isinstance(value, (list, tuple)) and self.family == "complex":  # [real, imag], JSON forms allowed
