@@ -12,14 +12,21 @@ are checked over the values, vectorised (min/max, one or two passes):
 * from complex to a real type: every imaginary part zero (the real part then as above);
 * to complex: each part as to its float type;
 * datetime64/timedelta64 to another unit: each value the same instant (NaT stays NaT),
-  checked even where numpy calls the cast safe (days overflow nanoseconds past 2262).
+  checked even where numpy calls the cast safe (days overflow nanoseconds past 2262);
+* to ml_dtypes' types (bfloat16, float8, int4, ...): as to a float or integer type (an
+  infinity or NaN stays one, which a type without them cannot hold).
 
-Python numbers numpy cannot type (ints beyond 64 bits) are checked one by one. The
-variable-length ``string`` and ``bytes`` types (object arrays) hold ``str`` and ``bytes``
-items only: numpy's own scalars (``np.str_``, ``np.bytes_``, what indexing a numpy text
-array gives) become the same text or bytes, and anything else (a number, ``None``, bytes
-for text) is refused rather than turned into text. Other conversions (fixed-size strings,
-structs, extension types) are numpy's.
+A value of another kind is refused where numpy would reinterpret it: no dates, text or
+bytes into numbers, and into a time type only times, integers (counts of its unit) or
+ISO text for a datetime ('' is not NaT). Python numbers numpy cannot type (ints beyond 64
+bits) are checked one by one. The variable-length ``string`` and ``bytes`` types (object
+arrays) hold ``str`` and ``bytes`` items only: numpy's own scalars (``np.str_``,
+``np.bytes_``, what indexing a numpy text array gives) become the same text or bytes, and
+anything else (a number, ``None``, bytes for text) is refused rather than turned into
+text. Fixed-size text, bytes and raw types refuse a value longer than they hold (numpy
+cuts it short); a raw type pads shorter bytes with zeros, as its fill values are. A
+struct's fields are each held by their own type. Other conversions (subarray fields,
+other extension types) are numpy's.
 """
 
 from __future__ import annotations
