@@ -1,0 +1,118 @@
+#!/usr/bin/env python
+"""Where a cold window read's time goes: the shard index, step by step, in its place.
+
+    python benchmarks/probes/cold_index.py [--rounds 4] [--layout small-inner] [--data-dir benchmarks/data]
+
+The 200 unaligned 1 x 64 x 64 windows of ``bench_layouts.py``'s window rows, on that
+layout's cached array (run ``bench_layouts.py --layouts <layout> --workloads windows``
+first). Each round, alternated:
+
+* **cold**: ``zarrdask.open_array`` anew (untimed) before each read, as the cold row does;
+  inside it, the index request (``store.get_ranges``: open, size, read, close), the index
+  decode (checksum + bytes codec) and the index check (``ShardIndex.parse``), each timed
+  in place by a wrapper (per index: median ns);
+* **cold, check skipped**: the same with ``ShardIndex.parse`` taking the table unchecked
+  (the probe's own patch, not a mode of zarrdask): what the check costs where it runs;
+* **warm**: one open, every window read once untimed first;
+* the floors of both rows (``zstd_floor.window_floor``: ``os.pread`` + libzstd, the index
+  parsed with ``np.frombuffer``).
+
+Medians of the per-read latencies (us), then of the rounds. A step costs about three times
+as much in place as in a loop of its own: each read's decodes (about 300 us of libzstd over
+4 x 64 KiB) leave the caches cold for the Python and numpy calls that follow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent  # benchmarks/probes
+BENCH = HERE.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(1, str(BENCH.parent))  # the working tree's zarrdask
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--layout", default="small-inner")
+    parser.add_argument("--data-dir", default=str(BENCH / "data"))
+    args = parser.parse_args()
+
+    import numpy as np
+
+    import zarrdask
+    import zstd_floor
+    from harness import Geometry, random_windows
+    from zarrdask.codecs.sharding import ShardIndex, ShardingCodec
+
+    path = str(Path(args.data_dir) / "ref" / f"layout_{args.layout}.zarr")
+    windows = random_windows(Geometry.from_size(512), 200)
+    steps: dict[str, list[int]] = defaultdict(list)
+
+    def timed(label: str, fn):
+        def wrapper(*a, **k):
+            t0 = time.perf_counter_ns()
+            try:
+                return fn(*a, **k)
+            finally:
+                steps[label].append(time.perf_counter_ns() - t0)
+        return wrapper
+
+    parse, decode = ShardIndex.parse.__func__, ShardingCodec.read_index
+
+    def unchecked(cls, table, grid, data_start, data_end, key):
+        return cls(array.array("Q", np.asarray(table, dtype=np.uint64).tobytes()), grid)
+
+    def read_index(self, data, key, shard_size=None):  # (decode and check apart, as read_index does them)
+        table = timed("index decode", self.index_pipeline.decode)(data)
+        data_end = None if shard_size is None else shard_size - (self.index_size if self.index_location == "end" else 0)
+        return ShardIndex.parse(table, self.grid_shape, self._data_start, data_end, key)
+
+    def reads(cold: bool) -> float:
+        lat = []
+        held = None if cold else zarrdask.open_array(path)
+        if held is not None:
+            for sel in windows:
+                held[sel]
+        for sel in windows:
+            a = zarrdask.open_array(path) if cold else held
+            if cold:
+                a.units.fetch.store.get_ranges = timed("index request", a.units.fetch.store.get_ranges)
+            t0 = time.perf_counter()
+            a[sel]
+            lat.append(time.perf_counter() - t0)
+        return statistics.median(lat) * 1e6
+
+    floors = {cold: zstd_floor.window_floor(path, windows, cold)[0] for cold in (True, False)}
+    rows: dict[str, list[float]] = defaultdict(list)
+    ShardingCodec.read_index = read_index
+    try:
+        for _ in range(args.rounds):
+            steps.clear()
+            ShardIndex.parse = classmethod(timed("index check", parse))
+            rows["cold"].append(reads(True))
+            fetched = {k: statistics.median(v) / 1e3 for k, v in steps.items()}
+            ShardIndex.parse = classmethod(unchecked)
+            rows["cold, check skipped"].append(reads(True))
+            ShardIndex.parse = classmethod(parse)
+            rows["warm"].append(reads(False))
+            for cold, fn in floors.items():
+                rows[f"floor, {'cold' if cold else 'warm'}"].append(fn().seconds * 1e6)
+            print("  round: " + ", ".join(f"{k} {v[-1]:.0f} us" for k, v in rows.items())
+                  + " | per index: " + ", ".join(f"{k} {v:.1f} us" for k, v in fetched.items()), flush=True)
+    finally:
+        ShardIndex.parse, ShardingCodec.read_index = classmethod(parse), decode
+    print(f"{args.layout}, 200 windows 1x64x64, medians of {args.rounds} rounds:")
+    for k, v in rows.items():
+        print(f"  {k:22s} {statistics.median(v):6.0f} us")
+
+
+if __name__ == "__main__":
+    main()
