@@ -98,7 +98,7 @@ class DataType:
                     f"{value!r} is not {item.__name__}: data type {self.name} holds "
                     f"{'text' if item is str else 'bytes'} only; pass a {item.__name__} fill value "
                     f"({self.default_fill()!r}, the default, or another)"))])
-            return str.__str__(value) if item is str else bytes.__bytes__(value)
+            return str.__str__(value) if isinstance(value, str) else bytes.__bytes__(value)
         if isinstance(value, str) and self.family in ("float", "complex", "ml"):
             return self.fill_from_json(value)
         if isinstance(value, (list, tuple)) and self.family == "complex":  # [real, imag], JSON forms allowed
