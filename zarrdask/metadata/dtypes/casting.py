@@ -298,7 +298,7 @@ def _cast_time(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         except (ValueError, TypeError, OverflowError):
             parsed = None
         if parsed is not None:
-            named_nat = np.isnat(parsed) & ~np.isin(values.astype(str), ["NaT", "nat", "NAT", "None"]) \
+            named_nat = np.isnat(parsed) & (np.char.upper(values) != "NAT") \
                 if source.kind == "U" else np.zeros(parsed.shape, bool)
             if not named_nat.any():
                 return _cast_time(parsed, dtype)
