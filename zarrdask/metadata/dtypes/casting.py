@@ -160,19 +160,24 @@ def _held_items(value: Any, item: type, family: str) -> np.ndarray:
     except (ValueError, TypeError) as exc:
         raise InvalidValueError(f"cannot store {type(value).__name__} values in a {family} array: {exc}") from None
     items = values.reshape(-1).tolist()
-    kinds = set(map(type, items))
-    if kinds <= {item}:
+    if set(map(type, items)) <= {item}:
         return values
-    for i, x in enumerate(items):
-        if not isinstance(x, item):
-            where = f" (item {tuple(map(int, np.unravel_index(i, values.shape)))})" if values.ndim else ""
-            if isinstance(x, (str, bytes)):
-                fix = "decode them first (v.decode())" if item is str else "encode them first (v.encode())"
-            else:
-                fix = f"convert them first ({item.__name__}(v), values.astype({item.__name__}) for an array)"
-            raise InvalidValueError(f"cannot store {type(x).__name__} values in a {family} array: {x!r}{where} is "
-                                    f"not {item.__name__}; {fix}, or store them in an array of their own data type")
+    i = _other_item(items, item)
+    if i is not None:
+        x = items[i]
+        where = f" (item {tuple(map(int, np.unravel_index(i, values.shape)))})" if values.ndim else ""
+        if isinstance(x, (str, bytes)):
+            fix = "decode them first (v.decode())" if item is str else "encode them first (v.encode())"
+        else:
+            fix = f"convert them first ({item.__name__}(v), values.astype({item.__name__}) for an array)"
+        raise InvalidValueError(f"cannot store {type(x).__name__} values in a {family} array: {x!r}{where} is "
+                                f"not {item.__name__}; {fix}, or store them in an array of their own data type")
     return exact_items(values)
+
+
+def _other_item(items: list[Any], item: type) -> int | None:
+    """The position of the first of ``items`` that is not an ``item`` (subclasses are), or None."""
+    return next((i for i, x in enumerate(items) if not isinstance(x, item)), None)
 
 
 def exact_items(values: np.ndarray) -> np.ndarray:
@@ -203,19 +208,12 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype.kind in _TIME:
         return _cast_time(values, dtype)
     if dtype.kind in _NUMERIC and source.kind not in _NUMERIC + "O":
-        sample = values.flat[0] if values.size else source
-        raise InvalidValueError(f"{sample!r} is not a number: data type {dtype.name} holds numbers only")
+        _refuse_non_numbers(values, dtype)
     if source.kind == "O" and dtype.kind in _NUMERIC:
         return _cast_objects(values, dtype)
     if source.kind not in _NUMERIC or dtype.kind not in _NUMERIC or np.can_cast(source, dtype, "safe"):
         return values.astype(dtype)
-    real = values
-    if source.kind == "c" and dtype.kind != "c":
-        imaginary = values.imag != 0
-        if imaginary.any():
-            raise InvalidValueError(f"{_first(values, imaginary)} has an imaginary part: data type {dtype.name} "
-                                    "holds real numbers only")
-        real = values.real
+    real = _real(values, dtype) if source.kind == "c" and dtype.kind != "c" else values
     if dtype.kind in "iub":
         _check_integers(real, dtype)
         return real.astype(dtype)
@@ -227,6 +225,21 @@ def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if infinite.any() and (overflow := infinite & np.isfinite(before)).any():
             raise InvalidValueError(f"{_first(before, overflow)} does not fit data type {range_of(dtype)}")
     return out
+
+
+def _refuse_non_numbers(values: np.ndarray, dtype: np.dtype) -> None:
+    """Refuse values that are not numbers (dates, text, bytes) for numeric ``dtype``."""
+    sample = values.flat[0] if values.size else values.dtype
+    raise InvalidValueError(f"{sample!r} is not a number: data type {dtype.name} holds numbers only")
+
+
+def _real(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The real parts of complex ``values``, refused where an imaginary part is not zero."""
+    imaginary = values.imag != 0
+    if imaginary.any():
+        raise InvalidValueError(f"{_first(values, imaginary)} has an imaginary part: data type {dtype.name} "
+                                "holds real numbers only")
+    return values.real
 
 
 def _is_ml(dtype: np.dtype) -> bool:
@@ -252,14 +265,9 @@ def _cast_ml(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if values.dtype.kind == "O":
         values = _cast_objects(values, np.dtype(np.float64))
     if values.dtype.kind not in _NUMERIC:
-        sample = values.flat[0] if values.size else values.dtype
-        raise InvalidValueError(f"{sample!r} is not a number: data type {dtype.name} holds numbers only")
+        _refuse_non_numbers(values, dtype)
     if values.dtype.kind == "c":
-        imaginary = values.imag != 0
-        if imaginary.any():
-            raise InvalidValueError(f"{_first(values, imaginary)} has an imaginary part: data type {dtype.name} "
-                                    "holds real numbers only")
-        values = values.real
+        values = _real(values, dtype)
     bounds = _ml_bounds(dtype)
     if bounds is not None:
         _check_integers(values, dtype, bounds)
@@ -317,9 +325,8 @@ def _cast_fixed(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     item, holds = (str, "text") if kind == "U" else (bytes, "bytes")
     if values.dtype.kind == "O":  # (Python items: each must be of the kind, then as numpy's)
         items = values.reshape(-1).tolist()
-        other = next((x for x in items if not isinstance(x, item)), None)
-        if other is not None:
-            raise InvalidValueError(f"{other!r} is not {item.__name__}: data type {dtype} holds {holds} only")
+        if (i := _other_item(items, item)) is not None:
+            raise InvalidValueError(f"{items[i]!r} is not {item.__name__}: data type {dtype} holds {holds} only")
         values = np.array(items, dtype=kind).reshape(values.shape) if items else values.astype(dtype)
     elif values.dtype.kind == "V" and dtype.kind == "V" and values.dtype.names is None:
         values = values.view(f"S{values.dtype.itemsize}") if values.dtype.itemsize else values
