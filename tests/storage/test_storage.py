@@ -64,6 +64,7 @@ class ReadableStoreTests:
     expect_files = False  # Store.file_of gives local files
     expect_dirs = False  # Store.holds_under answers without a request or a scan of the keys
     expect_reach = False  # Store.reach() measured from the requests (remote stores), else 0
+    expect_versions = False  # Store.get_ranges_versioned tells versions (local files)
 
     @pytest.fixture
     def store(self, empty_store: Store) -> Store:
@@ -105,6 +106,28 @@ class ReadableStoreTests:
         expected = [c[10:15], b"xyz", c[-7:], None, c[95:], b"", b"", c, c[3:], b"", b"", b"", None, None, c]
         assert store.get_ranges(requests) == expected
         assert store.get_ranges([]) == []
+
+    def test_get_ranges_versioned(self, store: Store) -> None:
+        requests = [("a/b/c", ByteRange(10, 5)), ("nope", ByteRange(0, 4)), ("a/b/d", SuffixRange(2)),
+                    ("a/b/c", ByteRange(5, 0)), ("a/e", ByteRange(0))]
+        got = store.get_ranges_versioned(requests)
+        assert got.values == store.get_ranges(requests)
+        assert store.get_ranges_versioned([]) == ([], [])
+        with pytest.raises(InvalidKeyError):
+            store.get_ranges_versioned([("../x", ByteRange(0))])
+        if not self.expect_versions:
+            assert got.versions == [None] * len(requests)
+            return
+        c, nope, d, c_again, e = got.versions
+        assert nope is None and c is not None and c == c_again and len({c, d, e}) == 3
+        assert store.get_ranges_versioned(requests).versions == got.versions  # (nothing changed)
+        if store.read_only:
+            return
+        store.set("a/b/c", bytes(range(100)))  # (the same bytes, written again: another version)
+        after = store.get_ranges_versioned(requests).versions
+        assert after[0] != c and after[0] == after[3] and after[2] == d and after[4] == e
+        store.delete("a/b/d")
+        assert store.get_ranges_versioned([("a/b/d", ByteRange(0))]).versions == [None]
 
     def test_iter_ranges(self, store: Store) -> None:
         requests = [("a/b/c", ByteRange(10, 5)), ("nope", ByteRange(0)), ("a/b/d", SuffixRange(2)),
@@ -373,6 +396,7 @@ class StoreTests(ReadableStoreTests):
 
 
 class TestLocalStore(StoreTests):
+    expect_versions = True
     expect_dirs = True
     expect_files = True
     expect_local = True
@@ -495,6 +519,7 @@ class TestPrefixedStore(StoreTests):
 
 
 class TestPrefixedLocalStore(StoreTests):
+    expect_versions = True
     expect_dirs = True
     expect_files = True
     expect_local = True
@@ -775,7 +800,7 @@ CONTRACT = {
     "reach": "test_reach", "guard": "test_guard", "update": "test_update", "held_in": "test_held_in",
     "supports_deletes": "test_supports_deletes", "supports_writes": "test_supports_writes",
     "identity": "test_cache_identity", "file_of": "test_file_of",
-    "holds_under": "test_holds_under",
+    "holds_under": "test_holds_under", "get_ranges_versioned": "test_get_ranges_versioned",
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Union
+from typing import Any, Literal, NamedTuple, Union
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "Guard", "Update",
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "Guard", "Update", "VersionedRanges",
            "normalize_key", "node_path", "new_node_path", "join_path"]
 
 Buffer = Union[bytes, bytearray, memoryview]
@@ -53,6 +53,16 @@ class SuffixRange:
 
 
 ByteRequest = Union[ByteRange, SuffixRange]
+
+
+class VersionedRanges(NamedTuple):
+    """What :meth:`Store.get_ranges_versioned` read: the values, in request order, and the
+    version of the key each was read from (``None``: the key is absent, or the store
+    cannot tell its versions). Two reads of one key saw the same value when their versions
+    are equal and not ``None``."""
+
+    values: list[bytes | None]
+    versions: list[Hashable | None]
 
 
 def normalize_key(key: str) -> str:
@@ -111,6 +121,9 @@ class StreamedReads:
         for i, value in self._iter_ranges(requests):  # type: ignore[attr-defined]
             out[i] = value
         return out
+
+    def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
+        return VersionedRanges(self._get_ranges(requests), [None] * len(requests))
 
 
 def split_listing(prefix: str, keys: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -209,6 +222,16 @@ class Store(ABC):
         if not checked:
             return []
         return self._get_ranges(checked)
+
+    def get_ranges_versioned(self, requests: Sequence[tuple[str, ByteRequest]]) -> VersionedRanges:
+        """:meth:`get_ranges`, with the version of the key each value was read from where
+        the store can tell (a local file's identity and times), so that a reader combining
+        reads of one key made at different times (a shard's index, later its chunks) knows
+        whether the key changed in between; ``None`` elsewhere."""
+        checked = [(normalize_key(k), r) for k, r in requests]
+        if not checked:
+            return VersionedRanges([], [])
+        return self._get_ranges_versioned(checked)
 
     def iter_ranges(self, requests: Sequence[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         """Fetch like :meth:`get_ranges`, yielding ``(position in requests, value)`` as each
@@ -329,6 +352,10 @@ class Store(ABC):
 
     @abstractmethod
     def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]: ...
+
+    def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
+        """``_get_ranges`` and each key's version; stores that can tell override it."""
+        return VersionedRanges(self._get_ranges(requests), [None] * len(requests))
 
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         return enumerate(self._get_ranges(requests))

@@ -17,10 +17,10 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 
 from ..errors import InvalidStoreError, StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value, normalize_key
+from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value, VersionedRanges, normalize_key
 from .key_lock import SUPPORTED, KeyLock, is_lock_name
 
 __all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name", "temporary_name"]
@@ -96,6 +96,12 @@ def _write_all(fd: int, value: Value) -> None:
             first += 1
         if written:  # a short write inside a part: the rest of it next
             parts[first] = parts[first][written:]
+
+
+def _version(st: os.stat_result) -> Hashable:
+    """A file's version: every write replaces the file (a new inode, written then renamed),
+    and the times and size tell apart an inode number the file system gave out again."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _bytes_view(part: Buffer) -> memoryview:
@@ -197,6 +203,16 @@ class LocalStore(Store):
             raise StoreError(f"cannot read key {key!r} from {self.root!r}: {e}") from e
 
     def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        return self._read_ranges(requests, None)
+
+    def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
+        versions: list[Hashable | None] = [None] * len(requests)
+        return VersionedRanges(self._read_ranges(requests, versions), versions)
+
+    def _read_ranges(self, requests: list[tuple[str, ByteRequest]],
+                     versions: list[Hashable | None] | None) -> list[bytes | None]:
+        """The values, each key's ranges read on one descriptor; with ``versions``, each
+        request's key's version there (:func:`_version`, from the descriptor read)."""
         out: list[bytes | None] = [None] * len(requests)
         by_key: dict[str, list[int]] = {}
         for i, (key, _) in enumerate(requests):
@@ -210,6 +226,11 @@ class LocalStore(Store):
                 raise StoreError(f"cannot open key {key!r} in {self.root!r}: {e}") from e
             try:
                 size = -1
+                if versions is not None:
+                    st = os.fstat(fd)
+                    size, version = st.st_size, _version(st)
+                    for i in indices:
+                        versions[i] = version
                 for i in indices:
                     request = requests[i][1]
                     if isinstance(request, ByteRange) and request.length is not None:
@@ -226,6 +247,8 @@ class LocalStore(Store):
             except IsADirectoryError:
                 for i in indices:
                     out[i] = None
+                    if versions is not None:
+                        versions[i] = None
             except OSError as e:
                 raise StoreError(f"cannot read key {key!r} in {self.root!r}: {e}") from e
             finally:

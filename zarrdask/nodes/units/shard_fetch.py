@@ -6,7 +6,7 @@ place that reads a shard's bytes; decoding them is ``shards.py``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -36,19 +36,45 @@ class InnerJob:
 
 
 class _ShardRanges(NamedTuple):
-    """One shard's part of a batched ranged read: its present inner chunks' byte ranges,
-    those ranges coalesced into requests, and the jobs that receive them (in range order)."""
+    """One shard's part of a batched ranged read: its place among the read's shards, the
+    version of the shard its index was read from, its present inner chunks' byte ranges,
+    those ranges coalesced into requests, and the jobs that receive them (in range order).
+    A shard with no range to read but a cached index has one empty request, which tells
+    its version."""
 
+    unit: int
+    version: Hashable | None
     ranges: list[tuple[int, int]]
     merged: list[Merged]
     pending: list[InnerJob]
+
+    @property
+    def requests(self) -> int:
+        return len(self.merged) or 1
+
+
+class _Indexes(NamedTuple):
+    """The indexes of a read's shards (None: the shard is absent), the version of the shard
+    each was read from, whether each came from the cache, and the shards that came whole
+    with their index (by position)."""
+
+    indexes: list[ShardIndex | None]
+    versions: list[Hashable | None]
+    cached: list[bool]
+    wholes: dict[int, Buffer]
 
 
 class ShardFetch:
     """The shard reads of one open array: ``codec_at(coords)`` is the sharding codec of the
     shard at ``coords``, ``shard_bytes`` undoes the bytes->bytes codecs after it (whole
     shards only); ``pool_key`` names the array among the process's writers (see
-    :meth:`indexes`)."""
+    :meth:`indexes`).
+
+    A shard's chunks are read in a request after its index's (or long after, the index
+    cached): where the store tells versions (local files), the two are compared, and a
+    shard that changed in between (another process wrote it) is read again with a new
+    index, or whole if it changed again, so a read never puts one version's chunk offsets
+    on another's bytes."""
 
     def __init__(self, store: Store, codec_at: Callable[[tuple[int, ...]], ShardingCodec],
                  shard_bytes: Callable[[Buffer], Buffer], options: ArrayOptions, pool_key: ArrayKey | None) -> None:
@@ -64,22 +90,26 @@ class ShardFetch:
         """Shard indexes from the cache, the rest with one batched ranged request. Another
         open of the array writing in this process makes the cached ones stale: the cache is
         emptied then, and an index fetched across such a write is not kept."""
-        return self._indexes(units, 0)[0]
+        return self._indexes(units, 0).indexes
 
-    def _indexes(self, units: Sequence[UnitRead], reach: int) -> tuple[list[ShardIndex | None], dict[int, Buffer]]:
-        """:meth:`indexes`, each request asking for up to ``reach`` bytes in all beside the
-        indexes (shared among them); the shards that came whole with their index, by position."""
+    def _indexes(self, units: Sequence[UnitRead], reach: int) -> _Indexes:
+        """:meth:`indexes` with their versions, each request asking for up to ``reach`` bytes
+        in all beside the indexes (shared among them)."""
         stamp = last_write(self._pool_key)
         if stamp != self._stamp:
             self.cache.clear()
             self._stamp = stamp
-        indexes = [self.cache.get(u.key) for u in units]
-        todo = [i for i, idx in enumerate(indexes) if idx is None]
+        held = [self.cache.get(u.key) for u in units]
+        got = _Indexes([None if h is None else h[0] for h in held], [None if h is None else h[1] for h in held],
+                       [h is not None for h in held], {})
+        todo = [i for i, h in enumerate(held) if h is None]
+        if not todo:
+            return got
         codecs = {i: self._codec_at(units[i].coords) for i in todo}
-        each = reach // max(len(todo), 1)
+        each = reach // len(todo)
         requests = [(units[i].key, codecs[i].index_request(each)) for i in todo]
-        wholes: dict[int, Buffer] = {}
-        for i, raw in zip(todo, self.store.get_ranges(requests)):
+        fetched = self.store.get_ranges_versioned(requests)
+        for i, raw, version in zip(todo, fetched.values, fetched.versions):
             if raw is None:
                 continue
             key = units[i].key
@@ -87,28 +117,42 @@ class ShardFetch:
                 index, whole = codecs[i].index_from(raw, key, each)
             except CodecError as exc:
                 raise with_key(exc, key) from exc
-            indexes[i] = index
+            got.indexes[i], got.versions[i] = index, version
             if whole is not None:
-                wholes[i] = whole
+                got.wholes[i] = whole
             if last_write(self._pool_key) == stamp:
-                self.cache.put(key, index)
-        return indexes, wholes
+                self.cache.put(key, index, version)
+        return got
 
     def ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[InnerJob]:
         """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
         one batched request that brings small shards whole: ``Store.reach``), then every
-        needed range of the others, neighbours coalesced, in one batch."""
-        jobs: list[InnerJob] = []
+        needed range of the others, neighbours coalesced, in one batch. A shard that
+        changed after its index was read is read again (see the class)."""
+        per_unit, changed = self._ranges(units, targets)
+        if changed:
+            self.cache.invalidate([units[i].key for i in changed])
+            again, still = self._ranges([units[i] for i in changed], [targets[i] for i in changed])
+            for i, jobs in zip(changed, again):
+                per_unit[i] = jobs
+            if still:
+                whole = [changed[k] for k in still]
+                for i, jobs in zip(whole, self._whole_units([units[i] for i in whole], [targets[i] for i in whole])):
+                    per_unit[i] = jobs
+        return [job for jobs in per_unit for job in jobs]
+
+    def _ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> tuple[list[list[InnerJob]], list[int]]:
+        """:meth:`ranges` once: each unit's jobs, and the units whose shard's version
+        changed after its index was read (their jobs without bytes)."""
         requests: list[tuple[str, ByteRange]] = []
         shards: list[_ShardRanges] = []
-        indexes, wholes = self._indexes(units, self.store.reach())
-        for i, (unit, target, index) in enumerate(zip(units, targets, indexes)):
-            key = unit.key
-            inner = [InnerJob(key, placement, target) for placement in unit.chunks]
-            jobs.extend(inner)
+        got = self._indexes(units, self.store.reach())
+        per_unit = [[InnerJob(unit.key, placement, target) for placement in unit.chunks]
+                    for unit, target in zip(units, targets)]
+        for i, (unit, inner, index) in enumerate(zip(units, per_unit, got.indexes)):
             if index is None:
                 continue
-            whole = memoryview(wholes[i]) if i in wholes else None
+            whole = memoryview(got.wholes[i]) if i in got.wholes else None
             ranges, pending = [], []
             for job in inner:
                 where = index.locate(job.placement.position)
@@ -119,31 +163,48 @@ class ShardFetch:
                 else:
                     ranges.append(where)
                     pending.append(job)
+            version = got.versions[i]
             if not pending:
+                if got.cached[i] and version is not None:
+                    requests.append((unit.key, ByteRange(0, 0)))
+                    shards.append(_ShardRanges(i, version, [], [], []))
                 continue
             merged = coalesce_ranges(ranges, self._options.coalesce_gap, self._options.coalesce_max)
-            requests.extend((key, ByteRange(s, e - s)) for s, e, _ in merged)
-            shards.append(_ShardRanges(ranges, merged, pending))
-        fetched = self.store.get_ranges(requests)
+            requests.extend((unit.key, ByteRange(s, e - s)) for s, e, _ in merged)
+            shards.append(_ShardRanges(i, version, ranges, merged, pending))
+        fetched = self.store.get_ranges_versioned(requests)
+        changed: list[int] = []
         pos = 0
         for shard in shards:
-            pieces = split_coalesced(shard.ranges, shard.merged, fetched[pos: pos + len(shard.merged)])
-            pos += len(shard.merged)
-            for (start, end), piece, job in zip(shard.ranges, pieces, shard.pending):
+            n = shard.requests
+            values, versions = fetched.values[pos: pos + n], fetched.versions[pos: pos + n]
+            pos += n
+            if shard.version is not None and any(v != shard.version for v in versions):
+                changed.append(shard.unit)
+                continue
+            for (start, end), piece, job in zip(shard.ranges, split_coalesced(shard.ranges, shard.merged, values),
+                                                shard.pending):
                 if piece is None or len(piece) != end - start:
-                    got = "nothing" if piece is None else f"{len(piece)} bytes"
+                    found = "nothing" if piece is None else f"{len(piece)} bytes"
                     raise CorruptChunkError(
                         f"shard {job.key}, inner chunk {job.placement.coords}: expected {end - start} bytes at offset "
-                        f"{start}, got {got} (truncated shard)")
+                        f"{start}, got {found} (truncated shard)")
                 job.data = piece
-        return jobs
+        for i in changed:
+            for job in per_unit[i]:
+                job.data = None
+        return per_unit, changed
 
     def whole(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[InnerJob]:
         """The inner chunks of ``units`` with their bytes, from whole shards (one GET each)."""
-        jobs = []
+        return [job for jobs in self._whole_units(units, targets) for job in jobs]
+
+    def _whole_units(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[list[InnerJob]]:
+        """:meth:`whole`, each unit's jobs apart."""
+        per_unit = []
         for unit, target, blob in zip(units, targets, self.store.get_many([u.key for u in units])):
             inner = [InnerJob(unit.key, placement, target) for placement in unit.chunks]
-            jobs.extend(inner)
+            per_unit.append(inner)
             if blob is None:
                 continue
             try:
@@ -156,4 +217,4 @@ class ShardFetch:
                 where = index.locate(job.placement.position)
                 if where is not None:
                     job.data = view[where[0]: where[1]]
-        return jobs
+        return per_unit
