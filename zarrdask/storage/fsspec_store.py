@@ -17,6 +17,8 @@ lock, as LocalStore does (``"lock"``); on fsspec's memory filesystem by comparin
 lock every zarrdask writer of it holds (``"compare"``, ``in_process.py``); on S3 (s3fs) by
 conditional requests (``"compare"``, :class:`_S3Update`); anything else (HTTP, zip, GCS:
 gcsfs is not installed here to test its generation preconditions) has no guard.
+Versioned reads (``get_ranges_versioned``) carry each S3 object's ETag and, on
+``file://``, each file's identity; other filesystems tell no versions.
 
 Stores pickle by their constructor arguments (URL, path, storage options,
 read-only flag), never by filesystem contents.
@@ -28,7 +30,7 @@ import contextlib
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import fsspec
@@ -36,7 +38,7 @@ from fsspec.implementations.zip import ZipFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, Value
+from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, SuffixRange, Update, Value, VersionedRanges
 from ..compat.fsspec import async_cat_file, async_pipe_file, memory_files, s3_call, single_try
 from .in_process import CompareUpdate, container_lock
 from .link import link_to
@@ -48,6 +50,15 @@ __all__ = ["FsspecStore", "ZipStore", "fs_protocols"]
 
 T = TypeVar("T")
 DEFAULT_CONCURRENCY = 64
+
+
+def _range_header(request: ByteRequest) -> dict[str, str] | None:
+    """The keywords of a GET of ``request`` (an HTTP ``Range``); None for no bytes at all."""
+    if isinstance(request, SuffixRange):
+        return {"Range": f"bytes=-{request.length}"} if request.length else None
+    if request.length is None:
+        return {"Range": f"bytes={request.start}-"} if request.start else {}
+    return {"Range": f"bytes={request.start}-{request.start + request.length - 1}"} if request.length else None
 
 
 def fs_protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
@@ -215,6 +226,44 @@ class FsspecStore(StreamedReads, Store):
                 yield i, self._past_end(requests[i][0], paths[j], starts[j], result)
             else:
                 yield i, result if type(result) is bytes else bytes(result)
+
+    def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
+        """On ``file://``, the files the store's LocalStore writes, versioned as it does; on
+        S3, one GET per range (a HEAD where none is asked for) whose response's ETag is the
+        version; elsewhere no versions."""
+        if self._disk is not None:
+            return self._disk._get_ranges_versioned(requests)
+        if self._s3 is None:
+            return super()._get_ranges_versioned(requests)
+        call, split = self._s3, self.fs.split_path
+        paths = [self._base + key for key, _ in requests]
+        tags: list[Hashable | None] = [None] * len(requests)
+
+        async def read(i: int) -> bytes:
+            bucket, key, _ = split(paths[i])
+            header = _range_header(requests[i][1])
+            if header is None:
+                tags[i] = (await call("head_object", Bucket=bucket, Key=key))["ETag"]
+                return b""
+            response = await call("get_object", Bucket=bucket, Key=key, **header)
+            try:
+                body: bytes = await response["Body"].read()
+            finally:
+                response["Body"].close()
+            tags[i] = response["ETag"]
+            return body
+
+        values: list[bytes | None] = [None] * len(requests)
+        for i, result in self._stream([lambda i=i: read(i) for i in range(len(requests))]):
+            if isinstance(result, MISSING_ERRORS):
+                continue
+            if isinstance(result, BaseException):
+                request = requests[i][1]
+                start = request.start if isinstance(request, ByteRange) else -request.length
+                values[i] = self._past_end(requests[i][0], paths[i], start, result)  # (no version: read again)
+            else:
+                values[i] = result
+        return VersionedRanges(values, tags)
 
     def _past_end(self, key: str, path: str, start: int | None, error: BaseException) -> bytes | None:
         """Recover from a failed ranged read that only started past the end.
