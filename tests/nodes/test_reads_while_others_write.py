@@ -83,6 +83,16 @@ def test_a_cached_index_is_not_used_on_another_version(new_store, layout, old, n
     assert np.array_equal(reader[then], after[then])
 
 
+def test_a_shard_deleted_after_its_index_was_cached_reads_as_fill_value(new_store):
+    store = new_store()
+    values = _version(4, {3})
+    _shard(store, values, None)
+    reader = zarrdask.open_array(store, mode="r")
+    assert np.array_equal(reader[0:2], values[0:2])
+    store.delete(SHARD_KEY)  # (all written back to the fill value, by another process)
+    assert np.array_equal(reader[2:4], np.zeros((2, 8), "int32"))
+
+
 class _Swapping:
     """Replaces the shard with the next of ``replacements`` after each of the store's first
     ``len(replacements)`` versioned reads: between a read's index request and its ranges."""

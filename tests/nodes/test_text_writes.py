@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.errors import CodecError, InvalidValueError
+from zarrdask.errors import InvalidValueError
 from zarrdask.storage import MemoryStore
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
@@ -100,14 +100,26 @@ def test_bytes_arrays_take_numpy_bytes_and_refuse_text():
             b[0] = "z"
 
 
-def test_v2_object_arrays_take_numpy_items_and_name_the_rest():
-    b = zarrdask.create_array(MemoryStore(), shape=(2,), dtype=object, chunks=(2,), zarr_format=2,
+def test_v2_object_arrays_take_what_their_object_codec_encodes():
+    """A v2 object array's items are held to its object codec (the first filter): vlen-utf8
+    text, vlen-bytes bytes, refused before anything is stored; json takes any object."""
+    b = zarrdask.create_array(MemoryStore(), shape=(4,), dtype=object, chunks=(2,), zarr_format=2,
                               filters=[numcodecs.VLenBytes()])
-    b[...] = [np.bytes_(b"a"), b"b"]
-    assert b[...].tolist() == [b"a", b"b"]
-    s = _text_array("v2", 2)
-    with pytest.raises(CodecError, match="Expected str, got int"):
-        s[...] = [1, 2]
+    b[...] = [np.bytes_(b"a"), b"b", b"c", b"d"]
+    assert b[...].tolist() == [b"a", b"b", b"c", b"d"]
+    with pytest.raises(InvalidValueError, match=r"cannot store str values in a bytes array: 'z' \(item \(3,\)\)"):
+        b[...] = [b"w", b"x", b"y", "z"]
+    assert b[...].tolist() == [b"a", b"b", b"c", b"d"]  # (no chunk written)
+    s = _text_array("v2", 4)
+    with pytest.raises(InvalidValueError, match=r"cannot store int values in a string array: 2 \(item \(3,\)\)"):
+        s[...] = ["p", "q", "r", 2]
+    with pytest.raises(InvalidValueError, match="is not str"):
+        s.append([None])
+    assert s[...].tolist() == ["-"] * 4 and s.shape == (4,)
+    j = zarrdask.create_array(MemoryStore(), shape=(3,), dtype=object, chunks=(2,), zarr_format=2,
+                              filters=[numcodecs.JSON()])
+    j[...] = [1, "two", [3]]
+    assert j[...].tolist() == [1, "two", [3]]
 
 
 def test_zero_dimensional_sharded_text_array():

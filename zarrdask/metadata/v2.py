@@ -22,6 +22,10 @@ def _dumps(doc: Any) -> bytes:
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
 
+#: the item families of the object codecs that encode only one kind of item
+_OBJECT_ITEMS = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
+
+
 @dataclass(frozen=True)
 class ArrayMetadataV2:
     """A v2 array: ``.zarray`` plus its ``.zattrs``. ``fill_value`` may be ``None``."""
@@ -60,6 +64,16 @@ class ArrayMetadataV2:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def item_family(self) -> str:
+        """What every item written must be (``casting.held_values``): the data type's family,
+        and for an object array the one its object codec (the first filter) encodes; an
+        object codec not named here (json, msgpack, pickle) takes any object."""
+        family = self.data_type.family
+        if family == "object" and self.filters:
+            return _OBJECT_ITEMS.get(str(self.filters[0].get("id")), family)
+        return family
 
     @property
     def chunk_grid(self) -> RegularChunkGrid:

@@ -106,6 +106,11 @@ class ArrayMetadataV3:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def item_family(self) -> str:
+        """What every item written must be: the data type's family (``casting.held_values``)."""
+        return self.data_type.family
+
     def evolve(self, **changes: Any) -> ArrayMetadataV3:
         return replace(self, **changes)
 

@@ -349,7 +349,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         if self.read_only:
             raise ReadOnlyError(self._why_read_only())
         target_shape = selection.shape
-        values = held_values(value, self.dtype, self._metadata.data_type.family)  # (else InvalidValueError)
+        values = held_values(value, self.dtype, self._metadata.item_family)  # (else InvalidValueError)
         if values.shape != target_shape:
             try:
                 values = np.broadcast_to(values, target_shape)
@@ -408,7 +408,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""
         # (before the array grows: a value it cannot hold is refused)
-        data = held_values(data, self.dtype, self._metadata.data_type.family)
+        data = held_values(data, self.dtype, self._metadata.item_family)
         if data.ndim != self.ndim or any(s != d for i, (s, d) in enumerate(zip(self.shape, data.shape)) if i != axis):
             raise ShapeMismatchError(f"cannot append data of shape {data.shape} to shape {self.shape} along {axis}")
         old = self.shape[axis]
@@ -474,5 +474,5 @@ class _VIndex:
     def __setitem__(self, selection: Any, value: Any) -> None:
         sel, shape = point_selection(selection, self._array.shape)
         array = self._array
-        array._write(sel, point_values(value, array.dtype, array._metadata.data_type.family, shape, sel))
+        array._write(sel, point_values(value, array.dtype, array._metadata.item_family, shape, sel))
 

@@ -172,7 +172,7 @@ class SelectionMethods:
             current[fields] = held_values(value, field) if field.names is None and field.subdtype is None else value
             value = current
         if isinstance(sel, PointSelection):
-            value = point_values(value, self.dtype, self._metadata.data_type.family, shape, sel)
+            value = point_values(value, self.dtype, self._metadata.item_family, shape, sel)
         self._write(sel, value)
 
     # -- basic ------------------------------------------------------------------------------
