@@ -143,3 +143,43 @@ def test_another_process_writing_a_shard_a_reader_has_read(tmp_path):
     values[0:2, 0:2] = np.arange(1, 5).reshape(2, 2)
     assert np.array_equal(reader[4:6], values[4:6])  # (the cached index put chunk (0, 0) here)
     assert np.array_equal(reader[...], values)
+
+
+_REWRITER = """
+import sys, time
+from zarrdask.storage.local import LocalStore
+store, blobs = LocalStore(sys.argv[1]), [open(p, "rb").read() for p in sys.argv[3:]]
+end, n = time.monotonic() + float(sys.argv[2]), 0
+while time.monotonic() < end:
+    store.set("c/0/0", blobs[n % len(blobs)])
+    n += 1
+print(n)
+"""
+
+
+@pytest.mark.parametrize("layout", sorted(COMPRESSORS))
+def test_reads_while_another_process_rewrites_the_shard(tmp_path, layout):
+    """A writer process puts two versions of the shard in turn as fast as it can while this
+    process reads windows through one open array: every read is one version's window."""
+    versions = [_version(5, {0, 9}), _version(6, {4, 5, 15})]
+    blobs = []
+    for k, v in enumerate(versions):
+        blob = tmp_path / f"v{k}"
+        blob.write_bytes(_shard(LocalStore(tmp_path / f"v{k}.zarr"), v, COMPRESSORS[layout]))
+        blobs.append(str(blob))
+    path = tmp_path / "a.zarr"
+    _shard(LocalStore(path), versions[0], COMPRESSORS[layout])
+    reader = zarrdask.open_array(str(path))
+    writer = subprocess.Popen([sys.executable, "-c", _REWRITER, str(path), "3", *blobs], stdout=subprocess.PIPE)
+    rng = np.random.default_rng(0)
+    reads, seen = 0, set()
+    while writer.poll() is None:
+        r, c = rng.integers(0, 7, 2)
+        window = (slice(r, r + 2), slice(c, c + 2))
+        got = reader[window]
+        matches = [k for k, v in enumerate(versions) if np.array_equal(got, v[window])]
+        assert matches, f"read {reads}: {got.tolist()} is neither version's {window}"
+        seen.update(matches)
+        reads += 1
+    assert writer.wait() == 0 and int(writer.stdout.read()) > 10
+    assert reads > 10 and seen == {0, 1}
