@@ -122,9 +122,6 @@ class StreamedReads:
             out[i] = value
         return out
 
-    def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
-        return VersionedRanges(self._get_ranges(requests), [None] * len(requests))
-
 
 def split_listing(prefix: str, keys: Iterable[str]) -> tuple[list[str], list[str]]:
     """The values and the sub-directories directly below ``prefix``, from the full keys
