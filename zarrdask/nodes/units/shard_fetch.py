@@ -71,7 +71,7 @@ class ShardFetch:
     :meth:`indexes`).
 
     A shard's chunks are read in a request after its index's (or long after, the index
-    cached): where the store tells versions (local files), the two are compared, and a
+    cached): where the store tells versions (local files, S3), the two are compared, and a
     shard that changed in between (another process wrote it) is read again with a new
     index, or whole if it changed again, so a read never puts one version's chunk offsets
     on another's bytes."""
