@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from ..errors import MetadataError, NodeNotFoundError, StoreError
-from ..metadata.n5 import N5_DOCUMENT, is_n5_container, is_n5_path
+from ..metadata.n5 import N5_DOCUMENT, is_n5_container, is_n5_path, parse_n5
 from ..metadata.nodes import NodeMetadata
 from ..metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from ..metadata.parsed_cache import parse_v3_cached
@@ -22,9 +22,10 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated
 from ..storage.base import Store, join_path
 from .old_formats import read_old_formats
 
-__all__ = ["NodeMetadata", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+__all__ = ["NodeMetadata", "change_node", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
+N = TypeVar("N", bound=NodeMetadata)
 
 
 def parse_node_documents(docs: Mapping[str, Any], path: str, zarr_format: int | None = None,
@@ -146,6 +147,59 @@ def write_node(store: Store, path: str, metadata: NodeMetadata, *, created: bool
     if metadata.zarr_format == 2 and not metadata.attributes:
         store.delete(join_path(path, ".zattrs"))
     _update_consolidated(store, path, metadata, created)
+
+
+#: how many times a guarded metadata change is read and applied again while other writers
+#: keep changing the documents first
+CHANGE_ATTEMPTS = 20
+
+
+def change_node(store: Store, path: str, metadata: N, change: Callable[[N], N]) -> tuple[N, N]:
+    """Apply ``change`` to the node's metadata as stored now, not to ``metadata`` (the
+    caller's copy, perhaps read long ago), and store the result: one read-modify-write of
+    the node's documents, guarded as the store guards one (``Store.update``), so another
+    process's change (an append, an attribute) is kept, and one made meanwhile is read and
+    ``change`` applied to it again. The stored node must still be the caller's but for
+    what changes in place (shape, attributes, consolidated metadata): a node deleted or
+    made anew is an error naming the field. Returns the metadata as read and as stored."""
+    names = sorted({*encode_node(path, metadata), *((".zattrs",) if metadata.zarr_format == 2 else ())})
+    keys = [join_path(path, n) for n in names]
+    for _ in range(CHANGE_ATTEMPTS):
+        with store.update(keys) as update:
+            docs = {n: parse_json_document(blob, k) for n, k in zip(names, keys)
+                    if (blob := update.values[k]) is not None}
+            current: NodeMetadata | None
+            if names == [N5_DOCUMENT]:  # (an N5 container's node)
+                current = parse_n5(docs.get(N5_DOCUMENT), keys[0])
+            else:
+                current = parse_node_documents(docs, path, metadata.zarr_format) if docs else None
+            _check_same_node(path, next(n for n in names if n != ".zattrs"), metadata, current)
+            new = change(cast(N, current))
+            encoded = encode_node(path, new)
+            if update.commit({k: encoded.get(n) for n, k in zip(names, keys)}):
+                continue  # (another writer changed them since the read: read them again)
+        _update_consolidated(store, path, new, False)
+        return cast(N, current), new
+    raise StoreError(f"the metadata of {path or '<root>'!r} in {store.url} changed {CHANGE_ATTEMPTS} times while this "
+                     "change was made (other writers keep changing it); make the change again")
+
+
+#: the fields of a node that change in place, as stored: what another open may have changed
+_IN_PLACE = {"array": ("shape", "attributes"), "group": ("attributes", "consolidated")}
+
+
+def _check_same_node(path: str, name: str, mine: NodeMetadata, current: NodeMetadata | None) -> None:
+    """MetadataError unless ``current`` is ``mine`` but for the fields that change in place."""
+    key = join_path(path, name)
+    if current is None or current.node_type != mine.node_type or current.zarr_format != mine.zarr_format:
+        found = "nothing" if current is None else f"a v{current.zarr_format} {current.node_type}"
+        raise NodeNotFoundError(f"{key}: the {mine.node_type} opened here is gone (the store holds {found} there "
+                                "now, written by another process); open it again")
+    fields = {f: getattr(mine, f) for f in _IN_PLACE[mine.node_type] if hasattr(mine, f)}
+    if encode_node(path, current.evolve(**fields)) != encode_node(path, mine):
+        raise MetadataError(f"the {mine.node_type} opened here was made anew since (another process changed more "
+                            "than its shape and attributes: its data type, chunks or codecs); open it again",
+                            key=key)
 
 
 def _update_consolidated(store: Store, path: str, metadata: NodeMetadata, created: bool) -> None:

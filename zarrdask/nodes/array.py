@@ -400,22 +400,38 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             if edge_end > n_new:
                 region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
                 self[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
-        self._update_metadata(self._metadata.evolve(shape=new))
+        self._change_metadata(lambda m: m.evolve(shape=new))
         new_grid = self.unit_grid
         stale = [c for c in all_chunk_coords(old_grid) if any(i >= a.count for i, a in zip(c, new_grid))]
         self._source.delete(stale)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow along ``axis`` and write ``data`` into the new part; returns the new shape."""
+        """Grow along ``axis`` and write ``data`` into the new part; returns the new shape.
+        The array grows from its length as stored when it grows (one guarded change of its
+        metadata): processes appending to one array at once each get a part of their own."""
         # (before the array grows: a value it cannot hold is refused)
         data = held_values(data, self.dtype, self._metadata.item_family)
+        if not isinstance(axis, (int, np.integer)) or not -self.ndim <= axis < self.ndim:
+            raise ShapeMismatchError(f"cannot append along axis {axis!r} of a {self.ndim}-d array")
+        axis = int(axis) % self.ndim
         if data.ndim != self.ndim or any(s != d for i, (s, d) in enumerate(zip(self.shape, data.shape)) if i != axis):
             raise ShapeMismatchError(f"cannot append data of shape {data.shape} to shape {self.shape} along {axis}")
-        old = self.shape[axis]
-        new = tuple(s + data.shape[axis] if i == axis else s for i, s in enumerate(self.shape))
-        self.resize(new)
-        self[tuple(slice(old, None) if i == axis else slice(None) for i in range(self.ndim))] = data
-        return new
+        n = data.shape[axis]
+        before, after = self._change_metadata(
+            lambda m: m.evolve(shape=tuple(s + n if i == axis else s for i, s in enumerate(m.shape))))
+        old = before.shape[axis]
+        target = self
+        grid = self.unit_grid[axis]
+        if n and self._store.guard is not None:
+            last = grid.index_of(old + n - 1)
+            lo, hi = grid.bounds(last)
+            if lo + grid.stored(last) > hi:
+                # (another process may have appended past these rows already, into this last unit:
+                # the unit written whole here would drop them; written as part of the padded unit, they merge)
+                padded = tuple(lo + grid.stored(last) if i == axis else s for i, s in enumerate(after.shape))
+                target = Array(self._store, self._path, after.evolve(shape=padded), self._options)
+        target[tuple(slice(old, old + n) if i == axis else slice(None) for i in range(self.ndim))] = data
+        return after.shape
 
     def check_expectations(self, shape: Sequence[int] | None = None, dtype: Any = None,
                            chunks: Sequence[int] | None = None) -> None:

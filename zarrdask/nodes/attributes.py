@@ -9,9 +9,12 @@ __all__ = ["Attributes"]
 
 
 class Attributes(MutableMapping[str, Any]):
-    """User attributes of an array or group. Changes are written at once (atomically per key)."""
+    """User attributes of an array or group. Changes are written at once (atomically per key).
+    ``write(edit)`` stores ``edit(attributes as stored now)``: a change made here keeps
+    the attributes another process set since the node was opened."""
 
-    def __init__(self, read: Callable[[], Mapping[str, Any]], write: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, read: Callable[[], Mapping[str, Any]],
+                 write: Callable[[Callable[[dict[str, Any]], dict[str, Any]]], None]) -> None:
         self._read = read
         self._write = write
 
@@ -22,9 +25,9 @@ class Attributes(MutableMapping[str, Any]):
         self.update({key: value})
 
     def __delitem__(self, key: str) -> None:
-        new = dict(self._read())
-        del new[key]
-        self._write(new)
+        if key not in self._read():
+            raise KeyError(key)
+        self._write(lambda current: {k: v for k, v in current.items() if k != key})
 
     def __iter__(self) -> Iterator[str]:
         return iter(dict(self._read()))
@@ -33,13 +36,13 @@ class Attributes(MutableMapping[str, Any]):
         return len(self._read())
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:  # one write for many keys
-        new = dict(self._read())
-        new.update(other, **kwargs)
-        self._write(new)
+        changes = dict(other, **kwargs)
+        self._write(lambda current: {**current, **changes})
 
     def put(self, attributes: Mapping[str, Any]) -> None:
         """Replace all attributes."""
-        self._write(dict(attributes))
+        new = dict(attributes)
+        self._write(lambda current: new)
 
     def asdict(self) -> dict[str, Any]:
         return dict(self._read())

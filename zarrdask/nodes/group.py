@@ -182,8 +182,8 @@ class Group(Node[GroupMetadata]):
         if own is None:
             return
         if self.zarr_format == 3:
-            self._update_metadata(self._metadata.evolve(
-                consolidated={k: v for k, v in own.items() if not _below(k, rel)}))
+            self._change_metadata(lambda m: m.evolve(
+                consolidated={k: v for k, v in (m.consolidated or {}).items() if not _below(k, rel)}))
             return
         kept = {k: v for k, v in own.items() if not _below(k.rsplit("/", 1)[0] if "/" in k else "", rel)}
         self._store.set(join_path(self._path, ".zmetadata"), dumps(zmetadata_document(kept)))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 from ..errors import ReadOnlyError
 from ..storage.base import Store
 from ..metadata.nodes import NodeMetadata
 from .attributes import Attributes
-from ..door.node_io import write_node
+from ..door.node_io import change_node
 
 __all__ = ["Node"]
 
@@ -72,19 +72,23 @@ class Node(Generic[M]):
         in-memory consolidated metadata of the group this node was opened through."""
         self._parent_copy = (copy, name)
 
-    def _set_attributes(self, attributes: dict[str, Any]) -> None:
-        self._update_metadata(cast(M, self._metadata.evolve(attributes=attributes)))  # (evolve keeps the type)
+    def _set_attributes(self, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self._change_metadata(lambda m: cast(M, m.evolve(attributes=edit(dict(m.attributes)))))
 
-    def _update_metadata(self, metadata: M) -> None:
+    def _change_metadata(self, change: Callable[[M], M]) -> tuple[M, M]:
+        """Apply ``change`` to the metadata as stored now (another process may have changed
+        it since this node was opened: ``door.node_io.change_node``) and keep the result;
+        the metadata as read and as stored."""
         if self.read_only:
             raise ReadOnlyError(f"{type(self).__name__.lower()} {self.name!r} is read-only: it was opened with "
                                 f"mode='r'; open it with mode='r+' to change it")
-        write_node(self._store, self._path, metadata)
+        before, metadata = change_node(self._store, self._path, self._metadata, change)
         self._metadata = metadata
         if self._parent_copy is not None:
             copy, name = self._parent_copy
             copy[name] = metadata if metadata.node_type == "array" else metadata.evolve(consolidated=None)
         self._metadata_changed()
+        return before, metadata
 
     def _metadata_changed(self) -> None:
         """Hook for subclasses that derive state from the metadata."""

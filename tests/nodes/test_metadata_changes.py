@@ -1,0 +1,111 @@
+"""Metadata changes by independent writers: appends, resizes and attributes.
+
+Each is one guarded read-modify-write of the node's documents as stored then
+(``door.node_io.change_node``), not of the copy an open read long ago: processes
+appending to one array at once each get rows of their own, attributes set by several
+processes are all kept, and an open whose array was made anew refuses to change it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from typing import Any
+
+import numpy as np
+import pytest
+from _s3 import BUCKET, s3_storage_options
+
+import zarrdask
+from zarrdask.errors import MetadataError, NodeNotFoundError
+from zarrdask.storage.fsspec_store import FsspecStore
+
+PROCESSES, EACH = 4, 5
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["zarrdask", "numpy"])
+
+
+def _appender(url: str, k: int, barrier: Any) -> None:
+    a = zarrdask.open_array(url, mode="r+")
+    barrier.wait()
+    for j in range(EACH):
+        a.append(np.full((1, 3), 100 * k + j, dtype="int32"))
+        a.attrs[f"p{k}-{j}"] = j
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_processes_appending_at_once_each_get_rows_of_their_own(tmp_path, zarr_format):
+    url = str(tmp_path / "a.zarr")
+    zarrdask.create_array(url, shape=(0, 3), chunks=(2, 3), dtype="int32", zarr_format=zarr_format,
+                          attributes={"title": "t"})
+    barrier = _CONTEXT.Barrier(PROCESSES)
+    procs = [_CONTEXT.Process(target=_appender, args=(url, k, barrier)) for k in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    a = zarrdask.open_array(url)
+    assert a.shape == (PROCESSES * EACH, 3)
+    rows = a[...]
+    assert (rows == rows[:, :1]).all()
+    assert sorted(rows[:, 0].tolist()) == sorted(100 * k + j for k in range(PROCESSES) for j in range(EACH))
+    for k in range(PROCESSES):  # (each process's own rows in its order)
+        mine = [v for v in rows[:, 0].tolist() if v // 100 == k]
+        assert mine == [100 * k + j for j in range(EACH)]
+    assert dict(a.attrs) == {"title": "t", **{f"p{k}-{j}": j for k in range(PROCESSES) for j in range(EACH)}}
+
+
+@pytest.fixture(params=["local", "s3"])
+def url(request, tmp_path) -> tuple[str, dict]:
+    if request.param == "local":
+        return str(tmp_path / "a.zarr"), {}
+    endpoint = request.getfixturevalue("s3_endpoint")
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}", {"storage_options": s3_storage_options(endpoint)}
+
+
+def test_an_open_made_before_another_writers_changes_keeps_them(url):
+    where, options = url
+    zarrdask.create_array(where, shape=(2, 3), chunks=(2, 3), dtype="int32", fill_value=0, **options)
+    stale = zarrdask.open_array(where, mode="r+", **options)
+    other = zarrdask.open_array(where, mode="r+", **options)
+    other.append(np.ones((2, 3), "int32"))
+    other.attrs["by"] = "other"
+    assert stale.append(np.full((1, 3), 7, "int32")) == (5, 3)  # (after the other's rows, not over them)
+    stale.attrs["mine"] = 1
+    del stale.attrs["by"]
+    fresh = zarrdask.open_array(where, **options)
+    assert fresh[...].tolist() == [[0] * 3] * 2 + [[1] * 3] * 2 + [[7] * 3]
+    assert dict(fresh.attrs) == {"mine": 1}
+    assert stale.shape == (5, 3) and dict(stale.attrs) == {"mine": 1}
+
+
+def test_an_array_made_anew_since_it_was_opened_is_not_changed(tmp_path):
+    where = str(tmp_path / "a.zarr")
+    zarrdask.create_array(where, shape=(2,), chunks=(2,), dtype="int32")
+    stale = zarrdask.open_array(where, mode="r+")
+    zarrdask.create_array(where, shape=(2,), chunks=(2,), dtype="float64", overwrite=True)
+    with pytest.raises(MetadataError, match=r"zarr.json.*made anew since.*open it again"):
+        stale.append(np.ones(1, "int32"))
+    with pytest.raises(MetadataError, match="made anew"):
+        stale.attrs["x"] = 1
+    fresh = zarrdask.open_array(where)
+    assert fresh.shape == (2,) and fresh.dtype == np.float64 and dict(fresh.attrs) == {}
+    zarrdask.open_group(str(tmp_path / "g.zarr"), mode="w")
+    gone = zarrdask.open_array(where, mode="r+")
+    zarrdask.storage.LocalStore(where).delete("zarr.json")
+    with pytest.raises(NodeNotFoundError, match="is gone"):
+        gone.resize(4)
+
+
+def test_threads_appending_through_opens_of_their_own_on_s3(s3_endpoint):
+    where = f"s3://{BUCKET}/{uuid.uuid4().hex}"
+    options = {"storage_options": s3_storage_options(s3_endpoint)}
+    zarrdask.create_array(where, shape=(0,), chunks=(4,), dtype="int32", **options)
+    opens = [zarrdask.open_array(FsspecStore(where, **options), mode="r+") for _ in range(3)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(lambda k: [opens[k].append(np.array([10 * k + j], "int32")) for j in range(4)], range(3)))
+    got = zarrdask.open_array(where, **options)[...].tolist()
+    assert sorted(got) == sorted(10 * k + j for k in range(3) for j in range(4))
