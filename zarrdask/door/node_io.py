@@ -22,7 +22,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated
 from ..storage.base import Store, join_path
 from .old_formats import read_old_formats
 
-__all__ = ["NodeMetadata", "change_node", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+__all__ = ["NodeMetadata", "change_documents", "change_node", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 N = TypeVar("N", bound=NodeMetadata)
@@ -157,31 +157,45 @@ CHANGE_ATTEMPTS = 20
 def change_node(store: Store, path: str, metadata: N, change: Callable[[N], N]) -> tuple[N, N]:
     """Apply ``change`` to the node's metadata as stored now, not to ``metadata`` (the
     caller's copy, perhaps read long ago), and store the result: one read-modify-write of
-    the node's documents, guarded as the store guards one (``Store.update``), so another
-    process's change (an append, an attribute) is kept, and one made meanwhile is read and
-    ``change`` applied to it again. The stored node must still be the caller's but for
-    what changes in place (shape, attributes, consolidated metadata): a node deleted or
-    made anew is an error naming the field. Returns the metadata as read and as stored."""
+    the node's documents (:func:`change_documents`), so another process's change (an
+    append, an attribute) is kept. The stored node must still be the caller's but for what
+    changes in place (shape, attributes, consolidated metadata): a node deleted or made
+    anew is an error naming the field. Returns the metadata as read and as stored."""
     names = sorted({*encode_node(path, metadata), *((".zattrs",) if metadata.zarr_format == 2 else ())})
     keys = [join_path(path, n) for n in names]
+    done: list[tuple[N, N]] = []
+
+    def step(values: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
+        docs = {n: parse_json_document(blob, k) for n, k in zip(names, keys) if (blob := values[k]) is not None}
+        current: NodeMetadata | None
+        if names == [N5_DOCUMENT]:  # (an N5 container's node)
+            current = parse_n5(docs.get(N5_DOCUMENT), keys[0])
+        else:
+            current = parse_node_documents(docs, path, metadata.zarr_format) if docs else None
+        _check_same_node(path, next(n for n in names if n != ".zattrs"), metadata, current)
+        new = change(cast(N, current))
+        done[:] = [(cast(N, current), new)]
+        encoded = encode_node(path, new)
+        return {k: encoded.get(n) for n, k in zip(names, keys)}
+
+    change_documents(store, keys, step)
+    _update_consolidated(store, path, done[0][1], False)
+    return done[0]
+
+
+def change_documents(store: Store, keys: Sequence[str],
+                     step: Callable[[Mapping[str, bytes | None]], Mapping[str, bytes | None] | None]) -> None:
+    """``step(values as stored now)`` gives the new values of ``keys`` (None: delete the key;
+    a step giving None changes nothing), stored in one read-modify-write guarded as the store
+    guards one (``Store.update``): where another writer changed them meanwhile they are read
+    and ``step`` runs again, up to :data:`CHANGE_ATTEMPTS` times."""
     for _ in range(CHANGE_ATTEMPTS):
         with store.update(keys) as update:
-            docs = {n: parse_json_document(blob, k) for n, k in zip(names, keys)
-                    if (blob := update.values[k]) is not None}
-            current: NodeMetadata | None
-            if names == [N5_DOCUMENT]:  # (an N5 container's node)
-                current = parse_n5(docs.get(N5_DOCUMENT), keys[0])
-            else:
-                current = parse_node_documents(docs, path, metadata.zarr_format) if docs else None
-            _check_same_node(path, next(n for n in names if n != ".zattrs"), metadata, current)
-            new = change(cast(N, current))
-            encoded = encode_node(path, new)
-            if update.commit({k: encoded.get(n) for n, k in zip(names, keys)}):
-                continue  # (another writer changed them since the read: read them again)
-        _update_consolidated(store, path, new, False)
-        return cast(N, current), new
-    raise StoreError(f"the metadata of {path or '<root>'!r} in {store.url} changed {CHANGE_ATTEMPTS} times while this "
-                     "change was made (other writers keep changing it); make the change again")
+            new = step(update.values)
+            if new is None or not update.commit(new):
+                return
+    raise StoreError(f"{', '.join(keys)} in {store.url} changed {CHANGE_ATTEMPTS} times while this change was made "
+                     "(other writers keep changing them); make the change again")
 
 
 #: the fields of a node that change in place, as stored: what another open may have changed

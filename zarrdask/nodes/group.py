@@ -26,7 +26,7 @@ from ..errors import (
 from ..keywords import check_keywords, missing_name, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
-from ..metadata.v3 import GroupMetadataV3
+from ..metadata.v3 import GroupMetadataV3, parse_json_document
 from ..door import resolve
 from ..storage.base import Store, join_path, normalize_key
 from ..storage.records import RECORDS_DIR, warn_interrupted
@@ -35,7 +35,7 @@ from ..runtime.cache import forget_below
 from .create import GROUP_V2_COMPRESSOR, OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
-from ..door.node_io import dumps, parse_node_documents, read_node, read_nodes, write_node
+from ..door.node_io import change_documents, dumps, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
     from ..display.describe import NodeInfo
@@ -182,12 +182,21 @@ class Group(Node[GroupMetadata]):
         if own is None:
             return
         if self.zarr_format == 3:
-            self._change_metadata(lambda m: m.evolve(
-                consolidated={k: v for k, v in (m.consolidated or {}).items() if not _below(k, rel)}))
+            self._change_metadata(lambda m: m if m.consolidated is None else m.evolve(
+                consolidated={k: v for k, v in m.consolidated.items() if not _below(k, rel)}))
             return
-        kept = {k: v for k, v in own.items() if not _below(k.rsplit("/", 1)[0] if "/" in k else "", rel)}
-        self._store.set(join_path(self._path, ".zmetadata"), dumps(zmetadata_document(kept)))
-        self._metadata = self._metadata.evolve(consolidated=kept)
+        key = join_path(self._path, ".zmetadata")
+        kept: list[dict[str, Any]] = []  # (the entries stored, once the step has run; none: no .zmetadata)
+
+        def drop(values: Mapping[str, bytes | None]) -> dict[str, bytes | None] | None:
+            blob = values[key]  # (as stored now: entries another process added are kept)
+            listed = None if blob is None else parse_json_document(blob, key).get("metadata")
+            kept[:] = [] if not isinstance(listed, dict) else [
+                {k: v for k, v in listed.items() if not _below(k.rsplit("/", 1)[0] if "/" in k else "", rel)}]
+            return {key: dumps(zmetadata_document(kept[0]))} if kept else None
+
+        change_documents(self._store, [key], drop)
+        self._metadata = self._metadata.evolve(consolidated=kept[0] if kept else None)
 
     def _member_metadata(self, max_depth: int | None) -> dict[str, NodeMetadata]:
         """Members down to ``max_depth`` levels below the direct ones (None: all), by
