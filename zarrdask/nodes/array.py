@@ -412,7 +412,8 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         # (before the array grows: a value it cannot hold is refused)
         data = held_values(data, self.dtype, self._metadata.item_family)
         if not isinstance(axis, (int, np.integer)) or not -self.ndim <= axis < self.ndim:
-            raise ShapeMismatchError(f"cannot append along axis {axis!r} of a {self.ndim}-d array")
+            raise ShapeMismatchError(f"cannot append along axis {axis!r} of a {self.ndim}-d array: pass an integer "
+                                     f"axis from {-self.ndim} to {self.ndim - 1}")
         axis = int(axis) % self.ndim
         if data.ndim != self.ndim or any(s != d for i, (s, d) in enumerate(zip(self.shape, data.shape)) if i != axis):
             raise ShapeMismatchError(f"cannot append data of shape {data.shape} to shape {self.shape} along {axis}")
