@@ -421,17 +421,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         before, after = self._change_metadata(
             lambda m: m.evolve(shape=tuple(s + n if i == axis else s for i, s in enumerate(m.shape))))
         old = before.shape[axis]
-        target = self
-        grid = self.unit_grid[axis]
-        if n and self._store.guard is not None:
-            last = grid.index_of(old + n - 1)
-            lo, hi = grid.bounds(last)
-            if lo + grid.stored(last) > hi:
-                # (another process may have appended past these rows already, into this last unit:
-                # the unit written whole here would drop them; written as part of the padded unit, they merge)
-                padded = tuple(lo + grid.stored(last) if i == axis else s for i, s in enumerate(after.shape))
-                target = Array(self._store, self._path, after.evolve(shape=padded), self._options)
-        target[tuple(slice(old, old + n) if i == axis else slice(None) for i in range(self.ndim))] = data
+        self[tuple(slice(old, old + n) if i == axis else slice(None) for i in range(self.ndim))] = data
         return after.shape
 
     def check_expectations(self, shape: Sequence[int] | None = None, dtype: Any = None,

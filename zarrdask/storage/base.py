@@ -152,6 +152,10 @@ class Update:
     Use it as a context manager: leaving it releases what it holds. This base class guards
     nothing: it is what a store without a guard does when the caller accepts that."""
 
+    #: each key may be committed alone, from any thread, as soon as its value is ready (the
+    #: keys are held apart while the update lasts, not compared when it commits)
+    commits_each = False
+
     def __init__(self, store: Store, keys: Sequence[str]) -> None:
         self.store = store
         self.keys = list(keys)

@@ -130,6 +130,7 @@ class _LockedUpdate(Update):
     they are read, each unlocked by its commit or when the update ends."""
 
     store: LocalStore
+    commits_each = True
 
     def __init__(self, store: LocalStore, keys: list[str]) -> None:
         super().__init__(store, keys)

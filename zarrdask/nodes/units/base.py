@@ -217,12 +217,13 @@ class ChunkSource(ABC):
         """Write ``values`` over ``selection``: every touched unit read (when partly
         covered), modified, encoded and put once, inside this call."""
 
-    def _write_units(self, keys: Sequence[str], full: Sequence[bool], writer: UnitWriter) -> None:
-        """Write the units of one call: those ``full`` (covered whole) with plain puts, then
-        the others by a read-modify-write the store guards (``Store.update``): each commits
-        only if no other writer changed it since it was read, else it is read, merged and
-        committed again. Where the store cannot guard it the write is refused before
-        anything is stored, unless ``lock`` serialises the writers or ``safe_chunks=False``."""
+    def _write_units(self, keys: Sequence[str], projections: Sequence[Projection], writer: UnitWriter) -> None:
+        """Write the units of one call: those covered whole with plain puts, then the others
+        by a read-modify-write the store guards (``Store.update``): each commits only if no
+        other writer changed it since it was read, else it is read, merged and committed
+        again. Where the store cannot guard it the write is refused before anything is
+        stored, unless ``lock`` serialises the writers or ``safe_chunks=False``."""
+        full = [self._covers(p.full, p.extent, stored_shape(self.grid, p.coords)) for p in projections]
         whole = [i for i, f in enumerate(full) if f]
         partly = [i for i, f in enumerate(full) if not f]
         if partly:
@@ -236,7 +237,7 @@ class ChunkSource(ABC):
                 if not partly:
                     break
                 with self.store.update([keys[i] for i in partly]) as update:
-                    puts = UnitPuts(self.store, hold=True)
+                    puts = UnitPuts(self.store, update)
                     writer(partly, {i: update.values[keys[i]] for i in partly}, puts)
                     changed = update.commit(puts.held)
                 partly = [i for i in partly if keys[i] in changed]
@@ -249,6 +250,15 @@ class ChunkSource(ABC):
                     "Write again, or give the writers of those units a shared lock (lock=)")
         finally:
             self.forget(keys)
+
+    def _covers(self, full: bool, extent: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+        """Whether a write covering ``extent`` of a unit (or inner chunk) stored as ``shape``
+        replaces it whole. A unit the array's edge cuts is merged instead where writers are
+        guarded (or locked) and ``safe_chunks`` holds: another process may have grown the
+        array since this one read its shape and stored values past that edge, which a whole
+        write would drop."""
+        return full and (extent == shape or not self.options.safe_chunks
+                         or (self.store.guard is None and self.options.lock is None))
 
     def check_region(self, region: tuple[slice, ...]) -> None:
         if self.store.guard is not None or self.options.lock is not None or not self.options.safe_chunks:

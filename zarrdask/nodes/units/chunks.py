@@ -54,7 +54,7 @@ class PlainChunkSource(ChunkSource):
 
             self._encode_all(encode, indices)
 
-        self._write_units(keys, [p.full for p in projections], write_units)
+        self._write_units(keys, projections, write_units)
 
 
 @contextmanager

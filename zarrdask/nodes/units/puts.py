@@ -4,15 +4,16 @@ On a local store the thread that encoded a unit puts it at once, so the file wri
 one unit overlap the encoding of the next instead of running one after another at the
 end of the call. A remote store gets them together in one ``set_many`` at the end, whose
 requests run concurrently. Units that encode to nothing (fill value, empty shard) are
-deleted at the end either way. The puts of a guarded read-modify-write are held
-(``hold=True``) and handed to the store's update to commit together (``held``).
+deleted at the end either way. The puts of a guarded read-modify-write go to its
+``update``: each committed at once where the update holds its keys apart (a local store's
+key locks), else held and committed together (``held``).
 """
 
 from __future__ import annotations
 
 import threading
 
-from ...storage.base import Store, Value
+from ...storage.base import Store, Update, Value
 
 __all__ = ["UnitPuts"]
 
@@ -20,15 +21,19 @@ __all__ = ["UnitPuts"]
 class UnitPuts:
     """The puts and deletes of one write call (thread-safe)."""
 
-    def __init__(self, store: Store, *, hold: bool = False) -> None:
+    def __init__(self, store: Store, update: Update | None = None) -> None:
         self.store = store
-        self.hold = hold
+        self.update = update
+        self.hold = update is not None and not update.commits_each
         self._pending: dict[str, Value | None] = {}
         self._deletes: list[str] = []
         self._lock = threading.Lock()
 
     def put(self, key: str, value: Value | None) -> None:
         """Store ``value`` at ``key`` (now on a local store), or delete the key when None."""
+        if self.update is not None and not self.hold:
+            self.update.commit({key: value})  # (nothing changed it: the update holds it)
+            return
         if value is not None and self.store.is_local and not self.hold:
             self.store.set(key, value)
             return

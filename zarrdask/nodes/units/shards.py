@@ -341,7 +341,7 @@ class ShardedChunkSource(ChunkSource):
             self._write_shards(shards, inside, keys, indices, existing, values, puts, inner_parts)
 
         self.fetch.cache.invalidate(keys)
-        self._write_units(keys, [p.full for p in shards], write_units)
+        self._write_units(keys, shards, write_units)
         self.fetch.cache.invalidate(keys)  # (an index a concurrent read cached meanwhile)
 
     def _write_shards(self, shards: list[Projection], inside: list[Nested],
@@ -375,7 +375,8 @@ class ShardedChunkSource(ChunkSource):
                 coords = self._encoded_coords(q.coords)
                 blob = item.old.get(coords)
                 try:
-                    old = None if blob is None or q.full else partial(self._decode_inner, blob)
+                    old = None if blob is None or self._covers(q.full, q.extent, self.inner_shape) \
+                        else partial(self._decode_inner, blob)
                     chunk = self._updated_chunk(self.inner_shape, q, sub_values, old)
                 except CodecError as exc:
                     raise with_key(exc, keys[i], q.coords) from exc
