@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 from unittest import mock
 
@@ -126,3 +127,30 @@ def test_temporary_names_unique_across_threads_and_a_fork() -> None:
     os.close(read)
     assert is_temporary_name(child)
     assert child[len(".c.0."):][:16] != names[0][len(".c.0."):][:16]
+
+
+@pytest.mark.parametrize("locked", [True, False])
+def test_writes_beside_deletes_that_prune_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      locked: bool) -> None:
+    """A delete prunes the directories it leaves empty while another thread makes them again
+    for a key of its own (deep keys: a parent may go between two of its ``mkdir``s)."""
+    if not locked:
+        monkeypatch.setattr(LocalStore, "_set", LocalStore._set_unlocked)
+    store = LocalStore(tmp_path)
+    errors: list[BaseException] = []
+
+    def churn(name: str) -> None:
+        try:
+            for i in range(300):
+                key = f"a/b/c/{name}/{i % 3}/k"
+                store.set(key, b"v")
+                store.delete(key)
+        except BaseException as e:  # (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=churn, args=(n,)) for n in "xyz"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

@@ -61,7 +61,10 @@ class KeyLock:
             try:
                 fd = os.open(lock, _OPEN_FLAGS, 0o666)
             except FileNotFoundError:  # no directory yet, or a delete pruned it just now
-                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                try:
+                    os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                except FileNotFoundError:
+                    pass  # (a delete pruned a parent while they were made: again)
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)

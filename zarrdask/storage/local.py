@@ -306,15 +306,19 @@ class LocalStore(Store):
         directory, name = os.path.split(path)
         tmp = os.path.join(directory, temporary_name(name))
         try:
-            for attempt in range(3):
+            for attempt in range(1000):
                 try:
                     fd = os.open(tmp, _CREATE_FLAGS, 0o666)
                     break
                 except FileNotFoundError:
-                    if attempt == 2:
+                    if attempt == 999:
                         raise
-                    # A concurrent delete may prune the directory between these calls.
-                    os.makedirs(directory, exist_ok=True)
+                    # A concurrent delete may prune the directory (or a parent, while it is
+                    # made) between these calls.
+                    try:
+                        os.makedirs(directory, exist_ok=True)
+                    except FileNotFoundError:
+                        pass
             try:
                 try:
                     _write_all(fd, value)
