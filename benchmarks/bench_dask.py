@@ -248,7 +248,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
         compute_floor = measure_floor(
             "dask .compute() of tasks that each decode a shard into a block with libzstd (no Zarr), then "
             "dask's assembly of the blocks",
-            lambda: Task(zstd_floor.dask_compute_floor(ref_path), check=check_all), repeat)
+            lambda: Task(zstd_floor.dask_floor(ref_path), check=check_all), repeat)
         for row in sc.rows:
             row.floor = (write_floor if row.case.startswith(("write", "  (peer) misaligned")) else
                          compute_floor if row is materialised else sum_floor)

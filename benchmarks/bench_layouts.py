@@ -53,12 +53,13 @@ blocks persisted in the workers' memory (the floor a reader can approach).
 
 Floors (harness.Floor; the table's "floor" and "zd/floor" columns): each row's work with no
 Zarr code, measured in the same run on its own after the first row that uses it (the rows'
-timing is unchanged): the dask sum / mean, libzstd decoding each unit into a block + the
-block's sum (over axis 0 for the mean) on a pool of one thread per core, no dask; the
-materialised reads (dask-compute, xarray-values, xarray-load), a dask array whose tasks
-decode a unit into a block with libzstd, ``.compute()``d (the decoding plus dask's own
-assembly, which every dask reader's ``.compute()`` ends with; the assembly alone,
-``da.from_array(numpy, chunks=grid).compute()``, is in a note); the direct read, libzstd
+timing is unchanged): the dask rows, a dask array whose tasks decode a unit into a block
+with libzstd, summed / averaged / ``.compute()``d (the decoding plus dask's own scheduling,
+and for ``.compute()`` dask's assembly, which every dask reader pays alike; the assembly
+alone, ``da.from_array(numpy, chunks=grid).compute()``, is in a note, and so are the sum
+and mean without dask: libzstd decoding each unit into a block + the block's sum, over axis
+0 for the mean, on a pool of one thread per core); the materialised xarray reads
+(xarray-values, xarray-load), the dask ``.compute()`` floor; the direct read, libzstd
 decoding every chunk into its place in one output; the writes, libzstd-1 compression of every
 chunk (+ the shard index) and one file per unit; the group open, reading and parsing the
 consolidated root ``zarr.json``; the windows, each touched chunk read from its file with
@@ -242,7 +243,7 @@ def cluster_compute_row(case: str, name: str, path: str, grid, data: np.ndarray,
                   note="LocalCluster(2 processes x 1 thread); the result is sent to the client")
         row.floor = harness.measure_floor(
             f"{name}: on the same cluster, dask .compute() of tasks that each decode a unit into a block with "
-            "libzstd (no Zarr), then dask's assembly", lambda: Task(zstd_floor.dask_compute_floor(path), check=check),
+            "libzstd (no Zarr), then dask's assembly", lambda: Task(zstd_floor.dask_floor(path), check=check),
             repeat)
     return row
 
@@ -274,15 +275,21 @@ def layout_floors(name: str, layout: Layout, path: str, data: np.ndarray, total:
     makers = {
         "read": (f"{name}: libzstd decoding every chunk into its place in one output, {cores} threads",
                  lambda: Task(zstd_floor.read_floor(path, cores), check=lambda r: compare(data, r))),
-        "sum": (f"{name}: libzstd decoding each unit into a block + block.sum(), {cores} threads, no dask",
-                lambda: Task(zstd_floor.reduce_floor(path, lambda b: b.sum(), cores),
-                             check=lambda r: close_check(total, "sum")(sum(r)))),
-        "mean": (f"{name}: libzstd decoding each unit into a block + block.sum(axis=0), {cores} threads, no dask",
-                 lambda: Task(zstd_floor.reduce_floor(path, lambda b: (b.sum(axis=0), b.shape[0]),
-                                                      cores))),
+        "sum": (f"{name}: dask .sum() of tasks that each decode a unit into a block with libzstd (no Zarr)",
+                lambda: Task(zstd_floor.dask_floor(path, lambda x: x.sum()), check=close_check(total, "sum"))),
+        "mean": (f"{name}: dask .mean(axis=0) of tasks that each decode a unit into a block with libzstd (no Zarr)",
+                 lambda: Task(zstd_floor.dask_floor(path, lambda x: x.mean(axis=0)),
+                              check=None if mean0 is None else close_check(mean0, "mean"))),
+        "sum without dask": (f"{name}: libzstd decoding each unit into a block + block.sum(), {cores} threads, "
+                             "no dask", lambda: Task(zstd_floor.reduce_floor(path, lambda b: b.sum(), cores),
+                                                     check=lambda r: close_check(total, "sum")(sum(r)))),
+        "mean without dask": (f"{name}: libzstd decoding each unit into a block + block.sum(axis=0), {cores} "
+                              "threads, no dask",
+                              lambda: Task(zstd_floor.reduce_floor(path, lambda b: (b.sum(axis=0), b.shape[0]),
+                                                                   cores))),
         "compute": (f"{name}: dask .compute() of tasks that each decode a unit into a block with libzstd (no Zarr), "
                     "then dask's assembly of the blocks",
-                    lambda: Task(zstd_floor.dask_compute_floor(path), check=lambda r: compare(data, r))),
+                    lambda: Task(zstd_floor.dask_floor(path), check=lambda r: compare(data, r))),
         "write": (f"{name}: libzstd-1 compression of every chunk{' + shard index' if layout.shards else ''} + one "
                   f"file per {'shard' if layout.shards else 'chunk'}, {cores} threads",
                   lambda: Task(zstd_floor.write_floor(data, layout.chunks, layout.shards, floor_out, cores),
@@ -348,6 +355,15 @@ def group_open_row(data_dir: str, repeat: int, consolidated: bool = True) -> Row
         return Row(case, measure_many(case, tasks, max(repeat, 7)))
     finally:
         rmtree(path)
+
+
+def second_floor_note(row: Row, floor: harness.Floor) -> str | None:
+    """A row's ratio to a floor other than its own, for the note under the table."""
+    ours = row.cells.get(ZARRDASK)
+    if floor.cell.median is None or ours is None or ours.median is None:
+        return None
+    return (f"{row.case}: against {floor.name}: med {fmt_time(floor.cell.median)}, zarrdask / it "
+            f"{ours.median / floor.cell.median:.2f}")
 
 
 def assembly_note(name: str, data: np.ndarray, grid, repeat: int) -> str | None:
@@ -571,12 +587,14 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
                                                close_check(total, "sum"), geom.nbytes, repeat))
                 sc.rows.append(dask_rows[-1])
                 dask_rows[-1].floor = floor("sum")
+                sc.notes.extend(filter(None, [second_floor_note(dask_rows[-1], floor("sum without dask"))]))
             if "dask-mean" in workloads:
                 dask_rows.append(dask_read_row(f"{label} dask .mean(axis=0)", path, layout.grid,
                                                lambda x: x.mean(axis=0), close_check(mean0, "mean"), geom.nbytes,
                                                repeat))
                 sc.rows.append(dask_rows[-1])
                 dask_rows[-1].floor = floor("mean")
+                sc.notes.extend(filter(None, [second_floor_note(dask_rows[-1], floor("mean without dask"))]))
             if "dask-compute" in workloads:
                 dask_rows.append(dask_read_row(f"{label} dask .compute()", path, layout.grid, lambda x: x,
                                                lambda r: compare(data, r), geom.nbytes, repeat))

@@ -151,7 +151,7 @@ def run(geom: Geometry, repeat: int, data_dir: str, n_vars: int = 50) -> Scenari
             lambda: Task(zstd_floor.reduce_floor(t2m, lambda b: (b.sum(axis=0), b.shape[0]), cores)), repeat)
         compute_floor = measure_floor(
             "dask .compute() of tasks that each decode a shard of t2m into a block with libzstd (no Zarr), then "
-            "dask's assembly of the blocks", lambda: Task(zstd_floor.dask_compute_floor(t2m), check=check_values),
+            "dask's assembly of the blocks", lambda: Task(zstd_floor.dask_floor(t2m), check=check_values),
             repeat)
         meta = zstd_floor.metadata_floor(many)
 

@@ -310,12 +310,14 @@ def _unit_block(path: str, i: int) -> np.ndarray:
     return held_units(path).block(i)
 
 
-def dask_compute_floor(path: str):
+def dask_floor(path: str, op=lambda x: x):
     """fn: a dask array whose tasks are libzstd's decoding of one unit into a fresh block (no
-    Zarr code), ``.compute()``d on the scheduler in effect: the blocks, then dask's assembly of
-    them into one array, as every dask reader's ``.compute()`` ends. A task names its unit by
-    path and number (a worker process reads the frames into memory at its first task, as this
-    process does here, untimed)."""
+    Zarr code), ``op``'d and ``.compute()``d on the scheduler in effect. With ``op`` the
+    identity: the blocks, then dask's assembly of them into one array, as every dask reader's
+    ``.compute()`` ends; with a reduction, what dask's own scheduling of that reduction adds
+    to the decoding, which every dask reader pays alike. A task names its unit by path and
+    number (a worker process reads the frames into memory at its first task, as this process
+    does here, untimed)."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
@@ -329,7 +331,7 @@ def dask_compute_floor(path: str):
         dsk = {(name, *coords): (_unit_block, path, i) for i, (coords, _) in enumerate(files)}
         assert len(dsk) == int(np.prod(nblocks))
         graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
-        return da.Array(graph, name, chunks, dtype=units.dtype).compute()
+        return op(da.Array(graph, name, chunks, dtype=units.dtype)).compute()
 
     return fn
 

@@ -61,7 +61,7 @@ def main(argv=None) -> int:
             return ds.load()["v"].values if args.load else ds["v"].values
 
         readers = {"zarrdask": lambda: materialise("zarrdask"), "zarr": lambda: materialise("zarr"),
-                   "floor": zstd_floor.dask_compute_floor(path)}
+                   "floor": zstd_floor.dask_floor(path)}
         readers = {k: readers[k] for k in args.readers.split(",")}
         times: dict[str, list[float]] = {k: [] for k in readers}
         with dask.config.set(scheduler="threads"):

@@ -125,7 +125,7 @@ def test_the_layout_arrays_carry_dimension_names_and_a_dataset(tmp_path):
 
 @pytest.mark.parametrize("shards", [None, (4, 64, 64), (8, 128, 128)])  # (one shard: split over threads)
 def test_the_floors_do_the_rows_work(tmp_path, shards):
-    """The read floors give the array back, the reduce floor its blocks' sums, and the write
+    """The read floors give the array back, the reduce floors its sum and mean, and the write
     floor's files hold the array (read back by zarrdask beside a copy of its metadata)."""
     import shutil
 
@@ -138,7 +138,9 @@ def test_the_floors_do_the_rows_work(tmp_path, shards):
     LIB_OBJECTS[ZARRDASK].write(path, data, Layout(chunks, shards))
     assert np.array_equal(zstd_floor.read_floor(path, 2)(), data)
     with dask.config.set(scheduler="threads"):
-        assert np.array_equal(zstd_floor.dask_compute_floor(path)(), data)
+        assert np.array_equal(zstd_floor.dask_floor(path)(), data)
+        assert np.isclose(zstd_floor.dask_floor(path, lambda x: x.sum(dtype=np.float64))(), data.sum(dtype=np.float64))
+        assert np.allclose(zstd_floor.dask_floor(path, lambda x: x.mean(axis=0))(), data.mean(axis=0))
     assert np.isclose(sum(zstd_floor.reduce_floor(path, lambda b: b.sum(dtype=np.float64), 2)()),
                       data.sum(dtype=np.float64))
     out = tmp_path / "floor.zarr"
