@@ -191,8 +191,9 @@ class InvalidStoreError(StoreError, ValueError):
 
 
 class WriteConflictError(StoreError):
-    """Other writers kept changing a key while a partial write of it was read, merged and
-    committed, through every retry."""
+    """Other writers changed what a write depended on: a key, through every retry of a
+    partial write's read, merge and commit; or the shape ``resize(..., from_shape=)`` was
+    to change from."""
 
 
 class ReadOnlyError(StoreError, PermissionError):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from _s3 import BUCKET, s3_storage_options
 
 import zarrdask
-from zarrdask.errors import MetadataError, NodeNotFoundError
+from zarrdask.errors import MetadataError, NodeNotFoundError, ShapeMismatchError, WriteConflictError
 from zarrdask.storage.fsspec_store import FsspecStore
 from zarrdask.storage.memory import MemoryStore
 
@@ -169,3 +169,19 @@ class _Unguarded(MemoryStore):
 def test_a_write_through_an_older_shape_on_an_unguarded_store_with_a_lock():
     # (no guard, but one lock serialising the writers: the cut unit is merged under it)
     _write_through_stale_open(_Unguarded(), {"chunks": (4,)}, (6,), 0, 1, (slice(0, 6),), lock=threading.Lock())
+
+
+def test_resize_from_a_shape_another_writer_changed_is_refused(tmp_path):
+    where = str(tmp_path / "a.zarr")
+    zarrdask.create_array(where, shape=(6, 2), chunks=(4, 2), dtype="int32", fill_value=0)[...] = 1
+    stale, other = (zarrdask.open_array(where, mode="r+") for _ in range(2))
+    stale.resize((8, 2), from_shape=(6, 2))  # (the shape as stored: done)
+    for new in [(10, 2), (3, 2)]:  # (growing; shrinking, whose edge reset would come first)
+        with pytest.raises(WriteConflictError, match=r"shape as stored is \(8, 2\), not from_shape=\(6, 2\)"):
+            other.resize(new, from_shape=other.shape)
+    fresh = zarrdask.open_array(where)
+    assert fresh.shape == (8, 2) and fresh[...].tolist() == [[1, 1]] * 6 + [[0, 0]] * 2
+    other.resize(3, 2, from_shape=(8, 2))
+    assert zarrdask.open_array(where)[...].tolist() == [[1, 1]] * 3
+    with pytest.raises(ShapeMismatchError, match=r"resize's from_shape needs 2 non-negative integers, got \(3,\)"):
+        other.resize((4, 2), from_shape=3)

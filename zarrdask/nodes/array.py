@@ -23,6 +23,7 @@ from ..errors import (
     ShapeMismatchError,
     TooLargeError,
     UnknownExtensionError,
+    WriteConflictError,
 )
 from ..keywords import ShapeLike, missing_name
 from ..metadata.dtypes.casting import held_values
@@ -36,6 +37,7 @@ from ..runtime.cache import CacheInfo, array_cache, array_statistics, forget, po
 from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
+from ..door.node_io import read_node
 from ..runtime.output import format_bytes, output_array
 from .pipelines import array_layout
 from .selection_methods import SelectionMethods, point_values
@@ -384,14 +386,19 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         sel, _ = basic_selection(selection, self.shape)
         self._write(sel, value)
 
-    def resize(self, *shape: ShapeLike) -> None:
+    def resize(self, *shape: ShapeLike, from_shape: ShapeLike | None = None) -> None:
         """Change the shape. Chunks wholly outside the new shape are deleted, and the parts of
-        edge chunks beyond it are reset to the fill value (so growing again shows no stale data)."""
-        new: tuple[Any, ...] = (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
-                                else tuple(shape))
-        if len(new) != self.ndim or any(not isinstance(s, (int, np.integer)) or s < 0 for s in new):
-            raise ShapeMismatchError(f"resize needs {self.ndim} non-negative integers, got {new}")
-        new = tuple(int(s) for s in new)
+        edge chunks beyond it are reset to the fill value (so growing again shows no stale data).
+        ``from_shape`` (zarrdask's): change it only if the shape as stored is still that one,
+        else raise :class:`WriteConflictError` and change nothing, so writers that each grow
+        the array to put their rows past its end never take the same rows."""
+        new = self._shape_argument("resize", shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list))
+                                   else shape)
+        expected = None if from_shape is None else self._shape_argument("resize's from_shape", from_shape)
+        if expected is not None and any(n < e for n, e in zip(new, expected)):
+            stored = self._stored_shape()  # (checked before the edge resets below, too)
+            if stored != expected:
+                raise self._shape_conflict(stored, expected)
         old, old_grid = self.shape, self.unit_grid
         for d, (n_new, axis) in enumerate(zip(new, old_grid)):
             if not 0 < n_new < axis.size:
@@ -400,10 +407,30 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             if edge_end > n_new:
                 region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
                 self[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
-        self._change_metadata(lambda m: m.evolve(shape=new))
+
+        def change(stored: ArrayMetadata) -> ArrayMetadata:
+            if expected is not None and stored.shape != expected:
+                raise self._shape_conflict(stored.shape, expected)
+            return stored.evolve(shape=new)
+
+        self._change_metadata(change)
         new_grid = self.unit_grid
         stale = [c for c in all_chunk_coords(old_grid) if any(i >= a.count for i, a in zip(c, new_grid))]
         self._source.delete(stale)
+
+    def _shape_argument(self, what: str, shape: Any) -> tuple[int, ...]:
+        found = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if len(found) != self.ndim or any(not isinstance(s, (int, np.integer)) or s < 0 for s in found):
+            raise ShapeMismatchError(f"{what} needs {self.ndim} non-negative integers, got {found}")
+        return tuple(int(s) for s in found)
+
+    def _stored_shape(self) -> tuple[int, ...]:
+        return tuple(getattr(read_node(self._store, self._path, self.zarr_format, consolidated=False), "shape", ()))
+
+    def _shape_conflict(self, stored: tuple[int, ...], expected: tuple[int, ...]) -> WriteConflictError:
+        return WriteConflictError(
+            f"array {self.name!r}: its shape as stored is {stored}, not from_shape={expected}: another writer "
+            "resized it since; nothing was changed. Open it again and resize from the shape it has then")
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape.

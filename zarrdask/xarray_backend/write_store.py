@@ -33,12 +33,13 @@ from zarrdask.dask_io.transactions import check_travels
 from zarrdask.door import resolve
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.nodes.group import Group
-from zarrdask.errors import ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError
+from zarrdask.errors import (ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError,
+                             WriteConflictError)
 from zarrdask.xarray_backend.array_writes import ArrayWrites
 from zarrdask.xarray_backend.encoding import encode_fill_value_attr, write_layout
 from zarrdask.xarray_backend.stored_encoding import as_stored, without_cast
 from zarrdask.xarray_backend.region import RegionArg, resolve_region
-from zarrdask.xarray_backend.store import ZarrdaskDataStore
+from zarrdask.xarray_backend.store import ZarrdaskDataStore, array_dims_and_attrs
 
 if TYPE_CHECKING:
     from typing import Self
@@ -202,6 +203,8 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         own_writer = writer is None
         writer = ArrayWrites() if own_writer else writer
         existing = set() if self._mode == "w" else set(self.arrays())
+        if self._append_dim is not None and existing:
+            self._check_append_lengths()
         old_names = {vn for vn in variables if encode_variable_name(vn) in existing}
         if self._mode == "r+" and (new := [k for k in variables if k not in existing]):
             raise DatasetError(
@@ -234,6 +237,23 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         self._cached = dict(self.group.members())
         if own_writer:
             writer.sync()
+
+    def _check_append_lengths(self) -> None:
+        """The stored arrays along ``append_dim`` are all as long: else another writer is
+        appending now (it grows them one by one), or one stopped midway, and growing them
+        from their lengths would put this append's rows at different places."""
+        lengths: dict[str, int] = {}
+        for name, array in self.arrays().items():
+            dims, _ = array_dims_and_attrs(array)
+            if self._append_dim in dims:
+                lengths[name] = array.shape[list(dims).index(self._append_dim)]
+        if len(set(lengths.values())) > 1:
+            found = ", ".join(f"{n} {size}" for n, size in lengths.items())
+            raise WriteConflictError(
+                f"cannot append along {self._append_dim!r}: the stored arrays have different lengths along it "
+                f"({found}), as while another writer appends or after an append stopped midway; nothing was "
+                "changed. Append again once the other writer has finished, or resize the longer arrays back "
+                "(zarrdask.open_array(store, path=name, mode='r+').resize(...))")
 
     def _encode_like_stored(
         self, variables: Mapping[Hashable, Variable], names: set[Hashable]
@@ -324,7 +344,8 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             axis = v.dims.index(self._append_dim)
             old = array.shape[axis]
             region[self._append_dim] = slice(old, None)
-            array.resize(array.shape[:axis] + (old + v.shape[axis],) + array.shape[axis + 1 :])
+            # (from the shape this write read: another job's append since is refused, not overwritten)
+            array.resize(array.shape[:axis] + (old + v.shape[axis],) + array.shape[axis + 1 :], from_shape=array.shape)
         return array
 
     def _create_array(
