@@ -198,6 +198,35 @@ def test_struct_writes_are_held_field_by_field(a: str, b: str, value: Any) -> No
             assert _bits(got[name]) == _bits(expected), (name, value)
 
 
+@SETTINGS
+@given(a=st.sampled_from(NUMERIC), b=st.sampled_from(NUMERIC),
+       items=st.one_of(_SCALARS, st.lists(_SCALARS, min_size=2, max_size=2)), other=_SCALARS)
+def test_subarray_fields_are_held_item_by_item(a: str, b: str, items: Any, other: Any) -> None:
+    """A field of two values (v2 structured types) takes a list of two (or one value for
+    both), each held as a write of the field's item type is (numpy would cast 2.5 into an
+    int subarray as 2)."""
+    dtype = np.dtype([("a", a, (2,)), ("b", b)])
+    arr = zarrdask.create_array(MemoryStore(), shape=(2,), chunks=(2,), dtype=dtype, zarr_format=2)  # (v2's only)
+    listed = items if isinstance(items, list) else [items, items]
+    refused = "a" if not all(held(v, np.dtype(a)) for v in listed) else "b" if not held(other, np.dtype(b)) else None
+    if refused is not None:
+        with pytest.raises(InvalidValueError, match=rf"field '{refused}': "):
+            arr[...] = (items, other)
+        return
+    arr[...] = (items, other)
+    got = arr[...]
+    expected = _expected(np.array(listed), np.dtype(a))
+    if not (np.dtype(a).kind in "fc" and np.isnan(expected).any()):
+        assert all(_bits(row) == _bits(expected) for row in got["a"]), (items, got)
+
+
+def test_a_subarray_field_of_another_length_is_refused_naming_it() -> None:
+    arr = zarrdask.create_array(MemoryStore(), shape=(1,), chunks=(1,), dtype=[("a", "i4", (2,)), ("b", "f8")],
+                                zarr_format=2)
+    with pytest.raises(InvalidValueError, match=r"field 'a': cannot store values of shape \(3,\) .* holds \(2,\)"):
+        arr[...] = ([1, 2, 3], 1.0)
+
+
 @pytest.mark.parametrize(("dtype", "value", "message"), [
     ("M8[s]", 1.5, "is not a datetime"),
     ("M8[s]", True, "is not a datetime"),

@@ -124,7 +124,7 @@ def _held_struct(value: Any, dtype: np.dtype) -> np.ndarray:
                                     f"of fields {list(names)}; give one value per field")
         out = np.empty(source.shape, dtype)
         for name in names:
-            out[name] = _held_field(source[name], dtype, name)
+            _put_field(out, name, source[name])
         return out
     if isinstance(value, list):  # (records, or lists of them)
         parts = [_held_struct(v, dtype) for v in value]
@@ -138,17 +138,25 @@ def _held_struct(value: Any, dtype: np.dtype) -> np.ndarray:
         fields = (value,) * len(names)
     out = np.empty((), dtype)
     for name, v in zip(names, fields):
-        out[name] = _held_field(v, dtype, name)
+        _put_field(out, name, v)
     return out
 
 
-def _held_field(value: Any, dtype: np.dtype, name: str) -> np.ndarray:
-    """One field's values, held by the field's type; an error names the field."""
-    field = dtype.fields[name][0]  # type: ignore[index]
+def _put_field(out: np.ndarray, name: str, value: Any) -> None:
+    """Set field ``name`` of the records ``out`` to ``value`` held by the field's type (a
+    subarray field's by its items' type, so 2.5 is refused there too); an error names the
+    field."""
+    field = out.dtype.fields[name][0]  # type: ignore[index]
+    base, shape = field.subdtype if field.subdtype is not None else (field, ())
     try:
-        return held_values(value, field)
+        held = held_values(value, base)
     except InvalidValueError as exc:
         raise InvalidValueError(f"field {name!r}: {exc}") from None
+    try:
+        out[name] = held
+    except ValueError:
+        raise InvalidValueError(f"field {name!r}: cannot store values of shape {held.shape} in records of shape "
+                                f"{out.shape} whose field holds {shape or 'one value'} each") from None
 
 
 def _held_items(value: Any, item: type, family: str) -> np.ndarray:
