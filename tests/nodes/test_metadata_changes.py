@@ -185,3 +185,19 @@ def test_resize_from_a_shape_another_writer_changed_is_refused(tmp_path):
     assert zarrdask.open_array(where)[...].tolist() == [[1, 1]] * 3
     with pytest.raises(ShapeMismatchError, match=r"resize's from_shape needs 2 non-negative integers, got \(3,\)"):
         other.resize((4, 2), from_shape=3)
+
+
+def test_a_resize_through_an_older_shape_resets_by_the_stored_one(tmp_path):
+    # (another open grew axis 1 since; shrinking both axes from this one resets and deletes
+    # what lies past the new edges as stored, so growing again shows the fill value)
+    where = str(tmp_path / "a.zarr")
+    zarrdask.create_array(where, shape=(6, 3), chunks=(4, 4), dtype="int32", fill_value=0)[...] = 1
+    stale = zarrdask.open_array(where, mode="r+")
+    other = zarrdask.open_array(where, mode="r+")
+    other.resize(6, 9)
+    other[:, 3:] = 2
+    stale.resize(5, 2)
+    fresh = zarrdask.open_array(where, mode="r+")
+    assert fresh.shape == (5, 2) and fresh[...].tolist() == [[1, 1]] * 5
+    fresh.resize(6, 9)
+    assert fresh[...].tolist() == [[1, 1] + [0] * 7] * 5 + [[0] * 9]

@@ -154,18 +154,19 @@ def write_node(store: Store, path: str, metadata: NodeMetadata, *, created: bool
 CHANGE_ATTEMPTS = 20
 
 
-def change_node(store: Store, path: str, metadata: N, change: Callable[[N], N]) -> tuple[N, N]:
+def change_node(store: Store, path: str, metadata: N, change: Callable[[N], N | None]) -> tuple[N, N]:
     """Apply ``change`` to the node's metadata as stored now, not to ``metadata`` (the
     caller's copy, perhaps read long ago), and store the result: one read-modify-write of
     the node's documents (:func:`change_documents`), so another process's change (an
     append, an attribute) is kept. The stored node must still be the caller's but for what
     changes in place (shape, attributes, consolidated metadata): a node deleted or made
-    anew is an error naming the field. Returns the metadata as read and as stored."""
+    anew is an error naming the field. Returns the metadata as read and as stored (a
+    ``change`` giving None stores nothing: the node as stored now, checked)."""
     names = sorted({*encode_node(path, metadata), *((".zattrs",) if metadata.zarr_format == 2 else ())})
     keys = [join_path(path, n) for n in names]
     done: list[tuple[N, N]] = []
 
-    def step(values: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
+    def step(values: Mapping[str, bytes | None]) -> dict[str, bytes | None] | None:
         docs = {n: parse_json_document(blob, k) for n, k in zip(names, keys) if (blob := values[k]) is not None}
         current: NodeMetadata | None
         if names == [N5_DOCUMENT]:  # (an N5 container's node)
@@ -174,12 +175,15 @@ def change_node(store: Store, path: str, metadata: N, change: Callable[[N], N]) 
             current = parse_node_documents(docs, path, metadata.zarr_format) if docs else None
         _check_same_node(path, next(n for n in names if n != ".zattrs"), metadata, current)
         new = change(cast(N, current))
-        done[:] = [(cast(N, current), new)]
+        done[:] = [(cast(N, current), cast(N, current) if new is None else new)]
+        if new is None:
+            return None
         encoded = encode_node(path, new)
         return {k: encoded.get(n) for n, k in zip(names, keys)}
 
     change_documents(store, keys, step)
-    _update_consolidated(store, path, done[0][1], False)
+    if done[0][0] is not done[0][1]:
+        _update_consolidated(store, path, done[0][1], False)
     return done[0]
 
 

@@ -37,7 +37,7 @@ from ..runtime.cache import CacheInfo, array_cache, array_statistics, forget, po
 from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
-from ..door.node_io import read_node
+from ..door.node_io import change_node
 from ..runtime.output import format_bytes, output_array
 from .pipelines import array_layout
 from .selection_methods import SelectionMethods, point_values
@@ -395,23 +395,26 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         new = self._shape_argument("resize", shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list))
                                    else shape)
         expected = None if from_shape is None else self._shape_argument("resize's from_shape", from_shape)
-        if expected is not None and any(n < e for n, e in zip(new, expected)):
-            stored = self._stored_shape()  # (checked before the edge resets below, too)
-            if stored != expected:
-                raise self._shape_conflict(stored, expected)
-        old, old_grid = self.shape, self.unit_grid
+        if self.read_only:
+            raise ReadOnlyError(self._why_read_only())
+        # (the edge resets and deletes go by the shape as stored now: another writer may have grown it)
+        stored = Array(self._store, self._path, change_node(self._store, self._path, self._metadata,
+                                                            lambda m: None)[0], self._options)
+        if expected is not None and stored.shape != expected:
+            raise self._shape_conflict(stored.shape, expected)
+        old, old_grid = stored.shape, stored.unit_grid
         for d, (n_new, axis) in enumerate(zip(new, old_grid)):
             if not 0 < n_new < axis.size:
                 continue
             edge_end = axis.bounds(axis.index_of(n_new - 1))[1]  # the end of the unit cut by the new edge
             if edge_end > n_new:
                 region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
-                self[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
+                stored[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
 
-        def change(stored: ArrayMetadata) -> ArrayMetadata:
-            if expected is not None and stored.shape != expected:
-                raise self._shape_conflict(stored.shape, expected)
-            return stored.evolve(shape=new)
+        def change(now: ArrayMetadata) -> ArrayMetadata:
+            if expected is not None and now.shape != expected:
+                raise self._shape_conflict(now.shape, expected)
+            return now.evolve(shape=new)
 
         self._change_metadata(change)
         new_grid = self.unit_grid
@@ -423,9 +426,6 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         if len(found) != self.ndim or any(not isinstance(s, (int, np.integer)) or s < 0 for s in found):
             raise ShapeMismatchError(f"{what} needs {self.ndim} non-negative integers, got {found}")
         return tuple(int(s) for s in found)
-
-    def _stored_shape(self) -> tuple[int, ...]:
-        return tuple(getattr(read_node(self._store, self._path, self.zarr_format, consolidated=False), "shape", ()))
 
     def _shape_conflict(self, stored: tuple[int, ...], expected: tuple[int, ...]) -> WriteConflictError:
         return WriteConflictError(
