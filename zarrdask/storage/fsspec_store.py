@@ -31,7 +31,7 @@ import os
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import fsspec
 from fsspec.implementations.zip import ZipFileSystem
@@ -191,6 +191,11 @@ class FsspecStore(StreamedReads, Store):
 
     # -- reads -----------------------------------------------------------------
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
+        if self._s3 is not None:  # (S3: the one read path, versioned reads' own)
+            return ((i, value) for i, value, _ in self._s3_ranges(requests))
+        return self._fs_ranges(requests)
+
+    def _fs_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         slots: list[int] = []
         paths: list[str] = []
         starts: list[int | None] = []
@@ -235,6 +240,16 @@ class FsspecStore(StreamedReads, Store):
             return self._disk._get_ranges_versioned(requests)
         if self._s3 is None:
             return super()._get_ranges_versioned(requests)
+        values: list[bytes | None] = [None] * len(requests)
+        tags: list[Hashable | None] = [None] * len(requests)
+        for i, value, tag in self._s3_ranges(requests):
+            values[i], tags[i] = value, tag
+        return VersionedRanges(values, tags)
+
+    def _s3_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None, Hashable | None]]:
+        """Each request's bytes (None: no such key) and the ETag of the object they came
+        from, as they arrive: one GET per range, a HEAD where none is asked for."""
+        assert self._s3 is not None
         call, split = self._s3, self.fs.split_path
         paths = [self._base + key for key, _ in requests]
         tags: list[Hashable | None] = [None] * len(requests)
@@ -253,17 +268,15 @@ class FsspecStore(StreamedReads, Store):
             tags[i] = response["ETag"]
             return body
 
-        values: list[bytes | None] = [None] * len(requests)
         for i, result in self._stream([lambda i=i: read(i) for i in range(len(requests))]):
             if isinstance(result, MISSING_ERRORS):
-                continue
-            if isinstance(result, BaseException):
+                yield i, None, None
+            elif isinstance(result, BaseException):
                 request = requests[i][1]
                 start = request.start if isinstance(request, ByteRange) else -request.length
-                values[i] = self._past_end(requests[i][0], paths[i], start, result)  # (no version: read again)
+                yield i, self._past_end(requests[i][0], paths[i], start, result), None  # (no version: read again)
             else:
-                values[i] = result
-        return VersionedRanges(values, tags)
+                yield i, result, tags[i]
 
     def _past_end(self, key: str, path: str, start: int | None, error: BaseException) -> bytes | None:
         """Recover from a failed ranged read that only started past the end.
@@ -420,27 +433,9 @@ class _S3Update(Update):
     store: FsspecStore
 
     def begin(self) -> None:
-        store, call = self.store, self.store._s3
-        assert call is not None
-
-        async def tagged(path: str) -> tuple[bytes, str] | None:
-            bucket, key, _ = store.fs.split_path(path)
-            try:
-                response = await call("get_object", Bucket=bucket, Key=key)
-            except FileNotFoundError:
-                return None
-            try:
-                return await response["Body"].read(), response["ETag"]
-            finally:
-                response["Body"].close()
-
-        self.tags: dict[str, str | None] = {}
-        paths = [store.key_prefix + k for k in self.keys]
-        for i, result in store._stream([lambda p=p: tagged(p) for p in paths]):
-            if isinstance(result, Exception):
-                raise StoreError(f"cannot read key {self.keys[i]!r} ({store.fs.unstrip_protocol(paths[i])}): "
-                                 f"{result}") from result
-            self.values[self.keys[i]], self.tags[self.keys[i]] = result or (None, None)
+        got = self.store._get_ranges_versioned([(k, ByteRange(0, None)) for k in self.keys])
+        self.values = dict(zip(self.keys, got.values))
+        self.tags: dict[str, str | None] = {k: cast("str | None", tag) for k, tag in zip(self.keys, got.versions)}
 
     def commit(self, values: Mapping[str, Value | None]) -> set[str]:
         store, call = self.store, self.store._s3
