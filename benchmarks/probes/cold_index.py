@@ -13,6 +13,9 @@ first). Each round, alternated:
   in place by a wrapper (per index: median ns);
 * **cold, check skipped**: the same with ``ShardIndex.parse`` taking the table unchecked
   (the probe's own patch, not a mode of zarrdask): what the check costs where it runs;
+* **cold, index bare**: the index's bytes taken as they are (no checksum, no codec, no
+  check; the probe's patch again): what is left of a cold read over a warm one when the
+  index costs only its request;
 * **warm**: one open, every window read once untimed first;
 * the floors of both rows (``zstd_floor.window_floor``: ``os.pread`` + libzstd, the index
   parsed with ``np.frombuffer``).
@@ -70,6 +73,10 @@ def main() -> None:
     def unchecked(cls, table, grid, data_start, data_end, key):
         return cls(array.array("Q", np.asarray(table, dtype=np.uint64).tobytes()), grid)
 
+    def bare_index(self, data, key, shard_size=None):
+        return ShardIndex(array.array("Q", bytes(memoryview(data)[:16 * int(np.prod(self.grid_shape))])),
+                          self.grid_shape)
+
     def read_index(self, data, key, shard_size=None):  # (decode and check apart, as read_index does them)
         table = timed("index decode", self.index_pipeline.decode)(data)
         data_end = None if shard_size is None else shard_size - (self.index_size if self.index_location == "end" else 0)
@@ -102,6 +109,9 @@ def main() -> None:
             ShardIndex.parse = classmethod(unchecked)
             rows["cold, check skipped"].append(reads(True))
             ShardIndex.parse = classmethod(parse)
+            ShardingCodec.read_index = bare_index
+            rows["cold, index bare"].append(reads(True))
+            ShardingCodec.read_index = read_index
             rows["warm"].append(reads(False))
             for cold, fn in floors.items():
                 rows[f"floor, {'cold' if cold else 'warm'}"].append(fn().seconds * 1e6)
