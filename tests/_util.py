@@ -391,3 +391,15 @@ def run_with_query_planning(script: str) -> None:
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def run_at_once(context: Any, target: Any, n: int, *args: Any, timeout: float = 180) -> None:
+    """``target(*args, k, barrier)`` in ``n`` processes of ``context`` (k = 0..n-1), released
+    together by the barrier; each must exit cleanly within ``timeout`` seconds."""
+    barrier = context.Barrier(n)
+    procs = [context.Process(target=target, args=(*args, k, barrier)) for k in range(n)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+        assert p.exitcode == 0, f"process {p.name} exited with {p.exitcode}"

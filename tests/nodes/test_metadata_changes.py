@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from _s3 import BUCKET, s3_storage_options
+from _util import run_at_once
 
 import zarrdask
 from zarrdask.errors import MetadataError, NodeNotFoundError, ShapeMismatchError, WriteConflictError
@@ -43,13 +44,7 @@ def test_processes_appending_at_once_each_get_rows_of_their_own(tmp_path, zarr_f
     url = str(tmp_path / "a.zarr")
     zarrdask.create_array(url, shape=(0, 3), chunks=(2, 3), dtype="int32", zarr_format=zarr_format,
                           attributes={"title": "t"})
-    barrier = _CONTEXT.Barrier(PROCESSES)
-    procs = [_CONTEXT.Process(target=_appender, args=(url, k, barrier)) for k in range(PROCESSES)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    run_at_once(_CONTEXT, _appender, PROCESSES, url)
     a = zarrdask.open_array(url)
     assert a.shape == (PROCESSES * EACH, 3)
     rows = a[...]

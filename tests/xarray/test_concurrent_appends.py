@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from _util import run_at_once
 
 from zarrdask.errors import WriteConflictError
 from zarrdask.xarray_backend import to_zarr
@@ -45,13 +46,7 @@ def _appender(target: str, k: int, barrier: Any) -> None:
 def test_processes_appending_to_one_dataset_each_keep_their_steps(tmp_path):
     target = str(tmp_path / "d.zarr")
     to_zarr(_step(-1), target)
-    barrier = _CONTEXT.Barrier(PROCESSES)
-    procs = [_CONTEXT.Process(target=_appender, args=(target, k, barrier)) for k in range(PROCESSES)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(180)
-        assert p.exitcode == 0
+    run_at_once(_CONTEXT, _appender, PROCESSES, target)
     ds = xr.open_dataset(target, engine="zarrdask").load()
     times = ds["time"].values.tolist()
     assert sorted(times) == sorted([-1] + [100 * k + j for k in range(PROCESSES) for j in range(EACH)])
