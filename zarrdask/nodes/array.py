@@ -429,8 +429,9 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def _shape_conflict(self, stored: tuple[int, ...], expected: tuple[int, ...]) -> WriteConflictError:
         return WriteConflictError(
-            f"array {self.name!r}: its shape as stored is {stored}, not from_shape={expected}: another writer "
-            "resized it since; nothing was changed. Open it again and resize from the shape it has then")
+            f"array {self.name!r}: its shape as stored is {stored}, not from_shape={expected} (another writer "
+            f"resized it since, or it never had that shape); nothing was changed. To resize from the shape it has "
+            f"now, pass from_shape={stored} once what changed is accounted for")
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` into the new part; returns the new shape.
