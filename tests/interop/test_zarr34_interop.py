@@ -11,6 +11,7 @@ subprocess. Without a Python 3.12 interpreter on the machine these tests skip, s
 
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
@@ -21,8 +22,11 @@ import textwrap
 from pathlib import Path
 
 import dask.array as da
+import numcodecs
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarrdask
 
@@ -395,3 +399,52 @@ def test_convenience_calls_match_zarr_python_34(peer, tmp_path):
         assert ours == theirs[k], (case, ours, theirs[k])
     assert theirs[-1] == [0.0, 1.0, 2.0, 3.0, 4.0]
     np.testing.assert_array_equal(zarrdask.load(str(tmp_path / "saved_by_zarr.zarr")), np.arange(7, dtype="i2"))
+
+
+# -- v2 text and bytes arrays' fill values ------------------------------------------------
+
+PEER_OBJECT_FILLS = """
+    import sys, json, zarr
+    out = []
+    for path in json.loads(sys.argv[1]):
+        z = zarr.open_array(path, mode="r")
+        out.append([v.hex() if isinstance(v, bytes) else v for v in z[...].tolist()])
+    print(json.dumps(out))
+"""
+
+
+@settings(derandomize=True, deadline=None, max_examples=8, database=None)
+@given(fills=st.lists(st.one_of(
+    st.tuples(st.just("vlen-utf8"), st.one_of(st.none(), st.text(), st.booleans(), st.integers(-2**53, 2**53),
+                                               st.floats(allow_nan=False, allow_infinity=False))),
+    st.tuples(st.just("vlen-bytes"), st.one_of(st.none(), st.binary().map(lambda b: base64.b64encode(b).decode())))),
+    min_size=1, max_size=12))
+def test_unwritten_items_of_v2_text_and_bytes_arrays_read_as_zarr_python_reads_them(peer, tmp_path_factory, fills):
+    """Arrays with one chunk written and one not, fill values drawn as JSON: every item reads
+    the same in zarrdask and zarr-python 3.4, the unwritten ones included (zarr-python 3.4
+    refuses a number as a bytes array's fill value, so none is drawn there)."""
+    root = tmp_path_factory.mktemp("fills")
+    paths = []
+    for k, (codec, fill) in enumerate(fills):
+        path = root / f"a{k}.zarr"
+        path.mkdir()
+        meta = {"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|O", "compressor": None,
+                "fill_value": fill, "order": "C", "filters": [{"id": codec}]}
+        (path / ".zarray").write_text(json.dumps(meta))
+        items = np.array([b"a", b"bb"] if codec == "vlen-bytes" else ["a", "bb"], dtype=object)
+        (path / "0").write_bytes(numcodecs.get_codec({"id": codec}).encode(items))
+        paths.append(str(path))
+    theirs = json.loads(_run(peer, PEER_OBJECT_FILLS, json.dumps(paths)))
+    ours = [[v.hex() if isinstance(v, bytes) else v for v in zarrdask.open_array(p)[...].tolist()] for p in paths]
+    assert ours == theirs
+
+
+def test_zarr_python_reads_the_fill_values_of_v2_text_and_bytes_arrays_zarrdask_created(peer, tmp_path):
+    paths = []
+    for k, (dtype, fill) in enumerate([(str, "x"), (str, None), (bytes, b"\x00y"), (bytes, None)]):
+        path = str(tmp_path / f"a{k}.zarr")
+        a = zarrdask.create_array(path, shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2, fill_value=fill)
+        a[3] = "c" if dtype is str else b"c"
+        paths.append(path)
+    theirs = json.loads(_run(peer, PEER_OBJECT_FILLS, json.dumps(paths)))
+    assert theirs == [["x", "x", "x", "c"], ["", "", "", "c"], ["0079", "0079", "0079", "63"], ["", "", "", "63"]]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
-from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_dtype_v2
+from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_data_type_v3, parse_dtype_v2
 from ..errors import MetadataError, Problem
 from .grid import MAX_EXTENT, RegularChunkGrid, V2KeyEncoding, check_shape, raise_problems
 
@@ -24,6 +24,16 @@ def _dumps(doc: Any) -> bytes:
 
 #: the item families of the object codecs that encode only one kind of item
 _OBJECT_ITEMS = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
+#: the Zarr v3 data types of those items
+_V3_ITEMS = {"string": "string", "bytes": "variable_length_bytes"}
+
+
+def _items(filters: Any) -> str:
+    """What an object array's items are, by its object codec (the first filter): "string",
+    "bytes", or "object" for a codec that takes any object (json, msgpack, pickle)."""
+    if isinstance(filters, (list, tuple)) and filters and isinstance(filters[0], Mapping):
+        return _OBJECT_ITEMS.get(str(filters[0].get("id")), "object")
+    return "object"
 
 
 @dataclass(frozen=True)
@@ -71,9 +81,32 @@ class ArrayMetadataV2:
         and for an object array the one its object codec (the first filter) encodes; an
         object codec not named here (json, msgpack, pickle) takes any object."""
         family = self.data_type.family
-        if family == "object" and self.filters:
-            return _OBJECT_ITEMS.get(str(self.filters[0].get("id")), family)
-        return family
+        return _items(self.filters) if family == "object" else family
+
+    def cast_fill(self, value: Any) -> Any:
+        """A user-given fill value as this array's (``DataType.cast_fill``); an object
+        array's as an item of its object codec: text, bytes, or for a codec of any objects
+        a JSON scalar (MetadataError naming ``fill_value`` otherwise)."""
+        if self.data_type.family != "object":
+            return self.data_type.cast_fill(value)
+        items = self.item_family
+        if items != "object":
+            return parse_data_type_v3(_V3_ITEMS[items]).cast_fill(value)
+        if value is not None and not isinstance(value, (str, int, float)):
+            raise MetadataError([Problem(("fill_value",), f"expected a string, number or boolean (JSON) for an array "
+                                                          f"of any objects, got {value!r}")])
+        return value
+
+    @property
+    def chunk_fill(self) -> Any:
+        """What an element no write has reached reads as: the fill value; without one
+        (null), the empty item of a text or bytes array ("" / b"", as zarr-python 3
+        reads it), None in an array of any objects, else the data type's zero."""
+        if self.fill_value is not None:
+            return self.fill_value
+        if self.data_type.family == "object":
+            return {"string": "", "bytes": b""}.get(self.item_family)
+        return self.data_type.default_fill()
 
     @property
     def chunk_grid(self) -> RegularChunkGrid:
@@ -108,7 +141,7 @@ class ArrayMetadataV2:
             "chunks": list(self.chunk_shape),
             "dtype": self.data_type.to_json(),
             "compressor": dict(self.compressor) if self.compressor is not None else None,
-            "fill_value": fill_to_json_v2(self.data_type, self.fill_value),
+            "fill_value": fill_to_json_v2(self.data_type, self.fill_value, self.item_family),
             "order": self.order,
             "filters": [dict(f) for f in self.filters] if self.filters else None,
             "dimension_separator": self.dimension_separator,
@@ -165,7 +198,7 @@ class ArrayMetadataV2:
         fill = None
         if dtype is not None:
             try:
-                fill = fill_from_json_v2(dtype, doc.get("fill_value"))
+                fill = fill_from_json_v2(dtype, doc.get("fill_value"), items=_items(filters))
             except MetadataError as exc:
                 problems.extend(exc.problems)
         attrs = attributes if attributes is not None else {}

@@ -111,6 +111,11 @@ class ArrayMetadataV3:
         """What every item written must be: the data type's family (``casting.held_values``)."""
         return self.data_type.family
 
+    @property
+    def chunk_fill(self) -> Any:
+        """What an element no write has reached reads as: the fill value (v3 requires one)."""
+        return self.fill_value
+
     def evolve(self, **changes: Any) -> ArrayMetadataV3:
         return replace(self, **changes)
 

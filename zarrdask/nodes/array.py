@@ -409,7 +409,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             edge_end = axis.bounds(axis.index_of(n_new - 1))[1]  # the end of the unit cut by the new edge
             if edge_end > n_new:
                 region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
-                stored[region] = self.fill_value if self.fill_value is not None else self._metadata.data_type.default_fill()
+                stored[region] = self._metadata.chunk_fill
 
         def change(now: ArrayMetadata) -> ArrayMetadata:
             if expected is not None and now.shape != expected:

@@ -53,7 +53,7 @@ def array_layout(metadata: ArrayMetadata, path: str, *, verify: bool) -> ArrayLa
         grid = metadata.chunk_grid.axes(metadata.shape)
         # (every unit of a regular grid is stored with one shape; a rectilinear grid's
         # units each with their own, so each shape gets its pipeline, built on first use)
-        spec = ChunkSpec(stored_shape(grid, (0,) * len(grid)), metadata.data_type, metadata.fill_value)
+        spec = ChunkSpec(stored_shape(grid, (0,) * len(grid)), metadata.data_type, metadata.chunk_fill)
         if spec.nbytes > MAX_EXTENT:
             raise MetadataError([Problem(("chunk_grid" if metadata.zarr_format == 3 else "chunks",),
                                          f"a chunk of shape {spec.shape} ({spec.nbytes} bytes) is larger "
@@ -82,7 +82,7 @@ def shape_pipelines(metadata: ArrayMetadata, key: str, *, verify: bool) -> Pipel
         found = built.get(shape)
         if found is None:
             try:
-                found = _v3_pipeline(metadata, ChunkSpec(shape, metadata.data_type, metadata.fill_value))
+                found = _v3_pipeline(metadata, ChunkSpec(shape, metadata.data_type, metadata.chunk_fill))
                 if not verify:
                     found = found.without_checksums()
             except MetadataError as exc:

@@ -257,9 +257,14 @@ def _v2_from_v3(path: str, array: Array, options: Options) -> ArrayMetadataV2:
     encoding = doc["chunk_key_encoding"]
     separator = (encoding.get("configuration") or {}).get("separator", "/" if encoding["name"] == "default" else ".")
     zarray = {"zarr_format": 2, "shape": list(array.shape), "chunks": list(chunks), "dtype": dtype_json,
-              "compressor": codec_json_v2(bb[0], ("codecs",)) if bb else None, "fill_value": fill_to_json_v2(data_type, fill),
+              "compressor": codec_json_v2(bb[0], ("codecs",)) if bb else None,
+              "fill_value": fill_to_json_v2(data_type, fill, _V2_ITEMS.get(_name(serializer), "object")),
               "order": order, "filters": filters or None, "dimension_separator": separator}
     return ArrayMetadataV2.from_json(zarray, attrs, key=join_path(path, ".zarray"))
+
+
+#: what the v3 serializers a v2 object array keeps as its object codec hold
+_V2_ITEMS = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
 
 
 def _v2_dtype(path: str, array: Array, endian: str) -> str:

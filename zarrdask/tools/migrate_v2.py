@@ -18,7 +18,7 @@ from ..nodes.codec_input import codec_json_v3
 
 __all__ = ["array_document", "xarray_fill_attribute"]
 
-_OBJECT_CODECS = {"vlen-utf8": ("string", ""), "vlen-bytes": ("variable_length_bytes", b"")}
+_OBJECT_CODECS = {"vlen-utf8": "string", "vlen-bytes": "variable_length_bytes"}
 
 
 def _byte_orders(stored: np.dtype) -> set[str]:
@@ -46,10 +46,9 @@ def array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
             raise MetadataError([Problem(("filters", 0, "id"), f"object codec {codec_id!r} has no Zarr v3 "
                                                                f"equivalent (expected one of {sorted(_OBJECT_CODECS)})")],
                                 key=key)
-        name, default = _OBJECT_CODECS[codec_id]
-        data_type = parse_data_type_v3(name)
+        data_type = parse_data_type_v3(_OBJECT_CODECS[codec_id])
         serializer: dict[str, Any] = {"name": codec_id}
-        fill = meta.fill_value if isinstance(meta.fill_value, type(default)) else default
+        fill = meta.chunk_fill  # (what the v2 array's unwritten items read as)
         filters = filters[1:]
         typesize = None
     else:

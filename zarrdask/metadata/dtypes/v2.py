@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 from typing import Any
@@ -58,8 +59,9 @@ def stored_dtype_v2(dtype: DataType) -> np.dtype:
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\Z")
 
 
-def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) -> Any:
-    """Parse a v2 ``fill_value``; ``None`` stays ``None`` (no fill value)."""
+def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",), items: str = "object") -> Any:
+    """Parse a v2 ``fill_value``; ``None`` stays ``None`` (no fill value). ``items``: what an
+    object array's object codec holds (``ArrayMetadataV2.item_family``)."""
     if value is None:
         return None
     fam = dtype.family
@@ -67,7 +69,7 @@ def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) 
         value = json.loads(value)  # the value the same text unquoted is
     try:
         if fam == "object":
-            return value
+            return _object_fill(value, items, loc)
         if fam in ("float", "complex"):
             if fam == "complex" and isinstance(value, list):
                 return fill_complex(dtype, value, loc)
@@ -93,13 +95,42 @@ def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",)) 
                                           f"{with_expected(dtype, exc)}")]) from None
     raise MetadataError([Problem(loc, f"cannot parse fill value {value!r} for dtype {dtype.name}")])
 
-def fill_to_json_v2(dtype: DataType, value: Any) -> JSON:
-    """The v2 JSON form of a fill value (``None`` for no fill value)."""
+def _object_fill(value: JSON, items: str, loc: Loc) -> Any:
+    """An object array's fill value as an item of its object codec: text for ``vlen-utf8``
+    (a JSON number or boolean as its text, ``0`` -> ``"0"``, as zarr-python 3 and zarrs read
+    the ``0`` zarr-python 2 wrote by default), bytes for ``vlen-bytes`` (base64 text, as
+    zarr-python 3 writes it; a number or boolean as its ASCII text); any other codec's fill
+    as the JSON value it is."""
+    if items == "object":
+        return value
+    if isinstance(value, (bool, int, float)):
+        text = str(value)
+        return text if items == "string" else text.encode("ascii")
+    if not isinstance(value, str):
+        raise MetadataError([Problem(loc, f"expected a string for the {items} items of a {_CODEC_OF[items]} array, "
+                                          f"got {value!r}")])
+    if items == "string":
+        return value
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise MetadataError([Problem(loc, f"expected the base64 text of a vlen-bytes array's fill value, "
+                                          f"got {value!r}")]) from None
+
+
+_CODEC_OF = {"string": "vlen-utf8", "bytes": "vlen-bytes"}
+
+
+def fill_to_json_v2(dtype: DataType, value: Any, items: str = "object") -> JSON:
+    """The v2 JSON form of a fill value (``None`` for no fill value); an object array's by
+    what its object codec holds (``items``: bytes as base64 text)."""
     if value is None:
         return None
     fam = dtype.family
     if fam == "object":
-        return value if isinstance(value, (str, int, float)) or value is None else None
+        if items == "bytes" and isinstance(value, bytes):
+            return base64.b64encode(value).decode("ascii")
+        return value.item() if isinstance(value, np.generic) else value  # (a JSON value as parsed, or a scalar)
     if fam == "float":
         j = float_to_json(value, dtype.dtype)
         return "NaN" if isinstance(j, str) and j.startswith("0x") else j

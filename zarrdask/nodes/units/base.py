@@ -79,8 +79,7 @@ class ChunkSource(ABC):
         self.unit_shape: UnitShape = spec.shape if regular else tuple(axis.extents() for axis in grid)
         self.read_shape: UnitShape = self.unit_shape  # the unit a read decodes (inner chunks when sharded)
         self.shards: UnitShape | None = self.unit_shape if shards else None
-        fill = spec.fill_value
-        self.fill = spec.dtype.default_fill() if fill is None else fill
+        self.fill = spec.fill_value  # (the metadata's ``chunk_fill``)
         self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
                                     sharded=False, ranged_reads=False, key=self.key)
         #: the array in the process's decoded-chunk pool (writes forget their keys there),
