@@ -519,6 +519,7 @@ def test_held_arrays_reuse_the_buffers_of_those_gone_and_never_one_in_use(monkey
 
     monkeypatch.setattr(output, "_spare", {})
     monkeypatch.setattr(output, "_spare_bytes", 0)
+    monkeypatch.setattr(output, "_spare_room", lambda: 1 << 20)
     first = output.held_array((4, 8), np.dtype("f8"))
     address = first.ctypes.data
     view = first.T[1:]  # (a view of a view: its base is the buffer's owner too)
@@ -530,12 +531,52 @@ def test_held_arrays_reuse_the_buffers_of_those_gone_and_never_one_in_use(monkey
     third = output.held_array((8, 4), np.dtype("i8"))  # (the same size, another shape and type)
     assert third.ctypes.data == address and third.flags.writeable and third.flags.c_contiguous
     del second, third
-    monkeypatch.setattr(output, "SPARE_HELD_BYTES", 256)
+    monkeypatch.setattr(output, "_spare_room", lambda: 256)
     output._spare.clear()
     monkeypatch.setattr(output, "_spare_bytes", 0)
     many = [output.held_array((8, 8), np.dtype("f8")) for _ in range(3)]  # 512 bytes each
     del many
-    assert output._spare_bytes == 0  # (more than SPARE_HELD_BYTES: none kept)
+    assert output._spare_bytes == 0  # (more than the room: none kept)
+
+
+def test_buffers_kept_for_reuse_and_the_pool_stay_within_the_budget(tmp_path, monkeypatch):
+    """What ``cache_clear`` or an eviction leaves is kept for the next entries of its size,
+    large held shards included (mappings of their own), but never more than the pool's
+    budget less what the pool holds: the pool growing again lets go of kept buffers."""
+    import zarrdask.runtime.cache as cache
+    import zarrdask.runtime.output as output
+
+    monkeypatch.setattr(output, "_spare", {})
+    monkeypatch.setattr(output, "_spare_bytes", 0)
+    monkeypatch.setattr(cache._POOL, "limit", 0)  # (the largest budget asked in this test)
+    zarrdask.cache_clear()
+    budget = 40 << 20  # (an eighth of it: 5 MiB, so shards of 4 MiB are held whole)
+    big = str(tmp_path / "big")  # 4 shards of 4 MiB (held whole: mappings of their own)
+    model = np.arange(2048 * 2048, dtype="f4").reshape(2048, 2048)
+    zarrdask.create_array(big, data=model, chunks=(256, 256), shards=(1024, 1024), compressors=None)
+    a = zarrdask.open_array(big, cache_bytes=budget)
+    np.testing.assert_array_equal(a[...], model)
+    held = [entry.data.ctypes.data for entry in cache._POOL._entries.values()]
+    assert len(held) == 4 and all(entry.data.nbytes == 4 << 20 for entry in cache._POOL._entries.values())
+    zarrdask.cache_clear()
+    assert output.spare_bytes() == 16 << 20  # (all of it: the pool is empty)
+    np.testing.assert_array_equal(a[...], model)
+    assert sorted(entry.data.ctypes.data for entry in cache._POOL._entries.values()) == sorted(held)
+    assert output.spare_bytes() == 0
+    zarrdask.cache_clear()
+    small = str(tmp_path / "small")  # chunks of 1 MiB, another size: the kept 4 MiB buffers give way
+    other = np.ones((8192, 1024), dtype="f4")
+    zarrdask.create_array(small, data=other, chunks=(256, 1024), compressors=None)
+    b = zarrdask.open_array(small, cache_bytes=budget)
+    for start in range(0, 8192, 256):
+        np.testing.assert_array_equal(b[start: start + 256], other[start: start + 256])
+        assert cache._POOL.bytes + output.spare_bytes() <= budget
+    assert cache._POOL.bytes == 32 << 20 and output.spare_bytes() == 8 << 20  # (two of the four kept)
+    np.testing.assert_array_equal(b[...], other)  # (read again: hits, nothing moves)
+    zarrdask.cache_clear()
+    c = zarrdask.open_array(small, cache_bytes=budget)
+    assert c[0, 0] == 1.0
+    assert cache._POOL.bytes + output.spare_bytes() <= budget
 
 
 def test_a_cache_emptied_and_read_again_decodes_into_the_memory_it_left(tmp_path, monkeypatch):

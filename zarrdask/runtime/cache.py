@@ -36,6 +36,7 @@ from ..display.kit import Fact, document, fact_table, format_bytes
 from ..plan.fetch_plan import ReadPlan
 from ..storage.base import Store
 from .held_shard import HeldShard
+from .output import set_spare_room, spare_bytes, trim_spares
 
 __all__ = ["ArrayCache", "ArrayKey", "CacheInfo", "CONFIG_KEY", "array_cache", "array_statistics", "cache_clear",
            "check_budget", "forget", "forget_below", "last_write", "pool_info", "pool_key"]
@@ -219,6 +220,8 @@ class _Pool:
             self._entries[key] = chunk
             self._by_key.setdefault(key[:3], set()).add(key)
             self.bytes += size
+            if spare_bytes() > self.limit - self.bytes:  # (the buffers kept for reuse give way)
+                trim_spares(self.limit - self.bytes)
             counts = self.counts(array)
             counts.entries += 1
             counts.bytes += size
@@ -277,10 +280,11 @@ class _Pool:
             self._clock += 1
             for array in self._arrays:
                 self._written[array] = self._clock
-            self._entries.clear()
+            entries, self._entries = self._entries, OrderedDict()
             self._by_key.clear()
             self._arrays.clear()
             self.bytes = 0
+        del entries  # (their buffers, kept for reuse within the budget, now that the pool is empty)
 
     def last_write(self, array: ArrayKey) -> int:
         return self._written.get(array, 0)  # (one dict read: atomic, no lock needed)
@@ -299,6 +303,8 @@ class _Pool:
 
 
 _POOL = _Pool()
+# (held arrays' buffers are kept for reuse in what the pool leaves of its budget)
+set_spare_room(lambda: max(_POOL.limit - _POOL.bytes, 0))
 
 
 #: the chunk placements of the read plans an open keeps (of basic selections), in all and
@@ -462,5 +468,6 @@ def pool_info() -> CacheInfo:
 
 def cache_clear() -> None:
     """Forget every decoded chunk held in this process (after another process changed a
-    store this process has cached). Statistics restart; the pool's limit stays."""
+    store this process has cached). Statistics restart; the pool's limit stays, and the
+    chunks' memory is kept, within it, for the entries that follow."""
     _POOL.clear()

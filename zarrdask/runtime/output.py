@@ -41,8 +41,8 @@ import numpy as np
 from ..errors import TooLargeError
 
 __all__ = ["FRESH_PAGES_BYTES", "HUGEPAGE_HINT_BYTES", "MEMORY_BYTES", "RESULT_DECAY_SECONDS", "RESULT_IDLE_BYTES",
-           "RESULT_IDLE_MAX_BYTES", "SCRATCH_IDLE_BYTES", "SPARE_HELD_BYTES",
-           "format_bytes", "held_array", "output_array", "scratch"]
+           "RESULT_IDLE_MAX_BYTES", "SCRATCH_IDLE_BYTES",
+           "format_bytes", "held_array", "output_array", "scratch", "set_spare_room", "spare_bytes", "trim_spares"]
 
 #: glibc's largest dynamic mmap threshold (64-bit): a malloc this big always gets fresh pages.
 FRESH_PAGES_BYTES = 32 << 20
@@ -217,51 +217,83 @@ HUGEPAGE_HINT_BYTES = 4 << 20
 
 
 def held_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An uninitialised array to be held for long (a decoded-chunk cache entry): from
-    :data:`HUGEPAGE_HINT_BYTES` on, a mapping of its own without numpy's huge-page advice
-    (its page faults may wait for compaction), its pages mapped as they are first written
-    (a held shard filled chunk by chunk maps only what it holds); smaller ones over a
-    buffer of their size that an earlier entry left (:func:`_spare_buffer`), else a new
-    one, so that a large cache of small entries does not make a mapping each (object
-    arrays: ``np.empty``)."""
+    """An uninitialised array to be held for long (a decoded-chunk cache entry), over a
+    buffer of its size that an entry gone before left (:func:`_keep_spare`), else a new
+    one: from :data:`HUGEPAGE_HINT_BYTES` on a mapping of its own without numpy's huge-page
+    advice (its page faults may wait for compaction), its pages mapped as they are first
+    written (a held shard filled chunk by chunk maps only what it holds). So a cache
+    emptied and filled again writes into pages already mapped (object arrays: ``np.empty``)."""
     nbytes = math.prod(shape) * dtype.itemsize
     if dtype.hasobject or nbytes == 0:
         return np.empty(shape, dtype=dtype)
-    if not _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES):
-        return np.asarray(_Lease(_spare_buffer(nbytes), nbytes, _keep_spare)).view(dtype).reshape(shape)
-    return _mapping(nbytes).view(dtype).reshape(shape)
+    buffer = _spare_buffer(nbytes)
+    if buffer is None:
+        buffer = _mapping(nbytes) if _mapped(nbytes, dtype, HUGEPAGE_HINT_BYTES) else np.empty(nbytes, np.uint8)
+    return np.asarray(_Lease(buffer, nbytes, _keep_spare)).view(dtype).reshape(shape)
 
 
-#: buffers of held arrays no array uses any more, kept for the next held arrays of their size,
-#: at most this many bytes in all: a cache emptied and filled again (``cache_clear``, a full
-#: cache evicting as it reads) then writes into pages already mapped, where new memory would
-#: cost its page faults again (benchmarks/HISTORY.md, issue 45 session 24)
-SPARE_HELD_BYTES = 64 << 20
+#: buffers of held arrays no array uses any more, kept for the next held arrays of their size
+#: while they fit in ``_spare_room()`` bytes: what the decoded-chunk pool leaves of its budget
+#: (``set_spare_room``), so the pool's entries and these together stay within it. A cache
+#: emptied (``cache_clear``) or evicting as it reads then fills pages already mapped, where
+#: new memory would cost its page faults again (benchmarks/HISTORY.md, issue 45 sessions 24
+#: and 31)
 _spare: dict[int, list[np.ndarray]] = {}
 _spare_bytes = 0
 _spare_lock = threading.RLock()  # (a lease freed by the garbage collector inside a locked step)
+_spare_room: Callable[[], int] = lambda: 0
 
 
-def _spare_buffer(nbytes: int) -> np.ndarray:
-    """A buffer of ``nbytes`` (uint8) a held array left, else a new one."""
+def set_spare_room(room: Callable[[], int]) -> None:
+    """Let ``room()`` tell how many bytes the kept buffers may take (the pool sets it)."""
+    global _spare_room
+    _spare_room = room
+
+
+def spare_bytes() -> int:
+    """The bytes of the buffers kept for reuse."""
+    return _spare_bytes
+
+
+def trim_spares(room: int) -> None:
+    """Let go of kept buffers, the largest first, until they take at most ``room`` bytes
+    (the pool grew into its budget)."""
+    global _spare_bytes
+    dropped = []
+    with _spare_lock:
+        while _spare_bytes > room and _spare:
+            size = max(_spare)
+            kept = _spare[size]
+            dropped.append(kept.pop())
+            _spare_bytes -= size
+            if not kept:
+                del _spare[size]
+    del dropped  # (unmapped after the lock is let go)
+
+
+def _spare_buffer(nbytes: int) -> np.ndarray | None:
+    """A buffer of ``nbytes`` (uint8) a held array left, or None."""
     global _spare_bytes
     with _spare_lock:
         kept = _spare.get(nbytes)
-        if kept:
-            _spare_bytes -= nbytes
-            return kept.pop()
-    return np.empty(nbytes, dtype=np.uint8)
+        if not kept:
+            return None
+        _spare_bytes -= nbytes
+        buffer = kept.pop()
+        if not kept:
+            del _spare[nbytes]
+        return buffer
 
 
 def _keep_spare(buffer: np.ndarray) -> None:
     """Keep a held array's buffer whose last array is gone for the next held array of its
-    size, while the kept ones stay within :data:`SPARE_HELD_BYTES`. (Called from
-    ``__del__``: the lock is reentrant, and no caller holds it while arrays are freed.)"""
+    size, while the kept ones fit in ``_spare_room()``. (Called from ``__del__``: the lock
+    is reentrant, and no caller holds it while arrays are freed.)"""
     global _spare_bytes
     if sys.is_finalizing():
         return
     with _spare_lock:
-        if _spare_bytes + buffer.nbytes <= SPARE_HELD_BYTES:
+        if _spare_bytes + buffer.nbytes <= _spare_room():
             _spare.setdefault(buffer.nbytes, []).append(buffer)
             _spare_bytes += buffer.nbytes
 
