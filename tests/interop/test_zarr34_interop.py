@@ -448,3 +448,29 @@ def test_zarr_python_reads_the_fill_values_of_v2_text_and_bytes_arrays_zarrdask_
         paths.append(path)
     theirs = json.loads(_run(peer, PEER_OBJECT_FILLS, json.dumps(paths)))
     assert theirs == [["x", "x", "x", "c"], ["", "", "", "c"], ["0079", "0079", "0079", "63"], ["", "", "", "63"]]
+
+
+PEER_V2_DEFAULT_FILLS = """
+    import sys, json, numpy as np, zarr
+    root, dtypes = sys.argv[1], json.loads(sys.argv[2])
+    out = []
+    for k, name in enumerate(dtypes):
+        dtype = str if name == "str" else np.dtype([tuple(f) for f in name] if isinstance(name, list) else name)
+        zarr.create_array(f"{root}/zp{k}.zarr", shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2)
+        out.append(json.load(open(f"{root}/zp{k}.zarr/.zarray"))["fill_value"])
+    print(json.dumps(out))
+"""
+
+
+def test_v2_arrays_created_without_a_fill_value_get_zarr_python_34s_default(peer, tmp_path):
+    """The same ``fill_value`` in the document: zero, NaT for dates and durations, an empty
+    item for text (``|S`` is left out: zarrdask spells b"" as the base64 of its item's zero
+    bytes, "AAA=", which reads as the same empty value)."""
+    dtypes = ["str", "<f4", "<i8", "|b1", "<M8[s]", "<m8[ms]", "<U3", "<c8", [["a", "<i4"], ["b", "<f8"]]]
+    theirs = json.loads(_run(peer, PEER_V2_DEFAULT_FILLS, str(tmp_path), json.dumps(dtypes)))
+    ours = []
+    for k, name in enumerate(dtypes):
+        dtype = str if name == "str" else np.dtype([tuple(f) for f in name] if isinstance(name, list) else name)
+        zarrdask.create_array(str(tmp_path / f"zd{k}.zarr"), shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2)
+        ours.append(json.loads((tmp_path / f"zd{k}.zarr" / ".zarray").read_text())["fill_value"])
+    assert ours == theirs

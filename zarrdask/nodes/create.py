@@ -416,14 +416,14 @@ def _metadata_v2(shape: tuple[int, ...], dtype: Any, chunks: Any, fill_value: An
     if dimension_names is not None:
         attrs["_ARRAY_DIMENSIONS"] = list(dimension_names)
     sep = _key_encoding(chunk_key_encoding, 2).separator
-    if fill_value is DEFAULT_FILL:  # zarr-python's default: the data type's (null for objects and records)
-        fill_value = None if np_dtype.kind in "OV" else dt.default_fill()
     itemsize = np_dtype.itemsize if np_dtype.kind != "O" else 16
     metadata = ArrayMetadataV2(
         shape=shape, chunk_shape=_chunks(chunks, shape, itemsize), data_type=dt, fill_value=None, order=order,
         compressor=compressor_list[0] if compressor_list else None, filters=tuple(filter_list) or None,
         dimension_separator=sep, attributes=attrs,
     )
+    if fill_value is DEFAULT_FILL:  # zarr-python 3's: the data type's zero, an empty item of text or bytes
+        return metadata.evolve(fill_value=metadata.chunk_fill)  # (null for an object codec of any objects)
     return metadata if fill_value is None else metadata.evolve(fill_value=metadata.cast_fill(fill_value))  # (v2: null = no fill)
 
 

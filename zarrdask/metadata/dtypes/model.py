@@ -59,11 +59,14 @@ class DataType:
         return {"name": self.name, "configuration": dict(self.configuration)}
 
     def default_fill(self) -> Any:
-        """The fill value used when none is given (zero / empty)."""
+        """The fill value used when none is given: zero / empty, and for dates and
+        durations NaT (as zarr-python 3 creates them and reads a v2 array without one)."""
         if self.family == "string":
             return ""
         if self.family == "bytes":
             return b""
+        if self.dtype.kind in "Mm":
+            return np.array("NaT", dtype=self.dtype)[()]
         # (datetime64/timedelta64 zero needs the dtype's unit, which ``type(0)`` lacks)
         return self.dtype.type(0) if self.dtype.kind not in "SUVMm" else np.zeros((), self.dtype)[()]
 
