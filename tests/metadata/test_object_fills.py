@@ -134,3 +134,17 @@ def test_a_copy_to_v2_keeps_a_text_or_bytes_fill_value(tmp_path, dtype, fill, wr
     copied = zarrdask.copy(source, target, zarr_format=2)
     assert copied.metadata.zarr_format == 2 and copied.fill_value == fill
     assert zarrdask.open_array(target)[...].tolist() == [fill, fill, fill, written]
+
+
+@pytest.mark.parametrize("fill", [[1, "a"], {"k": [2, 3]}, [[0]], []])
+def test_a_list_or_dict_fill_value_is_every_unwritten_item_whole(fill):
+    """In an array of any objects (json2) a list or dict fill value is one item, not values
+    spread over the items (numpy's broadcasting of a bare list)."""
+    store = _store(fill, "json2")
+    a = zarrdask.open_array(store, mode="r+")
+    assert a[...].tolist() == ["a", "bb", fill, fill]
+    a[3] = "q"
+    assert a[...].tolist() == ["a", "bb", fill, "q"]
+    a.resize(1)
+    a.resize(4)
+    assert a[...].tolist() == ["a", fill, fill, fill]

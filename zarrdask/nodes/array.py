@@ -34,7 +34,7 @@ from ..indexing import Selection, basic_selection, orthogonal_selection, point_s
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from ..runtime.cache import CacheInfo, array_cache, array_statistics, forget, pool_key
-from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, open_units
+from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, fill_item, open_units
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
 from ..door.node_io import change_node
@@ -409,7 +409,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             edge_end = axis.bounds(axis.index_of(n_new - 1))[1]  # the end of the unit cut by the new edge
             if edge_end > n_new:
                 region = tuple(slice(n_new, edge_end) if i == d else slice(0, n) for i, n in enumerate(old))
-                stored[region] = self._metadata.chunk_fill
+                stored[region] = fill_item(self._metadata.chunk_fill)
 
         def change(now: ArrayMetadata) -> ArrayMetadata:
             if expected is not None and now.shape != expected:

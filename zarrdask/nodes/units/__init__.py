@@ -2,8 +2,9 @@
 written, listed, counted and checked (``interface.py`` is the public face; ``chunks.py``
 and ``shards.py`` the two kinds; ``kinds.py`` picks one from the codec chain)."""
 
+from .base import fill_item
 from .interface import StorageStatistics, StoredUnits, UnitShape
 from .kinds import open_units
 from .options import ArrayOptions, WriteLock
 
-__all__ = ["ArrayOptions", "StorageStatistics", "StoredUnits", "UnitShape", "WriteLock", "open_units"]
+__all__ = ["ArrayOptions", "StorageStatistics", "StoredUnits", "UnitShape", "WriteLock", "fill_item", "open_units"]

@@ -35,7 +35,7 @@ from .interface import StorageStatistics, UnitShape
 from .options import ArrayOptions
 from .puts import UnitPuts
 
-__all__ = ["ChunkSource", "UnitWriter", "with_key"]
+__all__ = ["ChunkSource", "UnitWriter", "fill_item", "with_key"]
 
 T = TypeVar("T")
 
@@ -79,7 +79,9 @@ class ChunkSource(ABC):
         self.unit_shape: UnitShape = spec.shape if regular else tuple(axis.extents() for axis in grid)
         self.read_shape: UnitShape = self.unit_shape  # the unit a read decodes (inner chunks when sharded)
         self.shards: UnitShape | None = self.unit_shape if shards else None
-        self.fill = spec.fill_value  # (the metadata's ``chunk_fill``)
+        #: what unwritten elements are set to (the metadata's ``chunk_fill``; a list or dict, the
+        #: item of an array of any objects, held in a 0-d array so that numpy sets it whole)
+        self.fill = fill_item(spec.fill_value)
         self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
                                     sharded=False, ranged_reads=False, key=self.key)
         #: the array in the process's decoded-chunk pool (writes forget their keys there),
@@ -90,7 +92,7 @@ class ChunkSource(ABC):
     @functools.cached_property
     def _is_fill(self) -> Callable[[np.ndarray], bool]:
         """Whether a chunk holds the fill value's bits only (worked out on a write's first ask)."""
-        return fill_test(self.spec.dtype.dtype, self.fill)
+        return fill_test(self.spec.dtype.dtype, self.spec.fill_value)
 
     @property
     def _unit_bytes(self) -> int:
@@ -377,3 +379,14 @@ def _target(out: np.ndarray, unit: UnitRead) -> np.ndarray:
     if is_view(unit.out_index):
         return out[unit.out_index or ...]  # (``...``: a 0-d array's view, not its scalar)
     return np.empty(unit.shape, dtype=out.dtype)
+
+
+def fill_item(fill: Any) -> Any:
+    """``fill`` as numpy assigns it to every element it is set to: a list or dict (an item
+    of an array of any objects) inside a 0-d object array, which numpy broadcasts whole
+    (a bare list would be spread over the elements)."""
+    if not isinstance(fill, (list, dict)):
+        return fill
+    item = np.empty((), dtype=object)
+    item[()] = fill
+    return item
