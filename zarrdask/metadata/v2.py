@@ -11,7 +11,7 @@ from .dtypes import DataType, fill_from_json_v2, fill_to_json_v2, parse_data_typ
 from ..errors import MetadataError, Problem
 from .grid import MAX_EXTENT, RegularChunkGrid, V2KeyEncoding, check_shape, raise_problems
 
-__all__ = ["ArrayMetadataV2", "GroupMetadataV2"]
+__all__ = ["ITEM_DATA_TYPES", "OBJECT_CODEC_ITEMS", "ArrayMetadataV2", "GroupMetadataV2"]
 
 _ARRAY_FIELDS = {
     "zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order", "filters", "dimension_separator",
@@ -23,16 +23,16 @@ def _dumps(doc: Any) -> bytes:
 
 
 #: the item families of the object codecs that encode only one kind of item
-_OBJECT_ITEMS = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
+OBJECT_CODEC_ITEMS = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
 #: the Zarr v3 data types of those items
-_V3_ITEMS = {"string": "string", "bytes": "variable_length_bytes"}
+ITEM_DATA_TYPES = {"string": "string", "bytes": "variable_length_bytes"}
 
 
 def _items(filters: Any) -> str:
     """What an object array's items are, by its object codec (the first filter): "string",
     "bytes", or "object" for a codec that takes any object (json, msgpack, pickle)."""
     if isinstance(filters, (list, tuple)) and filters and isinstance(filters[0], Mapping):
-        return _OBJECT_ITEMS.get(str(filters[0].get("id")), "object")
+        return OBJECT_CODEC_ITEMS.get(str(filters[0].get("id")), "object")
     return "object"
 
 
@@ -91,7 +91,7 @@ class ArrayMetadataV2:
             return self.data_type.cast_fill(value)
         items = self.item_family
         if items != "object":
-            return parse_data_type_v3(_V3_ITEMS[items]).cast_fill(value)
+            return parse_data_type_v3(ITEM_DATA_TYPES[items]).cast_fill(value)
         if value is not None and not isinstance(value, (str, int, float)):
             raise MetadataError([Problem(("fill_value",), f"expected a string, number or boolean (JSON) for an array "
                                                           f"of any objects, got {value!r}")])

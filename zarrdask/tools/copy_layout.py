@@ -32,7 +32,7 @@ from ..nodes.create import INDEX_CODECS
 from ..metadata.dtypes import fill_to_json_v2, parse_dtype_v2
 from ..errors import InvalidModeError, MetadataError, Problem, ShapeMismatchError
 from ..metadata.n5 import ArrayMetadataN5, plain_v3_document
-from ..metadata.v2 import ArrayMetadataV2
+from ..metadata.v2 import OBJECT_CODEC_ITEMS, ArrayMetadataV2
 from ..metadata.v3 import parse_v3
 from ..storage.base import join_path
 from .copy_shapes import KEEP, check_multiples, fit_shards, resolve
@@ -258,13 +258,9 @@ def _v2_from_v3(path: str, array: Array, options: Options) -> ArrayMetadataV2:
     separator = (encoding.get("configuration") or {}).get("separator", "/" if encoding["name"] == "default" else ".")
     zarray = {"zarr_format": 2, "shape": list(array.shape), "chunks": list(chunks), "dtype": dtype_json,
               "compressor": codec_json_v2(bb[0], ("codecs",)) if bb else None,
-              "fill_value": fill_to_json_v2(data_type, fill, _V2_ITEMS.get(_name(serializer), "object")),
+              "fill_value": fill_to_json_v2(data_type, fill, OBJECT_CODEC_ITEMS.get(_name(serializer), "object")),
               "order": order, "filters": filters or None, "dimension_separator": separator}
     return ArrayMetadataV2.from_json(zarray, attrs, key=join_path(path, ".zarray"))
-
-
-#: what the v3 serializers a v2 object array keeps as its object codec hold
-_V2_ITEMS = {"vlen-utf8": "string", "vlen-bytes": "bytes"}
 
 
 def _v2_dtype(path: str, array: Array, endian: str) -> str:

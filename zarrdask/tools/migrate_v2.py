@@ -13,12 +13,10 @@ import numpy as np
 from ..codecs.numcodecs_adapter import BYTES_TO_BYTES
 from ..errors import MetadataError, Problem
 from ..metadata.dtypes import data_type_from_numpy, parse_data_type_v3, stored_dtype_v2
-from ..metadata.v2 import ArrayMetadataV2
+from ..metadata.v2 import ITEM_DATA_TYPES, OBJECT_CODEC_ITEMS, ArrayMetadataV2
 from ..nodes.codec_input import codec_json_v3
 
 __all__ = ["array_document", "xarray_fill_attribute"]
-
-_OBJECT_CODECS = {"vlen-utf8": "string", "vlen-bytes": "variable_length_bytes"}
 
 
 def _byte_orders(stored: np.dtype) -> set[str]:
@@ -42,11 +40,11 @@ def array_document(meta: ArrayMetadataV2, key: str) -> dict[str, Any]:
     filters = [dict(f) for f in meta.filters or ()]
     if meta.data_type.family == "object":
         codec_id = filters[0]["id"] if filters else None
-        if codec_id not in _OBJECT_CODECS:
+        if codec_id not in OBJECT_CODEC_ITEMS:
             raise MetadataError([Problem(("filters", 0, "id"), f"object codec {codec_id!r} has no Zarr v3 "
-                                                               f"equivalent (expected one of {sorted(_OBJECT_CODECS)})")],
+                                                               f"equivalent (expected one of {sorted(OBJECT_CODEC_ITEMS)})")],
                                 key=key)
-        data_type = parse_data_type_v3(_OBJECT_CODECS[codec_id])
+        data_type = parse_data_type_v3(ITEM_DATA_TYPES[OBJECT_CODEC_ITEMS[codec_id]])
         serializer: dict[str, Any] = {"name": codec_id}
         fill = meta.chunk_fill  # (what the v2 array's unwritten items read as)
         filters = filters[1:]
