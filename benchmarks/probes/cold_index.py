@@ -20,6 +20,10 @@ first). Each round, alternated:
 * the floors of both rows (``zstd_floor.window_floor``: ``os.pread`` + libzstd, the index
   parsed with ``np.frombuffer``).
 
+Then, once, the steps alone on one shard's index bytes (medians, us): in a loop of their
+own, and each right after a fresh ``open_array`` (untimed), as a cold read meets them; beside
+them the floor's index read (open, ``os.pread``, ``np.frombuffer``, close).
+
 Medians of the per-read latencies (us), then of the rounds. A step costs about three times
 as much in place as in a loop of its own: each read's decodes (about 300 us of libzstd over
 4 x 64 KiB) leave the caches cold for the Python and numpy calls that follow.
@@ -122,6 +126,53 @@ def main() -> None:
     print(f"{args.layout}, 200 windows 1x64x64, medians of {args.rounds} rounds:")
     for k, v in rows.items():
         print(f"  {k:22s} {statistics.median(v):6.0f} us")
+    alone(path)
+
+
+def alone(path: str) -> None:
+    """The index steps on one shard's index, in a loop and each after a fresh open."""
+    import os
+
+    import numpy as np
+
+    import zarrdask
+    from zarrdask.codecs.sharding import ShardIndex
+
+    first = zarrdask.open_array(path)
+    key = first.units.key((0,) * first.ndim)
+    codec = first.units._codec_at((0,) * first.ndim)
+    raw = first.units.fetch.store.get_ranges([(key, codec.index_request())])[0]
+    table = codec.index_pipeline.decode(raw)
+    name = first.units.fetch.store.path_of(key)
+    size = os.path.getsize(name)
+
+    def floor_index(_) -> None:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            np.frombuffer(os.pread(fd, codec.index_size, size - codec.index_size), "<u8", (codec.index_size - 4) // 8)
+        finally:
+            os.close(fd)
+
+    steps = {
+        "index request": lambda a: a.units.fetch.store.get_ranges_versioned([(key, codec.index_request())]),
+        "index decode": lambda a: a.units._codec_at((0,) * a.ndim).index_pipeline.decode(raw),
+        "index check": lambda a: ShardIndex.parse(table, codec.grid_shape, 0, None, key),
+        "decode + check": lambda a: a.units._codec_at((0,) * a.ndim).read_index(raw, key),
+        "floor's index read": floor_index,
+    }
+    print(f"one shard's index ({codec.index_size} bytes), medians:")
+    for label, step in steps.items():
+        t0 = time.perf_counter_ns()
+        for _ in range(5000):
+            step(first)
+        in_loop = (time.perf_counter_ns() - t0) / 5000 / 1e3
+        after = []
+        for _ in range(400):
+            a = zarrdask.open_array(path)
+            t0 = time.perf_counter_ns()
+            step(a)
+            after.append(time.perf_counter_ns() - t0)
+        print(f"  {label:22s} in a loop {in_loop:5.1f} us, after an open {statistics.median(after) / 1e3:5.1f} us")
 
 
 if __name__ == "__main__":
