@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 import harness  # noqa: E402
 import reference  # noqa: E402
 from harness import MiB, Row, Scenario, Task, environment, fmt_time, make_data, measure_many  # noqa: E402
-from libs import LIB_OBJECTS, ZARR_PYTHON, Layout, ts_spec  # noqa: E402
+from libs import LIB_OBJECTS, ZARR_PYTHON, Layout, preload_zarrdask, ts_spec  # noqa: E402
 
 NO_CACHE = "zarrdask"
 CACHED = "zarrdask+cache"
@@ -327,9 +327,7 @@ def main(argv=None) -> int:
     if unknown:
         raise SystemExit(f"unknown patterns {unknown}; choose from {', '.join(PATTERNS)}")
 
-    import run as run_py  # noqa: PLC0415 - its zarrdask preload, without its command line
-
-    run_py.preload_zarrdask()
+    preload_zarrdask()
     warnings.simplefilter("ignore")
     harness.IDLE_WAIT_S = args.idle_wait
     os.makedirs(args.data_dir, exist_ok=True)

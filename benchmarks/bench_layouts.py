@@ -96,7 +96,7 @@ from harness import (  # noqa: E402
     fmt_time, make_data, measure_many, random_windows, render_scenario, rmtree,
 )
 from harness import _short  # noqa: E402 - the table's short library names (zd, zp, zs, ts)
-from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec  # noqa: E402
+from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, preload_zarrdask, ts_spec  # noqa: E402
 
 # At 512 MiB: (chunks, shards) of each layout.
 LAYOUTS = {
@@ -707,9 +707,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     layouts, workloads = _names(args.layouts, LAYOUTS), _names(args.workloads, WORKLOADS)
 
-    import run as run_py  # noqa: PLC0415 - its zarrdask preload, without its command line
-
-    run_py.preload_zarrdask()
+    preload_zarrdask()
     warnings.simplefilter("ignore")
     harness.IDLE_WAIT_S = args.idle_wait
     geom = Geometry.from_size(args.size_mib)

@@ -240,3 +240,15 @@ def zarrdask_status() -> str:
     except Exception:  # noqa: BLE001
         pass
     return "zarrdask provides: " + ", ".join(have)
+
+
+def preload_zarrdask() -> None:
+    """Import every zarrdask layer now, so that commits landing during a long run can't mix
+    code versions inside one run (the report names the commit at start)."""
+    import importlib
+
+    for mod in ("zarrdask", "zarrdask.dask_io", "zarrdask.xarray_backend.backend"):
+        try:
+            importlib.import_module(mod)
+        except Exception:  # noqa: BLE001 - reported per cell later
+            pass

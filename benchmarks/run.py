@@ -29,7 +29,7 @@ sys.path.insert(1, str(HERE.parent))  # the working tree's zarrdask (same as an 
 
 import harness  # noqa: E402
 from harness import Geometry, environment, render_scenario, rmtree, write_json  # noqa: E402
-from libs import zarrdask_status  # noqa: E402
+from libs import preload_zarrdask, zarrdask_status  # noqa: E402
 
 SCENARIOS = ("core", "sharding", "dask", "xarray")
 ON_REQUEST = ("layouts",)  # long (three layouts, a process cluster): not part of "all"
@@ -79,18 +79,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.repeat = args.repeat or 3
     args.windows = args.windows or 200
     return args
-
-
-def preload_zarrdask() -> None:
-    """Import every zarrdask layer now, so that commits landing during a long run can't mix
-    code versions inside one run (the report names the commit at start)."""
-    import importlib
-
-    for mod in ("zarrdask", "zarrdask.dask_io", "zarrdask.xarray_backend.backend"):
-        try:
-            importlib.import_module(mod)
-        except Exception:  # noqa: BLE001 - reported per cell later
-            pass
 
 
 def main(argv=None) -> int:
