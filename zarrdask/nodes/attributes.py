@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
+from ..metadata.attribute_values import json_attributes
+
 __all__ = ["Attributes"]
 
 
 class Attributes(MutableMapping[str, Any]):
     """User attributes of an array or group. Changes are written at once (atomically per key).
     ``write(edit)`` stores ``edit(attributes as stored now)``: a change made here keeps
-    the attributes another process set since the node was opened."""
+    the attributes another process set since the node was opened. New values are taken as
+    a document holds them (:func:`~zarrdask.metadata.attribute_values.json_attributes`:
+    numpy values as the Python values they equal, what JSON cannot hold refused)."""
 
     def __init__(self, read: Callable[[], Mapping[str, Any]],
                  write: Callable[[Callable[[dict[str, Any]], dict[str, Any]]], None]) -> None:
@@ -36,12 +40,12 @@ class Attributes(MutableMapping[str, Any]):
         return len(self._read())
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:  # one write for many keys
-        changes = dict(other, **kwargs)
+        changes = json_attributes(dict(other, **kwargs))
         self._write(lambda current: {**current, **changes})
 
     def put(self, attributes: Mapping[str, Any]) -> None:
         """Replace all attributes."""
-        new = dict(attributes)
+        new = json_attributes(attributes)
         self._write(lambda current: new)
 
     def asdict(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from ..errors import (
     UnexpectedKeywordError,
 )
 from ..keywords import ShapeLike, did_you_mean
+from ..metadata.attribute_values import json_attributes
 from ..metadata.n5 import N5_DOCUMENT, GroupMetadataN5, as_n5_array, is_n5_path
 from ..metadata.grid import RectilinearChunkGrid, RegularChunkGrid, parse_chunk_key_encoding, raise_problems
 from ..metadata.extension import NamedConfig, parse_named_config
@@ -66,7 +67,7 @@ def _shape(value: Any, name: str) -> tuple[int, ...]:
 
 
 def _attributes(value: Any) -> dict[str, Any]:
-    return arguments.options("", "attributes", value, "{'units': 'K'}") or {}
+    return json_attributes(arguments.options("", "attributes", value, "{'units': 'K'}") or {})
 
 
 def _auto_chunks(shape: tuple[int, ...], itemsize: int, limit: int = _AUTO_CHUNK_BYTES,
