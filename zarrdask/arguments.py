@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import InvalidTypeError, InvalidValueError, ShapeMismatchError
 
-__all__ = ["count", "flag", "number", "options", "shape", "text"]
+__all__ = ["count", "flag", "number", "options", "shape", "shown", "text"]
 
 
 def _at(function: str, name: str) -> str:
@@ -20,9 +20,10 @@ def _at(function: str, name: str) -> str:
     return f"{function}(): {name}=" if function else f"{name}="
 
 
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters for an error message."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def text(function: str, name: str, value: Any) -> str | None:
@@ -30,7 +31,7 @@ def text(function: str, name: str, value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise InvalidTypeError(f"{_at(function, name)} expects a string (a node path such as 'group/array'), "
-                           f"got {type(value).__name__} {_shown(value)}")
+                           f"got {type(value).__name__} {shown(value)}")
 
 
 def options(function: str, name: str, value: Any, example: str = "{'anon': True}") -> dict[str, Any] | None:
@@ -40,7 +41,7 @@ def options(function: str, name: str, value: Any, example: str = "{'anon': True}
     if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
         return dict(value)
     raise InvalidTypeError(f"{_at(function, name)} expects a dict with string keys such as {example}, "
-                           f"got {type(value).__name__} {_shown(value)}")
+                           f"got {type(value).__name__} {shown(value)}")
 
 
 def _index(value: Any) -> int | None:
@@ -57,7 +58,7 @@ def count(function: str, name: str, value: Any, *, minimum: int = 0) -> int:
     found = _index(value)
     if found is None:
         raise InvalidTypeError(f"{_at(function, name)} expects an integer, got {type(value).__name__} "
-                               f"{_shown(value)}")
+                               f"{shown(value)}")
     if found < minimum:
         raise InvalidValueError(f"{_at(function, name)} must be at least {minimum}, got {found}")
     return found
@@ -68,7 +69,7 @@ def shape(function: str, name: str, value: Any) -> tuple[int, ...]:
     items: Sequence[Any] = (value,) if _index(value) is not None else value
     if isinstance(value, (str, bytes)) or not isinstance(items, Sequence) or any(_index(v) is None for v in items):
         raise InvalidTypeError(f"{_at(function, name)} expects an int or a tuple of ints such as (100, 100), "
-                               f"got {type(value).__name__} {_shown(value)}")
+                               f"got {type(value).__name__} {shown(value)}")
     found = tuple(operator.index(v) for v in items)
     if any(n < 0 for n in found):
         raise ShapeMismatchError(f"{_at(function, name)} must be non-negative integers, got {found}")
@@ -80,7 +81,7 @@ def flag(function: str, name: str, value: Any) -> bool:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return bool(value)
     raise InvalidTypeError(f"{_at(function, name)} expects True or False, got {type(value).__name__} "
-                           f"{_shown(value)}")
+                           f"{shown(value)}")
 
 
 def number(function: str, name: str, value: Any, *, minimum: float = 0.0) -> float:
@@ -88,12 +89,12 @@ def number(function: str, name: str, value: Any, *, minimum: float = 0.0) -> flo
     if isinstance(value, bool) or not isinstance(value, (int, float)) and _index(value) is None \
             and type(value).__module__ != "numpy":
         raise InvalidTypeError(f"{_at(function, name)} expects a number, got {type(value).__name__} "
-                               f"{_shown(value)}")
+                               f"{shown(value)}")
     try:
         found = float(value)
     except (TypeError, ValueError):
         raise InvalidTypeError(f"{_at(function, name)} expects a number, got {type(value).__name__} "
-                               f"{_shown(value)}") from None
+                               f"{shown(value)}") from None
     if not math.isfinite(found) or found < minimum:
         raise InvalidValueError(f"{_at(function, name)} must be a finite number of at least {minimum}, got {found}")
     return found

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import shown
 from ..errors import InvalidTypeError, InvalidValueError
 
 __all__ = ["json_attributes"]
@@ -56,9 +57,9 @@ def _value(value: Any, where: str) -> Any:
     if isinstance(value, (np.ndarray, np.generic)):
         return _numpy(np.asarray(value), value, where)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        raise InvalidTypeError(f"{where}: {_shown(value)} is bytes, which JSON cannot hold; pass text "
+        raise InvalidTypeError(f"{where}: {shown(value)} is bytes, which JSON cannot hold; pass text "
                                "(value.decode()) or a list of ints")
-    raise InvalidTypeError(f"{where}: {_shown(value)} ({type(value).__name__}) has no JSON form; pass a str, "
+    raise InvalidTypeError(f"{where}: {shown(value)} ({type(value).__name__}) has no JSON form; pass a str, "
                            "number, bool, None, list or dict")
 
 
@@ -69,17 +70,12 @@ def _numpy(array: np.ndarray, value: Any, where: str) -> Any:
         return _value(array.tolist(), where)
     if kind not in _EXACT_KINDS:
         fix = _FIXES.get(kind, "a str, number, bool, None, list or dict")
-        raise InvalidTypeError(f"{where}: {_shown(value)} (numpy {array.dtype}) has no JSON form; pass {fix}")
+        raise InvalidTypeError(f"{where}: {shown(value)} (numpy {array.dtype}) has no JSON form; pass {fix}")
     if kind == "f" and array.dtype.itemsize > 8:
         narrow = array.astype(np.float64)
         if not np.array_equal(narrow, array, equal_nan=True):
-            raise InvalidValueError(f"{where}: {_shown(value)} (numpy {array.dtype}) does not fit a 64-bit float, "
+            raise InvalidValueError(f"{where}: {shown(value)} (numpy {array.dtype}) does not fit a 64-bit float, "
                                     "which is all a JSON number holds here; pass float(value) to accept the "
                                     "rounding, or str(value) to keep every digit")
         array = narrow
     return array.tolist()
-
-
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
