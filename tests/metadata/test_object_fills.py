@@ -148,3 +148,19 @@ def test_a_list_or_dict_fill_value_is_every_unwritten_item_whole(fill):
     a.resize(1)
     a.resize(4)
     assert a[...].tolist() == ["a", fill, fill, fill]
+
+
+@pytest.mark.parametrize("fill, change", [([1, "a"], lambda item: item.append("x")),
+                                          ({"k": [2, 3]}, lambda item: item.update(x=1))])
+def test_every_unwritten_item_is_an_object_of_its_own(fill, change):
+    """A change to one unwritten item read back changes neither the others, nor the fill
+    value, nor what a later write stores beside it (one shared object would carry it)."""
+    store = _store(fill, "json2")
+    a = zarrdask.open_array(store, mode="r+")
+    for items in (a[...], zarrdask.from_zarr(a).compute()):
+        assert items[2] == items[3] == fill and items[2] is not items[3]
+        change(items[2])
+        assert items[3] == fill and a.fill_value == fill
+    original = json.loads(store[".zarray"])["fill_value"]
+    a[3] = "q"  # (chunk 1 read, its item 2 unwritten: stored as the fill value)
+    assert zarrdask.open_array(store)[...].tolist() == ["a", "bb", original, "q"]

@@ -15,6 +15,7 @@ A codec class also answers, from a configuration alone, the facts others decide 
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ..metadata.dtypes import DataType
 from ..errors import CodecError, CorruptChunkError
 from ..storage.base import Buffer
 
-__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item",
+__all__ = ["ChunkSpec", "Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "batch_item", "fill_into",
            "byte_view", "check_decoded_size", "codec_json_of", "decode_each", "Frames", "Slots", "slot_views"]
 
 Loc = tuple[str | int, ...]
@@ -275,3 +276,18 @@ def decode_each(decode: Callable[[Any], np.ndarray], data: Sequence[Any], stack:
     """``stack[slots[i]] = decode(data[i])`` for a batch, a failure naming its item."""
     for i, (item, k) in enumerate(zip(data, slots)):
         stack[k] = batch_item(i, decode, item)
+
+
+def fill_into(target: np.ndarray, index: Any, fill: Any) -> None:
+    """``target[index] = fill``. A list or dict (the item of an array of any objects) is set
+    whole and as a copy of its own in every element: one object shared by all would let a
+    change to one item read back change every other unwritten item, and the fill value in
+    the metadata, and from there what a later write stores."""
+    if not isinstance(fill, (list, dict)):
+        target[index] = fill
+        return
+    items = np.empty(np.shape(target[index]), dtype=object)
+    flat = items.reshape(-1)  # (a view: the array is new and contiguous)
+    for i in range(flat.size):
+        flat[i] = copy.deepcopy(fill)
+    target[index] = items

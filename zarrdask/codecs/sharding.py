@@ -35,7 +35,7 @@ from ..metadata.dtypes import data_type_from_numpy
 from ..errors import CodecError, CorruptChunkError, MetadataError
 from ..storage.base import Buffer, ByteRange, ByteRequest, SuffixRange
 from ._config import check_keys, config_error, get_choice
-from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc
+from .base import ArrayBytesCodec, ChunkSpec, Codec, Loc, fill_into
 from .nested import parse_codec_list
 from .pipeline import CodecPipeline
 from .registry import chain_checksummed, register_codec
@@ -362,7 +362,7 @@ class ShardingCodec(ArrayBytesCodec):
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         assert self.inner is not None
         out = np.empty(spec.shape, dtype=spec.dtype.dtype)
-        out[...] = spec.fill_value
+        fill_into(out, ..., spec.fill_value)
         for coords, blob in self.split(data, "<nested shard>").items():
             region = tuple(slice(i * c, (i + 1) * c) for i, c in zip(coords, self.chunk_shape))
             out[region] = self.inner.decode(blob)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...codecs.base import ChunkSpec
+from ...codecs.base import ChunkSpec, fill_into
 from ...codecs.protocol import ChunkPipeline
 from ...codecs.sharding import fill_test
 from ...errors import CodecError, MissingChunkError, UnguardedWriteError, WriteConflictError, ZarrdaskError
@@ -79,9 +79,8 @@ class ChunkSource(ABC):
         self.unit_shape: UnitShape = spec.shape if regular else tuple(axis.extents() for axis in grid)
         self.read_shape: UnitShape = self.unit_shape  # the unit a read decodes (inner chunks when sharded)
         self.shards: UnitShape | None = self.unit_shape if shards else None
-        #: what unwritten elements are set to (the metadata's ``chunk_fill``; a list or dict, the
-        #: item of an array of any objects, held in a 0-d array so that numpy sets it whole)
-        self.fill = fill_item(spec.fill_value)
+        #: what unwritten elements are set to (the metadata's ``chunk_fill``; set by :func:`fill_into`)
+        self.fill = spec.fill_value
         self.layout = StorageLayout(unit_grid=grid, chunk_shape=spec.shape, index_strides=_no_strides,
                                     sharded=False, ranged_reads=False, key=self.key)
         #: the array in the process's decoded-chunk pool (writes forget their keys there),
@@ -210,7 +209,7 @@ class ChunkSource(ABC):
         """Fill ``target[index]`` for an absent ``what`` (e.g. ``"chunk c/0/1"``), or raise."""
         if self.options.missing_chunks == "raise":
             raise MissingChunkError(f"{what} does not exist (missing_chunks='raise')")
-        target[index] = self.fill
+        fill_into(target, index, self.fill)
 
     # -- writes ------------------------------------------------------------------------
     @abstractmethod
@@ -293,7 +292,7 @@ class ChunkSource(ABC):
 
     def _new_chunk(self, shape: tuple[int, ...]) -> np.ndarray:
         chunk = np.empty(shape, dtype=self.spec.dtype.dtype)
-        chunk[...] = self.fill
+        fill_into(chunk, ..., self.fill)
         return chunk
 
     def _updated_chunk(self, shape: tuple[int, ...], proj: Projection, values: np.ndarray,
