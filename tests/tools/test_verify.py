@@ -10,10 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarrdask
 from zarrdask.tools.verify import verify
@@ -231,3 +234,50 @@ def test_an_older_format_is_refused_by_name_not_reported_as_orphans(old, tmp_pat
         shutil.copytree(store, tmp_path / "v1")
         zarrdask.migrate(tmp_path / "v1")
         assert zarrdask.verify(tmp_path / "v1").ok
+
+
+def _refused_by_strict_json(path: Path) -> set[str]:
+    """The metadata documents under ``path`` a strict JSON reader refuses (NaN, Infinity)."""
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    refused = set()
+    for doc in path.rglob("*"):
+        if doc.name in ("zarr.json", ".zattrs", ".zarray", ".zgroup", ".zmetadata"):
+            try:
+                json.loads(doc.read_bytes(), parse_constant=refuse)
+            except ValueError:
+                refused.add(doc.relative_to(path).as_posix())
+    return refused
+
+
+@settings(derandomize=True, deadline=None, max_examples=40, database=None)
+@given(st.recursive(st.one_of(st.floats(), st.integers(-10, 10), st.text(max_size=3), st.none()),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                    max_leaves=6),
+       st.sampled_from([2, 3]))
+def test_attributes_strict_json_readers_refuse_are_listed_not_reported(value, zarr_format) -> None:
+    """NaN and ±Infinity in attributes are listed with their node and place, as a note (the
+    report stays ok): exactly when a strict JSON reader refuses a document of the node."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "g.zarr"
+        g = zarrdask.create_group(path, zarr_format=zarr_format, attributes={"v": value})
+        g.create_array("a", shape=(2,), dtype="f4", chunks=(2,), attributes={"w": [1, value]})
+        report = verify(path)
+        assert report.ok and report.findings == []
+        refused = _refused_by_strict_json(path)
+        assert bool(report.not_strict_json) == bool(refused)
+        if refused:
+            assert any(p.startswith("/: attributes['v']") for p in report.not_strict_json)
+            assert any(p.startswith("a: attributes['w'][1]") for p in report.not_strict_json)
+            assert "TensorStore" in repr(report) and report.to_json()["not_strict_json"] == report.not_strict_json
+
+
+def test_nan_attributes_named_by_the_command_line(tmp_path: Path) -> None:
+    g = zarrdask.create_group(tmp_path / "g.zarr", attributes={"missing_value": float("nan")})
+    g.create_array("t", shape=(2,), dtype="f4", chunks=(2,), attributes={"range": [0.0, float("-inf")]})
+    result = cli("verify", str(tmp_path / "g.zarr"))
+    assert result.returncode == 0, result.stderr
+    assert "/: attributes['missing_value']" in result.stdout and "t: attributes['range'][1]" in result.stdout
+    assert "TensorStore" in result.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..tools.verify import verify
+from ..tools.verify_display import STRICT_JSON_NOTE
 from ._common import Subcommands, add_store_arguments, count, print_json, storage_options
 
 
@@ -43,4 +44,6 @@ def run(args: argparse.Namespace) -> int:
         if report.unverifiable:
             print(f"not verifiable beyond decoding: {len(report.unverifiable)} array(s) whose chunks carry no "
                   f"checksum (a flipped byte that still decodes cannot be seen): {', '.join(report.unverifiable)}")
+        if report.not_strict_json:
+            print(f"{STRICT_JSON_NOTE}: {', '.join(report.not_strict_json)}")
     return 0 if report.ok else 1

@@ -7,7 +7,8 @@ document is written, by an error that names where the value sits and what to pas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from ..arguments import shown
 from ..errors import InvalidTypeError, InvalidValueError
 
-__all__ = ["json_attributes"]
+__all__ = ["json_attributes", "non_finite_places"]
 
 #: numpy kinds whose items ``tolist()`` gives as Python values equal to them (floats up to
 #: 64 bits; wider ones are checked)
@@ -79,3 +80,17 @@ def _numpy(array: np.ndarray, value: Any, where: str) -> Any:
                                     "rounding, or str(value) to keep every digit")
         array = narrow
     return array.tolist()
+
+
+def non_finite_places(values: Any, where: str = "attributes") -> Iterator[str]:
+    """The places (``attributes['a'][0]``) of NaN and ±Infinity in parsed attribute values:
+    a document holds them as the bare tokens ``NaN`` and ``Infinity``, which Python's json
+    and zarr-python read and strict JSON readers (TensorStore, zarrs, browsers) refuse."""
+    if isinstance(values, float) and not math.isfinite(values):
+        yield where
+    elif isinstance(values, Mapping):
+        for key, value in values.items():
+            yield from non_finite_places(value, f"{where}[{key!r}]")
+    elif isinstance(values, list):
+        for i, value in enumerate(values):
+            yield from non_finite_places(value, f"{where}[{i}]")

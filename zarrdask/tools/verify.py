@@ -10,7 +10,9 @@ finish (``<node>/.zarrdask-writes/``, see :mod:`zarrdask.storage.records`: a pro
 ``ok`` is False, until the call is run again); and that consolidated
 metadata agrees with the documents it copies. ``fix=True`` removes the temporary files
 and rewrites stale consolidated metadata; other findings need a person. Arrays whose
-chunks carry no checksum are listed apart (``unverifiable``): decoding them proves less.
+chunks carry no checksum are listed apart (``unverifiable``): decoding them proves less;
+so are attribute values of NaN or ±Infinity (``not_strict_json``), which zarrdask and
+zarr-python read but strict JSON readers such as TensorStore refuse.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..errors import InvalidModeError, MetadataError, NodeNotFoundError, Zarrdas
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
+from ..metadata.attribute_values import non_finite_places
 from ..metadata.consolidated import v2_documents_for
 from ..door import resolve
 from ..storage.base import Store, join_path
@@ -76,6 +79,10 @@ class VerifyReport:
     unverifiable: list[str] = field(default_factory=list)
     #: the records of write calls that did not finish (each also a finding)
     interrupted: list[WriteRecord] = field(default_factory=list)
+    #: attribute values of NaN or ±Infinity (``node: attributes['k']``), held as the bare
+    #: tokens NaN/Infinity: read by zarrdask and zarr-python, refused by strict JSON readers
+    #: (TensorStore, zarrs, browsers); not a problem, a portability note
+    not_strict_json: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -86,7 +93,8 @@ class VerifyReport:
                 "units_stored": self.units_stored, "units_checked": self.units_checked,
                 "findings": [vars(f) for f in self.findings], "fixed": [vars(f) for f in self.fixed],
                 "not_verifiable_beyond_decoding": list(self.unverifiable),
-                "interrupted_writes": [vars(r) for r in self.interrupted]}
+                "interrupted_writes": [vars(r) for r in self.interrupted],
+                "not_strict_json": list(self.not_strict_json)}
 
     def __repr__(self) -> str:
         return report_text(self)
@@ -172,6 +180,8 @@ def _walk(store: Store, root: str, report: VerifyReport) -> dict[str, NodeMetada
         elif path == root:
             report.findings.append(Finding(join_path(root, "zarr.json"), "metadata",
                                            "no Zarr array or group here (no zarr.json, .zarray or .zgroup)"))
+        if meta is not None:
+            report.not_strict_json.extend(f"{path or '/'}: {place}" for place in non_finite_places(meta.attributes))
         if meta is not None and meta.node_type == "array":
             nodes[path] = meta
             continue  # its keys are checked with its chunks

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from ..display.kit import Fact, document, esc, fact_table, rows_table, section
 
-__all__ = ["report_html", "report_text"]
+__all__ = ["STRICT_JSON_NOTE", "report_html", "report_text"]
 
 #: Findings a report's text lists; its HTML lists up to ``HTML_FINDINGS`` per section.
 TEXT_FINDINGS = 10
@@ -72,9 +72,16 @@ class Report(Protocol):
     @property
     def unverifiable(self) -> Sequence[str]: ...
     @property
+    def not_strict_json(self) -> Sequence[str]: ...
+    @property
     def interrupted(self) -> Sequence[Record]: ...
     @property
     def ok(self) -> bool: ...
+
+
+#: what the attribute values listed in ``not_strict_json`` mean for other readers
+STRICT_JSON_NOTE = ("NaN or Infinity in attributes (read by zarrdask and zarr-python; TensorStore, zarrs and browsers "
+                "refuse the document: store None or a string where they read it)")
 
 
 def _verdict(report: Report) -> str:
@@ -97,6 +104,8 @@ def report_text(report: Report) -> str:
         lines.append(f"  fixed: {len(report.fixed)} ({', '.join(sorted({f.kind for f in report.fixed}))})")
     if report.unverifiable:
         lines.append(f"  no checksum, verified by decoding only: {', '.join(report.unverifiable)}")
+    if report.not_strict_json:
+        lines.append(f"  {STRICT_JSON_NOTE}: {', '.join(report.not_strict_json)}")
     return "\n".join(lines)
 
 
@@ -132,6 +141,10 @@ def report_html(report: Report) -> str:
         listed = "".join(f"<li>{esc(path)}</li>" for path in report.unverifiable)
         body += section("No checksum: verified by decoding only", f"<ul>{listed}</ul>",
                         count=len(report.unverifiable), open=False)
+    if report.not_strict_json:
+        listed = "".join(f"<li>{esc(place)}</li>" for place in report.not_strict_json)
+        body += section("NaN or Infinity in attributes", f"<p>{esc(STRICT_JSON_NOTE)}</p><ul>{listed}</ul>",
+                        count=len(report.not_strict_json), open=False)
     css = "zd-good" if report.ok else "zd-bad"
     verdict = f"<span class='zd-note {css}' data-verdict='{'ok' if report.ok else 'problems'}'>{esc(_verdict(report))}</span>"
     return document("zarrdask VerifyReport", report.store, report_text(report), body, header_extra=verdict)
