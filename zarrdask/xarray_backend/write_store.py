@@ -31,6 +31,7 @@ from zarrdask.nodes.array import Array
 from zarrdask.nodes.group import create_group
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.door import resolve
+from zarrdask.storage.base import join_path
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.nodes.group import Group
 from zarrdask.errors import (ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError,
@@ -241,19 +242,32 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
     def _check_append_lengths(self) -> None:
         """The stored arrays along ``append_dim`` are all as long: else another writer is
         appending now (it grows them one by one), or one stopped midway, and growing them
-        from their lengths would put this append's rows at different places."""
+        from their lengths would put this append's rows at different places. The error
+        gives the calls that shrink the longer arrays back (an append only grows them, so
+        the shortest length is where a stopped one began)."""
         lengths: dict[str, int] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        axis: dict[str, int] = {}
         for name, array in self.arrays().items():
             dims, _ = array_dims_and_attrs(array)
             if self._append_dim in dims:
-                lengths[name] = array.shape[list(dims).index(self._append_dim)]
-        if len(set(lengths.values())) > 1:
-            found = ", ".join(f"{n} {size}" for n, size in lengths.items())
-            raise WriteConflictError(
-                f"cannot append along {self._append_dim!r}: the stored arrays have different lengths along it "
-                f"({found}), as while another writer appends or after an append stopped midway; nothing was "
-                "changed. Append again once the other writer has finished, or resize the longer arrays back "
-                "(zarrdask.open_array(store, path=name, mode='r+').resize(...))")
+                axis[name] = list(dims).index(self._append_dim)
+                shapes[name] = tuple(array.shape)
+                lengths[name] = array.shape[axis[name]]
+        if len(set(lengths.values())) <= 1:
+            return
+        found = ", ".join(f"{n} {size}" for n, size in lengths.items())
+        start = min(lengths.values())
+        url = self.group.store.url
+        calls = "; ".join(
+            f"zarrdask.open_array({url!r}, path={join_path(self.group.path, n)!r}, mode='r+').resize("
+            f"{shapes[n][:axis[n]] + (start,) + shapes[n][axis[n] + 1:]})"
+            for n, size in lengths.items() if size > start)
+        raise WriteConflictError(
+            f"cannot append along {self._append_dim!r}: the stored arrays have different lengths along it "
+            f"({found}), as while another writer appends or after an append stopped midway; nothing was "
+            f"changed. Append again once the other writer has finished; if an append stopped midway, shrink "
+            f"the longer arrays back to {start} and append again: {calls}")
 
     def _encode_like_stored(
         self, variables: Mapping[Hashable, Variable], names: set[Hashable]
