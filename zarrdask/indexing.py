@@ -36,6 +36,7 @@ __all__ = [
     "Projection",
     "basic_selection",
     "expand_ellipsis",
+    "indexing_kind",
     "orthogonal_selection",
     "point_selection",
 ]
@@ -378,6 +379,10 @@ def _orthogonal(selection: Any, shape: tuple[int, ...], allow_arrays: bool
             i = _int_index(s, n, d)
             dims.append(slice(i, i + 1, 1))
             continue
+        if s is None:
+            raise SelectionError(
+                f"selection {selection!r}: None (np.newaxis) in dimension {d} adds no axis to a read here, as in "
+                "zarr-python; read, then add it to the numpy result, e.g. a[...][..., None]")
         if not isinstance(s, slice) and not allow_arrays:
             raise SelectionError(
                 f"unsupported selection {s!r} in dimension {d} for basic indexing; use .oindex or .vindex for arrays"
@@ -386,6 +391,41 @@ def _orthogonal(selection: Any, shape: tuple[int, ...], allow_arrays: bool
         dims.append(ds)
         out_shape.append(_slice_len(ds) if isinstance(ds, slice) else len(ds))
     return OrthogonalSelection(tuple(dims), tuple(shape)), tuple(out_shape)
+
+
+def indexing_kind(selection: Any, ndim: int) -> str:
+    """How ``a[selection]`` reads, as zarr-python 3 reads it: ``"points"`` (``vindex``) for a
+    boolean mask of the array's dimensions, or for one integer or integer array per
+    dimension, at least one an array (``a[[0, 2], [1, 3]]``: the elements (0, 1) and (2, 3),
+    as numpy reads it, not the 2 x 2 block); ``"orthogonal"`` (``oindex``) for one array
+    among ints and slices, or an array per dimension, some boolean (each picks along its
+    own dimension); ``"basic"`` without arrays. Arrays in several dimensions otherwise
+    (among slices, or for fewer dimensions than the array has) are refused, as zarr-python
+    refuses them: numpy would pair them as points, an orthogonal read would not."""
+    items = _as_tuple(selection)
+    arrays = [isinstance(s, (list, np.ndarray)) for s in items]
+    if not any(arrays):
+        return "basic"
+    if ndim > 1:
+        if len(items) == 1 and arrays[0]:
+            first = np.asarray(items[0])
+            if first.dtype == bool and first.ndim == ndim:
+                return "points"
+        full = len(items) == ndim
+        if full and all(_is_int(s) or (a and np.asarray(s).dtype.kind in "iu") for s, a in zip(items, arrays)):
+            return "points"
+        if sum(arrays) > 1 and not (full and all(arrays)):
+            raise SelectionError(
+                f"selection {_shown_selection(selection)}: arrays in {sum(arrays)} dimensions among slices, "
+                f"Ellipsis or fewer than the array's {ndim} dimensions, which numpy pairs as points and an "
+                "orthogonal read does not (zarr-python refuses it too); pass a.oindex[...] to pick along each "
+                "dimension on its own, or a.vindex[...] with one integer array per dimension for points")
+    return "orthogonal"
+
+
+def _shown_selection(selection: Any) -> str:
+    text = repr(selection)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def basic_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:

@@ -30,7 +30,7 @@ from ..metadata.dtypes.casting import held_values
 from ..metadata.grid import AxisGrid, all_chunk_coords
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.nczarr import nczarr_names
-from ..indexing import Selection, basic_selection, orthogonal_selection, point_selection
+from ..indexing import Selection, basic_selection, indexing_kind, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from ..runtime.cache import CacheInfo, array_cache, array_statistics, forget, pool_key
@@ -318,7 +318,10 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     def __getitem__(self, selection: Any) -> npt.NDArray[Any]:
         """The selected values as a new numpy array (a numpy scalar for a single element, as
         numpy and zarr-python give)."""
-        if _is_fancy(selection):
+        kind = indexing_kind(selection, self.ndim)
+        if kind == "points":
+            return self.vindex[selection]
+        if kind == "orthogonal":
             return self.oindex[selection]
         sel, shape = basic_selection(selection, self.shape)
         return self._read(sel, shape)
@@ -380,7 +383,11 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
                              f"as the metadata sizes it) cannot be allocated: {exc or 'out of memory'}")
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        if _is_fancy(selection):
+        kind = indexing_kind(selection, self.ndim)
+        if kind == "points":
+            self.vindex[selection] = value
+            return
+        if kind == "orthogonal":
             self.oindex[selection] = value
             return
         sel, _ = basic_selection(selection, self.shape)
@@ -474,11 +481,6 @@ def _held(lock: Any) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def _is_fancy(selection: Any) -> bool:
-    items = selection if isinstance(selection, tuple) else (selection,)
-    return any(isinstance(s, (list, np.ndarray)) for s in items)
 
 
 class _OIndex:
