@@ -8,8 +8,10 @@ temporary files of interrupted atomic writes, and pieces an interrupted staged D
 left, are reported apart); that no write call left the record of one that did not
 finish (``<node>/.zarrdask-writes/``, see :mod:`zarrdask.storage.records`: a problem, so
 ``ok`` is False, until the call is run again); and that consolidated
-metadata agrees with the documents it copies. ``fix=True`` removes the temporary files
-and rewrites stale consolidated metadata; other findings need a person. Arrays whose
+metadata agrees with the documents it copies. ``fix=True`` removes the temporary files,
+rewrites stale consolidated metadata and removes the records of unfinished writes whose
+rows no longer exist (their arrays shrunk below them, or deleted); other findings need a
+person. Arrays whose
 chunks carry no checksum are listed apart (``unverifiable``): decoding them proves less;
 so are attribute values of NaN or ±Infinity (``not_strict_json``), which zarrdask and
 zarr-python read but strict JSON readers such as TensorStore refuse.
@@ -154,7 +156,7 @@ def verify(store: Any, *, path: str = "", sample: int | None = None, fix: bool =
     report.findings.extend(Finding(k, "temporary", "leftover temporary file of an interrupted write")
                            for k in atomic_files(s, path))
     if fix:
-        _fix(s, report)
+        _fix(s, report, nodes)
     report.findings.sort(key=lambda f: (f.key, f.kind))
     return report
 
@@ -308,13 +310,36 @@ def _canonical(doc: Any) -> str:
     return json.dumps(doc, sort_keys=True, default=repr, allow_nan=True)
 
 
-def _fix(store: Store, report: VerifyReport) -> None:
-    """Remove leftover temporary files; rewrite stale consolidated metadata (deepest first)."""
+def _fix(store: Store, report: VerifyReport, nodes: Mapping[str, NodeMetadata]) -> None:
+    """Remove leftover temporary files and the records of unfinished writes whose rows no
+    longer exist; rewrite stale consolidated metadata (deepest first)."""
     temporary = [f for f in report.findings if f.kind == "temporary"]
     store.delete_many([f.key for f in temporary])
+    gone = {r.key for r in report.interrupted if _rows_gone(store, r, nodes)}
+    obsolete = [f for f in report.findings if f.kind == "interrupted" and f.key in gone]
+    store.delete_many(sorted(gone))
+    report.interrupted = [r for r in report.interrupted if r.key not in gone]
     stale = [f for f in report.findings if f.kind == "consolidated" and f.problem.startswith("stale")]
     groups = sorted({f.key.rsplit("/", 1)[0] if "/" in f.key else "" for f in stale}, key=len, reverse=True)
     for group in groups:
         consolidate_metadata(store, group)
-    report.fixed = temporary + stale
+    report.fixed = temporary + obsolete + stale
     report.findings = [f for f in report.findings if f not in report.fixed]
+
+
+def _rows_gone(store: Store, record: WriteRecord, nodes: Mapping[str, NodeMetadata]) -> bool:
+    """Whether nothing ``record``'s write was writing exists any more: every array of its
+    region (an array's bounds at its node, or a Dataset's arrays by path) is shrunk below
+    it along some dimension, or deleted. Records of other calls (a copy) never are."""
+    region = record.region
+    regions = region.items() if isinstance(region, dict) else [(record.node, region)]
+    for path, bounds in regions:
+        if not (isinstance(bounds, list) and all(isinstance(b, list) and len(b) == 2 for b in bounds)):
+            return False
+        meta = nodes.get(path)
+        if meta is None and next(iter(store.list_prefix(path)), None) is not None:
+            return False  # (keys there, but no array verify could open: not known to be gone)
+        if isinstance(meta, (ArrayMetadataV2, ArrayMetadataV3)) and all(
+                int(lo) < min(int(hi), n) for (lo, hi), n in zip(bounds, meta.shape)):
+            return False  # (some of its region is still in the array)
+    return bool(regions)

@@ -32,6 +32,7 @@ from zarrdask.nodes.group import create_group
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.door import resolve
 from zarrdask.storage.base import join_path
+from zarrdask.storage.records import read_records
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.nodes.group import Group
 from zarrdask.errors import (ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError,
@@ -110,10 +111,20 @@ class StoredAttributes(NamedTuple):
     fill_value: Any
 
 
+class _Appended(NamedTuple):
+    """The stored arrays along an append's dimension, by name: their axis of it, shapes
+    and store paths, and the length they share along it."""
+
+    axis: dict[str, int]
+    shapes: dict[str, tuple[int, ...]]
+    paths: dict[str, str]
+    length: int
+
+
 class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
     """One zarrdask group as a writable xarray data store."""
 
-    __slots__ = ("_append_dim", "_mode", "_region", "_safe_chunks", "_write_empty")
+    __slots__ = ("_append_dim", "_appended", "_mode", "_region", "_resume", "_safe_chunks", "_write_empty")
 
     def __init__(
         self,
@@ -131,6 +142,8 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         self._region: Any = region
         self._write_empty = write_empty
         self._safe_chunks = safe_chunks  # False: partial-shard writes go ahead where the store cannot guard them
+        self._appended: _Appended | None = None  # the stored arrays along append_dim (an append to existing data)
+        self._resume: int | None = None  # an interrupted append this one completes: the first of its rows
 
     def get_child_store(self, group: str) -> Self:
         """The store of subgroup ``group`` (a relative path; created when missing)."""
@@ -205,7 +218,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         writer = ArrayWrites() if own_writer else writer
         existing = set() if self._mode == "w" else set(self.arrays())
         if self._append_dim is not None and existing:
-            self._check_append_lengths()
+            self._appended = self._check_append_lengths()
         old_names = {vn for vn in variables if encode_variable_name(vn) in existing}
         if self._mode == "r+" and (new := [k for k in variables if k not in existing]):
             raise DatasetError(
@@ -225,6 +238,8 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         )
         if old_names:
             encoded.update(self._encode_like_stored(variables, old_names))
+        if self._appended is not None:
+            self._resume = self._check_unfinished_writes(self._appended, encoded)
         if self._mode not in ("r", "r+"):
             self.set_attributes(attributes)
             self.set_dimensions(encoded, unlimited_dims=unlimited_dims)
@@ -239,35 +254,90 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         if own_writer:
             writer.sync()
 
-    def _check_append_lengths(self) -> None:
+    def _check_append_lengths(self) -> _Appended | None:
         """The stored arrays along ``append_dim`` are all as long: else another writer is
         appending now (it grows them one by one), or one stopped midway, and growing them
         from their lengths would put this append's rows at different places. The error
         gives the calls that shrink the longer arrays back (an append only grows them, so
         the shortest length is where a stopped one began)."""
-        lengths: dict[str, int] = {}
-        shapes: dict[str, tuple[int, ...]] = {}
         axis: dict[str, int] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        paths: dict[str, str] = {}
         for name, array in self.arrays().items():
             dims, _ = array_dims_and_attrs(array)
             if self._append_dim in dims:
-                axis[name] = list(dims).index(self._append_dim)
-                shapes[name] = tuple(array.shape)
-                lengths[name] = array.shape[axis[name]]
-        if len(set(lengths.values())) <= 1:
-            return
-        found = ", ".join(f"{n} {size}" for n, size in lengths.items())
-        start = min(lengths.values())
+                axis[name], shapes[name], paths[name] = list(dims).index(self._append_dim), tuple(array.shape), array.path
+        lengths = {n: shape[axis[n]] for n, shape in shapes.items()}
+        if not lengths:
+            return None
+        appended = _Appended(axis, shapes, paths, min(lengths.values()))
+        if len(set(lengths.values())) > 1:
+            found = ", ".join(f"{n} {size}" for n, size in lengths.items())
+            raise WriteConflictError(
+                f"cannot append along {self._append_dim!r}: the stored arrays have different lengths along it "
+                f"({found}), as while another writer appends or after an append stopped midway; nothing was "
+                f"changed. Append again once the other writer has finished; if an append stopped midway, shrink "
+                f"the longer arrays back to {appended.length} and append again: "
+                f"{self._shrink_calls(appended, appended.length)}")
+        return appended
+
+    def _check_unfinished_writes(self, appended: _Appended, encoded: Mapping[Hashable, Variable]) -> int | None:
+        """An append over the rows of a write recorded at this group as unfinished
+        (``storage/records.py``: still running, or killed) that ends at the arrays' end.
+        An append after them would leave rows it did not finish in the middle of the data,
+        so it is refused, unless it is that append run again (an interrupted job retried):
+        the same arrays, as many rows as that one added, and the same ``append_dim``
+        coordinate values as it stored. That one is completed: its rows written again, none
+        added (the first of them is returned)."""
+        dim, length = self._append_dim, appended.length
+        for record in read_records(self.group.store, self.group.path):
+            if not isinstance(record.region, dict):
+                continue
+            rows = {name: bounds[appended.axis[name]] for name, path in appended.paths.items()
+                    if isinstance(bounds := record.region.get(path), list) and len(bounds) == len(appended.shapes[name])}
+            if not any(lo < length <= hi for lo, hi in rows.values()):
+                continue
+            start = self._same_append(record, rows, appended, encoded)
+            if start is not None:
+                return start
+            first = min(lo for lo, hi in rows.values() if lo < length <= hi)
+            raise WriteConflictError(
+                f"cannot append along {dim!r}: an earlier write into this group has not finished, or was "
+                f"interrupted: {record.call} started {record.started} on {record.host} (pid {record.pid}) wrote "
+                f"rows {first}:{length} along {dim!r}, the last ones ({record.key}). Appending after rows it may "
+                f"have left partly written would keep them in the middle; nothing was changed. If it is still "
+                f"running, append again once it has finished. If it was interrupted, run it again as it was "
+                f"called (an append of the same {dim!r} values completes its rows, adding none), or drop its rows, "
+                f"{self._shrink_calls(appended, first)}, then zarrdask.verify({self.group.store.url!r}, "
+                f"fix=True) removes its record (rows that no longer exist)")
+        return None
+
+    def _same_append(self, record: Any, rows: Mapping[str, list[int]], appended: _Appended,
+                     encoded: Mapping[Hashable, Variable]) -> int | None:
+        """The first row of ``record``'s rows when this append is that write run again (see
+        :meth:`_check_unfinished_writes`), else None."""
+        dim = self._append_dim
+        added = {encode_variable_name(vn): v.shape[v.dims.index(dim)] for vn, v in encoded.items() if dim in v.dims}
+        counts = set(added.values())
+        name = encode_variable_name(dim) if dim is not None else ""
+        if len(counts) != 1 or name not in added or name not in appended.paths:
+            return None  # (no coordinate along append_dim: nothing tells the two appends apart)
+        (count,) = counts
+        start = appended.length - count
+        written = {join_path(self.group.path, encode_variable_name(vn)) for vn in encoded}
+        if set(record.region) != written or set(rows) != set(added) \
+                or any(r != [start, appended.length] for r in rows.values()):
+            return None
+        stored = self.arrays()[name][start: appended.length]
+        return start if np.array_equal(stored, np.asarray(encoded[dim].values)) else None
+
+    def _shrink_calls(self, appended: _Appended, length: int) -> str:
+        """The calls that shrink the arrays longer than ``length`` along ``append_dim`` to it."""
         url = self.group.store.url
-        calls = "; ".join(
-            f"zarrdask.open_array({url!r}, path={join_path(self.group.path, n)!r}, mode='r+').resize("
-            f"{shapes[n][:axis[n]] + (start,) + shapes[n][axis[n] + 1:]})"
-            for n, size in lengths.items() if size > start)
-        raise WriteConflictError(
-            f"cannot append along {self._append_dim!r}: the stored arrays have different lengths along it "
-            f"({found}), as while another writer appends or after an append stopped midway; nothing was "
-            f"changed. Append again once the other writer has finished; if an append stopped midway, shrink "
-            f"the longer arrays back to {start} and append again: {calls}")
+        return "; ".join(
+            f"zarrdask.open_array({url!r}, path={appended.paths[n]!r}, mode='r+').resize("
+            f"{shape[:appended.axis[n]] + (length,) + shape[appended.axis[n] + 1:]})"
+            for n, shape in appended.shapes.items() if shape[appended.axis[n]] > length)
 
     def _encode_like_stored(
         self, variables: Mapping[Hashable, Variable], names: set[Hashable]
@@ -356,6 +426,9 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             array = array.with_options(write_empty_chunks=self._write_empty)
         if self._append_dim is not None and self._append_dim in v.dims:
             axis = v.dims.index(self._append_dim)
+            if self._resume is not None:  # (an interrupted append run again: its rows, none added)
+                region[self._append_dim] = slice(self._resume, self._resume + v.shape[axis])
+                return array
             old = array.shape[axis]
             region[self._append_dim] = slice(old, None)
             # (from the shape this write read: another job's append since is refused, not overwritten)
