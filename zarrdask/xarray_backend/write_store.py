@@ -32,7 +32,7 @@ from zarrdask.nodes.group import create_group
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.door import resolve
 from zarrdask.storage.base import join_path
-from zarrdask.storage.records import read_records
+from zarrdask.storage.records import WriteRecord, read_records
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.nodes.group import Group
 from zarrdask.errors import (ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError,
@@ -312,7 +312,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
                 f"fix=True) removes its record (rows that no longer exist)")
         return None
 
-    def _same_append(self, record: Any, rows: Mapping[str, list[int]], appended: _Appended,
+    def _same_append(self, record: WriteRecord, rows: Mapping[str, list[int]], appended: _Appended,
                      encoded: Mapping[Hashable, Variable]) -> int | None:
         """The first row of ``record``'s rows when this append is that write run again (see
         :meth:`_check_unfinished_writes`), else None."""
