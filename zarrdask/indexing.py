@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Union
 
 import numpy as np
 
+from .arguments import shown
 from .errors import BoundsError, SelectionError
 from .metadata.grid import AxisGrid, RegularAxis, as_axes
 
@@ -381,7 +382,7 @@ def _orthogonal(selection: Any, shape: tuple[int, ...], allow_arrays: bool
             continue
         if s is None:
             raise SelectionError(
-                f"selection {selection!r}: None (np.newaxis) in dimension {d} adds no axis to a read here, as in "
+                f"selection {shown(selection)}: None (np.newaxis) in dimension {d} adds no axis to a read here, as in "
                 "zarr-python; read, then add it to the numpy result, e.g. a[...][..., None]")
         if not isinstance(s, slice) and not allow_arrays:
             raise SelectionError(
@@ -416,16 +417,11 @@ def indexing_kind(selection: Any, ndim: int) -> str:
             return "points"
         if sum(arrays) > 1 and not (full and all(arrays)):
             raise SelectionError(
-                f"selection {_shown_selection(selection)}: arrays in {sum(arrays)} dimensions among slices, "
+                f"selection {shown(selection)}: arrays in {sum(arrays)} dimensions among slices, "
                 f"Ellipsis or fewer than the array's {ndim} dimensions, which numpy pairs as points and an "
                 "orthogonal read does not (zarr-python refuses it too); pass a.oindex[...] to pick along each "
                 "dimension on its own, or a.vindex[...] with one integer array per dimension for points")
     return "orthogonal"
-
-
-def _shown_selection(selection: Any) -> str:
-    text = repr(selection)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def basic_selection(selection: Any, shape: tuple[int, ...]) -> tuple[OrthogonalSelection, tuple[int, ...]]:

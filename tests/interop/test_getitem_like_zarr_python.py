@@ -110,3 +110,5 @@ def test_points_not_a_block() -> None:
     assert a[mask].tolist() == values[mask].tolist()
     with pytest.raises(SelectionError, match=r"a\.oindex\[\.\.\.\] to pick along each dimension"):
         a[[0, 2], [1, 3], ...]
+    with pytest.raises(SelectionError, match=r"None \(np\.newaxis\).*a\[\.\.\.\]\[\.\.\., None\]"):
+        a[..., None]

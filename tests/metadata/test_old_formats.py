@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -304,3 +305,35 @@ def test_cli_migrate_dry_run_prints_the_documents(tmp_path, capsys):
     assert node["document"]["codecs"][0]["name"] == "transpose" and node["removed"] == ["meta", "attrs"]
     assert main(["migrate", str(DRAFT_STORE), "--path", "implicit", "--target", str(tmp_path / "b")]) == 0
     assert zarrdask.open_array(tmp_path / "b", path="child")[...].tolist() == [0, 3, 6, 9, 12, 15]
+
+
+_AFTER_NETCDF = """
+import sys, json, tempfile
+from pathlib import Path
+import numpy as np
+import netCDF4
+import zarrdask
+with netCDF4.Dataset("file://" + tempfile.mkdtemp() + "/n.zarr#mode=nczarr,file", "w") as ds:
+    ds.createDimension("x", 600)
+    v = ds.createVariable("v", "f4", ("x",), chunksizes=(300,), compression="zlib")  # (loads every filter plugin)
+    v[...] = np.arange(600) % 13
+path, expected = sys.argv[1:]
+got = zarrdask.open_array(path)[...]
+assert np.array_equal(got, np.load(expected), equal_nan=True), "values differ"
+print("exact")
+"""
+
+
+@pytest.mark.parametrize("entry", [e for e in V1_READ if "blosc_snappy" in e["path"] and "3d" in e["path"]],
+                         ids=lambda e: e["path"])
+def test_legacy_blosc_reads_after_netcdf_c_loaded_its_filters(entry):
+    """netCDF-C's filter plugins (the netCDF4 wheel) load a c-blosc built without snappy
+    into the process's global scope, on the first use of any filter; imagecodecs, loaded
+    after it, still decodes snappy chunks with its own c-blosc (a fresh process: the order
+    of loading is the point)."""
+    pytest.importorskip("netCDF4", reason="netCDF4 (the test extra) loads netCDF-C's filter plugins")
+    pytest.importorskip("imagecodecs", reason="imagecodecs (the legacy extra) decodes snappy blosc")
+    result = subprocess.run([sys.executable, "-c", _AFTER_NETCDF, str(DATA / "v1" / entry["path"]),
+                             str(DATA / "v1" / "expected" / entry["expected"])],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "exact", result.stderr[-2000:]

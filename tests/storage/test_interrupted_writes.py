@@ -355,19 +355,3 @@ def test_opens_in_memory_look_for_records_only_where_it_is_free(kind: str) -> No
     else:
         assert warned == [] and _CountedDict.listings == 0
 
-
-def test_a_dataset_write_over_an_unfinished_ones_rows_clears_its_record(tmp_path: Path) -> None:
-    """A Dataset write covering every array of an unfinished one's region (its rows and
-    more) completes it: that record goes with its own; one covering fewer arrays does not."""
-    from zarrdask.storage.records import WriteRecord, clear_record, read_records, write_record
-
-    store = zarrdask.open_group(tmp_path / "g.zarr", mode="w").store
-    unfinished = write_record(store, WriteRecord("Dataset.zarrdask.to_zarr", "", {"a": [[4, 8], [0, 3]], "b": [[4, 8]]},
-                                                 2, 96))
-    narrower = write_record(store, WriteRecord("Dataset.zarrdask.to_zarr", "", {"a": [[0, 12], [0, 3]]}, 1, 144))
-    clear_record(store, narrower)  # (only a: b's rows are not known to be written)
-    assert [r.key for r in read_records(store, "")] == [unfinished.key]
-    wider = write_record(store, WriteRecord("Dataset.zarrdask.to_zarr", "", {"a": [[0, 12], [0, 3]], "b": [[0, 12]]},
-                                            2, 192))
-    clear_record(store, wider)
-    assert read_records(store, "") == []

@@ -22,8 +22,9 @@ def add_parser(sub: Subcommands) -> None:
     add_store_arguments(p)
     p.add_argument("--sample", type=count, metavar="N", help="read at most N stored chunks per array, chosen at random")
     p.add_argument("--fix", action="store_true",
-                   help="remove leftover temporary files and rewrite stale consolidated metadata "
-                        "(run it while nothing writes to the store)")
+                   help="remove leftover temporary files and the records of unfinished writes whose rows no "
+                        "longer exist, and rewrite stale consolidated metadata (run it while nothing writes to "
+                        "the store)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (drawn on stderr only when it is a terminal)")
     p.set_defaults(run=run)
 

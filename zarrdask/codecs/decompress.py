@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import os
 import sys
 import threading
 import zlib
@@ -324,19 +325,36 @@ def _blosc_legacy(data: Data, refused: str) -> Data:
     """A legacy blosc buffer decoded by ``imagecodecs.blosc_decode``, imported only here (an
     optional dependency, the ``legacy`` extra), held to the size its header claims."""
     try:
-        import imagecodecs
+        blosc_decode = _imagecodecs_blosc_decode()
     except ImportError:
         fix = "to read it, install imagecodecs: pip install 'zarrdask[legacy]'"
         raise CorruptChunkError(f"{refused}; {fix}") from None
     claimed = int.from_bytes(bytes(data[4:8]), "little")
     try:
-        decoded: Data = imagecodecs.blosc_decode(cast(bytes, data))  # (its stub leaves out memoryview, which it reads)
+        decoded: Data = blosc_decode(cast(bytes, data))  # (its stub leaves out memoryview, which it reads)
     except (RuntimeError, ValueError) as exc:  # (imagecodecs.BloscError is a RuntimeError)
         raise CorruptChunkError(f"{refused}; imagecodecs.blosc_decode cannot decompress it either ({exc})") from exc
     if len(decoded) != claimed:
         raise CorruptChunkError(f"{refused}; imagecodecs.blosc_decode decodes it to {len(decoded)} bytes, "
                                 f"the header claims {claimed}")
     return decoded
+
+
+def _imagecodecs_blosc_decode() -> Callable[[bytes], bytes]:
+    """``imagecodecs.blosc_decode``, its extension loaded (on first use) with RTLD_DEEPBIND
+    where the platform has it, so that its calls go to imagecodecs' own c-blosc: netCDF-C's
+    filter plugins (the netCDF4 wheel, on any NCZarr or HDF5 filter use) put a c-blosc
+    built without snappy into the process's global scope, whose symbols it would bind to
+    otherwise (a snappy chunk then fails with -5)."""
+    import imagecodecs
+
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | getattr(os, "RTLD_DEEPBIND", 0))
+    try:
+        decode: Callable[[bytes], bytes] = imagecodecs.blosc_decode  # (loads its extension, lazily, here)
+    finally:
+        sys.setdlopenflags(flags)
+    return decode
 
 
 def blosc_into(buffers: Sequence[Data], outs: Sequence[memoryview]) -> None:

@@ -80,8 +80,7 @@ class WriteRecord:
         planned = f"{self.units} storage units, " if self.units is not None else ""
         return (f"{self.call} started {self.started} on {self.host} (pid {self.pid}, zarrdask {self.version}) "
                 f"did not finish (or is still running): region {_region_text(self.region)}, {planned}{self.nbytes:,} bytes planned. "
-                "Run the same call again to complete it (that removes this record); an append (append_dim=) is "
-                "completed by writing its rows again with region=, as appending again explains")
+                "Run the same call again to complete it (that removes this record)")
 
 
 def _region_text(region: Any) -> str:
@@ -120,13 +119,11 @@ def write_record(store: Store, record: WriteRecord) -> WriteRecord:
 
 
 def clear_record(store: Store, record: WriteRecord) -> None:
-    """Delete ``record`` (its write finished) and the node's older records whose regions
-    it covers (an array's region, or every array of a Dataset's): those writes are
-    complete now."""
+    """Delete ``record`` (its write finished) and, for an array's region, the node's older
+    records of regions inside it (those writes are complete now)."""
     keys = [record.key]
-    if _bounds(record.region) is not None or isinstance(record.region, dict):
-        keys += [r.key for r in read_records(store, record.node) if r.key != record.key
-                 and _covers(record.region, r.region)]
+    if _bounds(record.region) is not None:
+        keys += [r.key for r in read_records(store, record.node) if _covers(record.region, r.region)]
     store.delete_many(keys)
 
 
@@ -137,10 +134,6 @@ def _bounds(region: Any) -> list[tuple[int, int]] | None:
 
 
 def _covers(outer: Any, inner: Any) -> bool:
-    """Whether region ``outer`` holds region ``inner``: an array's bounds, or for a
-    Dataset's regions (array path -> bounds) every array of ``inner`` within ``outer``'s."""
-    if isinstance(outer, dict) and isinstance(inner, dict):
-        return bool(inner) and all(path in outer and _covers(outer[path], bounds) for path, bounds in inner.items())
     a, b = _bounds(outer), _bounds(inner)
     return a is not None and b is not None and len(a) == len(b) and all(
         lo <= ilo and ihi <= hi for (lo, hi), (ilo, ihi) in zip(a, b))
