@@ -340,7 +340,7 @@ def _blosc_legacy(data: Data, refused: str) -> Data:
     return decoded
 
 
-def _imagecodecs_blosc_decode() -> Callable[[bytes], bytes]:
+def _imagecodecs_blosc_decode() -> Callable[[bytes], Data]:
     """``imagecodecs.blosc_decode``, its extension loaded (on first use) with RTLD_DEEPBIND
     where the platform has it, so that its calls go to imagecodecs' own c-blosc: netCDF-C's
     filter plugins (the netCDF4 wheel, on any NCZarr or HDF5 filter use) put a c-blosc
@@ -351,7 +351,7 @@ def _imagecodecs_blosc_decode() -> Callable[[bytes], bytes]:
     flags = sys.getdlopenflags()
     sys.setdlopenflags(flags | getattr(os, "RTLD_DEEPBIND", 0))
     try:
-        decode: Callable[[bytes], bytes] = imagecodecs.blosc_decode  # (loads its extension, lazily, here)
+        decode: Callable[[bytes], Data] = imagecodecs.blosc_decode  # (loads its extension, lazily, here)
     finally:
         sys.setdlopenflags(flags)
     return decode
