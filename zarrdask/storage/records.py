@@ -37,7 +37,7 @@ from .base import Store, join_path
 from .transactional import in_session
 
 __all__ = ["RECORDS_DIR", "WriteRecord", "clear_record", "is_record", "keeps_records", "read_records",
-           "warn_interrupted", "write_record"]
+           "region_bounds", "warn_interrupted", "write_record"]
 
 RECORDS_DIR = ".zarrdask-writes"  # below a node's path: the records of write calls not yet finished
 
@@ -122,19 +122,20 @@ def clear_record(store: Store, record: WriteRecord) -> None:
     """Delete ``record`` (its write finished) and, for an array's region, the node's older
     records of regions inside it (those writes are complete now)."""
     keys = [record.key]
-    if _bounds(record.region) is not None:
+    if region_bounds(record.region) is not None:
         keys += [r.key for r in read_records(store, record.node) if _covers(record.region, r.region)]
     store.delete_many(keys)
 
 
-def _bounds(region: Any) -> list[tuple[int, int]] | None:
+def region_bounds(region: Any) -> list[tuple[int, int]] | None:
+    """An array's region as recorded (``[[start, stop], ...]``), as pairs; None for any other."""
     if isinstance(region, list) and all(isinstance(r, list) and len(r) == 2 for r in region):
         return [(int(a), int(b)) for a, b in region]
     return None
 
 
 def _covers(outer: Any, inner: Any) -> bool:
-    a, b = _bounds(outer), _bounds(inner)
+    a, b = region_bounds(outer), region_bounds(inner)
     return a is not None and b is not None and len(a) == len(b) and all(
         lo <= ilo and ihi <= hi for (lo, hi), (ilo, ihi) in zip(a, b))
 

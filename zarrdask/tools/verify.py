@@ -11,10 +11,10 @@ finish (``<node>/.zarrdask-writes/``, see :mod:`zarrdask.storage.records`: a pro
 metadata agrees with the documents it copies. ``fix=True`` removes the temporary files,
 rewrites stale consolidated metadata and removes the records of unfinished writes whose
 rows no longer exist (their arrays shrunk below them, or deleted); other findings need a
-person. Arrays whose
-chunks carry no checksum are listed apart (``unverifiable``): decoding them proves less;
-so are attribute values of NaN or ±Infinity (``not_strict_json``), which zarrdask and
-zarr-python read but strict JSON readers such as TensorStore refuse.
+person. Arrays whose chunks carry no checksum are listed apart (``unverifiable``):
+decoding them proves less; so are attribute values of NaN or ±Infinity
+(``not_strict_json``), which zarrdask and zarr-python read but strict JSON readers such
+as TensorStore refuse.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..metadata.attribute_values import non_finite_places
 from ..metadata.consolidated import v2_documents_for
 from ..door import resolve
 from ..storage.base import Store, join_path
-from ..storage.records import RECORDS_DIR, WriteRecord, is_record, read_records
+from ..storage.records import RECORDS_DIR, WriteRecord, is_record, read_records, region_bounds
 from ..storage.temporary import atomic_files, is_staged
 from .verify_display import report_html, report_text
 
@@ -333,13 +333,14 @@ def _rows_gone(store: Store, record: WriteRecord, nodes: Mapping[str, NodeMetada
     it along some dimension, or deleted. Records of other calls (a copy) never are."""
     region = record.region
     regions = region.items() if isinstance(region, dict) else [(record.node, region)]
-    for path, bounds in regions:
-        if not (isinstance(bounds, list) and all(isinstance(b, list) and len(b) == 2 for b in bounds)):
+    for path, recorded in regions:
+        bounds = region_bounds(recorded)
+        if bounds is None:
             return False
         meta = nodes.get(path)
         if meta is None and next(iter(store.list_prefix(path)), None) is not None:
             return False  # (keys there, but no array verify could open: not known to be gone)
         if isinstance(meta, (ArrayMetadataV2, ArrayMetadataV3)) and all(
-                int(lo) < min(int(hi), n) for (lo, hi), n in zip(bounds, meta.shape)):
+                lo < min(hi, n) for (lo, hi), n in zip(bounds, meta.shape)):
             return False  # (some of its region is still in the array)
     return bool(regions)

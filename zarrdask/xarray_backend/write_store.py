@@ -32,7 +32,7 @@ from zarrdask.nodes.group import create_group
 from zarrdask.dask_io.transactions import check_travels
 from zarrdask.door import resolve
 from zarrdask.storage.base import join_path
-from zarrdask.storage.records import WriteRecord, read_records
+from zarrdask.storage.records import WriteRecord, read_records, region_bounds
 from zarrdask.storage.write_behind import WriteBehindStore
 from zarrdask.nodes.group import Group
 from zarrdask.errors import (ContainsNodeError, DatasetError, DatasetTypeError, MetadataError, NodeNotFoundError,
@@ -294,7 +294,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
             if not isinstance(record.region, dict):
                 continue
             rows = {name: bounds[appended.axis[name]] for name, path in appended.paths.items()
-                    if isinstance(bounds := record.region.get(path), list) and len(bounds) == len(appended.shapes[name])}
+                    if (bounds := region_bounds(record.region.get(path))) and len(bounds) == len(appended.shapes[name])}
             if not any(lo < length <= hi for lo, hi in rows.values()):
                 continue
             start = self._same_append(record, rows, appended, encoded)
@@ -312,7 +312,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
                 f"fix=True) removes its record (rows that no longer exist)")
         return None
 
-    def _same_append(self, record: WriteRecord, rows: Mapping[str, list[int]], appended: _Appended,
+    def _same_append(self, record: WriteRecord, rows: Mapping[str, tuple[int, int]], appended: _Appended,
                      encoded: Mapping[Hashable, Variable]) -> int | None:
         """The first row of ``record``'s rows when this append is that write run again (see
         :meth:`_check_unfinished_writes`), else None."""
@@ -326,7 +326,7 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         start = appended.length - count
         written = {join_path(self.group.path, encode_variable_name(vn)) for vn in encoded}
         if set(record.region) != written or set(rows) != set(added) \
-                or any(r != [start, appended.length] for r in rows.values()):
+                or any(r != (start, appended.length) for r in rows.values()):
             return None
         stored = self.arrays()[name][start: appended.length]
         return start if np.array_equal(stored, np.asarray(encoded[dim].values)) else None
