@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import warnings
+from ast import literal_eval
 
 import numcodecs
 import numpy as np
@@ -407,3 +408,34 @@ def test_exists_hints_name_a_fix_of_the_function_called(tmp_path):
                 function(root, mode=mode, **kwargs)
             zarrdask.create_array(root, shape=(3,), dtype="i4", overwrite=True)
     assert isinstance(zarrdask.open_group(root, mode="w"), zarrdask.Group)
+
+
+@pytest.mark.parametrize("passed", [dict(shape=(8,)), dict(dtype="f4"), dict(chunks=(3,)), dict(shards=(2,)),
+                                   dict(shape=(8,), dtype="u2")])
+def test_an_existing_array_unlike_the_keywords_names_them_and_fixes_that_work(tmp_path, passed):
+    """zarr-python's mode='a' opens an existing array whatever shape=/dtype= say; zarrdask
+    refuses a mismatch, and the message names what was passed, what is stored, and fixes
+    that work as printed."""
+    root = str(tmp_path / "a.zarr")
+    zarrdask.create_array(root, shape=(4,), dtype="i2", chunks=(2,), shards=(4,))[...] = [1, 2, 3, 4]
+    keywords = {"shape": (4,), "dtype": "i2", **passed}
+    with pytest.raises(ZarrdaskError) as info:
+        zarrdask.open_array(root, mode="a", **keywords)
+    message = str(info.value)
+    assert message.startswith("zarrdask.open_array(): the array at") and "a.zarr" in message
+    for name, value in passed.items():
+        assert f"{name}=" in message and "leave " in message
+    left_out = re.search(r"leave ([\w=, ]+) out", message).group(1)
+    kept = {k: v for k, v in keywords.items() if f"{k}=" not in left_out}
+    assert zarrdask.open_array(root, mode="a", **kept)[...].tolist() == [1, 2, 3, 4]
+    if "shape" in passed:
+        shape = literal_eval(re.search(r"\.resize\((\(\d+,\))\)", message).group(1))
+        zarrdask.open_array(root, mode="r+").resize(shape)
+        assert zarrdask.open_array(root).shape == passed["shape"]
+        zarrdask.open_array(root, mode="r+").resize((4,))
+    if "shape" in passed and "dtype" not in passed:  # the dask reader names itself and offers no mode='w'
+        with pytest.raises(ZarrdaskError, match=r"^zarrdask\.from_zarr\(\): .*leave shape= out") as read:
+            zarrdask.from_zarr(root, shape=passed["shape"])
+        assert "mode='w'" not in str(read.value)
+    assert "mode='w' replaces it" in message
+    assert zarrdask.open_array(root, mode="w", **keywords).shape == keywords["shape"]

@@ -68,18 +68,19 @@ def without_create_hint(message: str) -> str:
 
 
 def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, spec: dict[str, Any],
-                    options: dict[str, Any]) -> Array:
+                    options: dict[str, Any], caller: str | None = None) -> Array:
     """An existing array opened where the call could also create one: ``shape``/``dtype``/
     ``chunks``/``shards`` must match it; the other creation keywords are validated (a typo
     is an error) but, as in zarr-python, only used when the array is created."""
     array = node_from_metadata(store, path, meta, options=ArrayOptions(**options))
     assert isinstance(array, Array)
     array.check_expectations(spec.get("shape"), spec.get("dtype"), spec.get("chunks") if spec.get("chunks") != "auto"
-                             else None)
+                             else None, function=caller or function, replaceable=caller is None)
     shards = spec.get("shards")
     if shards is not None and tuple(shards) != array.shards:
-        raise ContainsNodeError(f"{function}(): the array at {_where(path)} has shards {array.shards}, not "
-                                f"{tuple(shards)} (mode='w' replaces it)")
+        raise ContainsNodeError(f"{caller or function}(): the array at {_where(path)} in {store!r} has shards "
+                                f"{array.shards}, not the shards={tuple(shards)} given; to open it as stored, leave "
+                                "shards= out" + ("; mode='w' replaces it (its data is deleted)" if caller is None else ""))
     if set(spec) - set(_EXPECTED) - {"attributes"}:
         full = {"shape": array.shape, "dtype": array.dtype, **{k: v for k, v in spec.items() if k != "chunks"}}
         plan_array(store, path, ArraySpec(**full), meta.zarr_format, options, function)
@@ -88,10 +89,11 @@ def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, 
 
 
 def array_at(function: str, found: Resolved, mode: str, zarr_format: int | None,
-             spec: dict[str, Any], options: dict[str, Any]) -> Array:
+             spec: dict[str, Any], options: dict[str, Any], caller: str | None = None) -> Array:
     """``open_array``'s modes on what the door found (``found``, read unless ``mode``
     creates): create with ``shape``/``dtype`` in "a", "w", "w-"; an existing array must
-    match ``spec``'s ``shape``/``dtype``/``chunks``/``shards``."""
+    match ``spec``'s ``shape``/``dtype``/``chunks``/``shards``. ``caller``: the function the
+    user called when it is not ``function`` (a reader: its message offers no mode='w')."""
     store, path, meta = found.store, found.path, found.metadata
     if mode in ("w", "w-"):  # validated in full before anything is deleted
         plan = plan_array(store, path, ArraySpec(**spec), zarr_format, options, function)
@@ -105,7 +107,7 @@ def array_at(function: str, found: Resolved, mode: str, zarr_format: int | None,
         raise ArrayNotFoundError(str(explain_missing(store, path, zarr_format, fix)))
     if meta.node_type != "array":
         raise _not_an_array(function, store, path, meta)
-    return _existing_array(function, store, path, meta, spec, options)
+    return _existing_array(function, store, path, meta, spec, options, caller)
 
 
 def open(store: Any, *, mode: Mode = "r", path: str | None = None,  # noqa: A001

@@ -133,12 +133,13 @@ def open_location(function: str, location: Resolved, given: ReadKeywords) -> Arr
         if fmt is not None and fmt != array.metadata.zarr_format:
             raise ShapeMismatchError(
                 f"{function}(): zarr_format={fmt} given, but array {array.name!r} is Zarr v{array.metadata.zarr_format}")
-        array.check_expectations(**expect)
+        array.check_expectations(**expect, function=function)
         return array.with_options(**given.options) if given.options else array
     expect = dict(given.expect)
     zarr_format = expect.pop("zarr_format", None)
     try:  # (named as the opener whose mode='a' creates an array, for the message of a missing one)
-        return array_at("zarrdask.open_array", location, given.mode, zarr_format, expect, dict(given.options))
+        return array_at("zarrdask.open_array", location, given.mode, zarr_format, expect, dict(given.options),
+                        caller=function)
     except ArrayNotFoundError as exc:
         raise not_an_array(function, location, exc) from exc
 

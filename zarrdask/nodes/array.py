@@ -460,17 +460,31 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         return after.shape
 
     def check_expectations(self, shape: Sequence[int] | None = None, dtype: Any = None,
-                           chunks: Sequence[int] | None = None) -> None:
-        """Raise ShapeMismatchError if the stored array differs from what the caller expects."""
-        problems = []
+                           chunks: Sequence[int] | None = None, *, function: str = "zarrdask.open_array",
+                           replaceable: bool = False) -> None:
+        """Raise ShapeMismatchError if the stored array differs from what ``function``'s caller
+        passed (``replaceable``: the call has a ``mode='w'`` that would replace it); the
+        message names each keyword given, what is stored, and what to do instead."""
+        given, stored, fixes = [], [], []
         if shape is not None and tuple(shape) != self.shape:
-            problems.append(f"shape: expected {tuple(shape)}, found {self.shape}")
+            given.append(f"shape={tuple(shape)}")
+            stored.append(f"shape {self.shape}")
+            fixes.append(f"to change its shape, open it and call .resize({tuple(shape)})")
         if dtype is not None and np.dtype(dtype) != self.dtype:
-            problems.append(f"dtype: expected {np.dtype(dtype)}, found {self.dtype}")
+            given.append(f"dtype={str(np.dtype(dtype))!r}")
+            stored.append(f"dtype {str(self.dtype)!r}")
         if chunks is not None and tuple(chunks) not in (self.chunks, self.shards):
-            problems.append(f"chunks: expected {tuple(chunks)}, found {self.chunks}")
-        if problems:
-            raise ShapeMismatchError(f"array {self.name!r} does not match: " + "; ".join(problems))
+            given.append(f"chunks={tuple(chunks)}")
+            stored.append(f"chunks {self.chunks}" + (f" in shards {self.shards}" if self.shards else ""))
+        if not given:
+            return
+        names = ", ".join(g.split("=")[0] + "=" for g in given)
+        fixes.insert(0, f"to open it as stored, leave {names} out")
+        if replaceable:
+            fixes.append("mode='w' replaces it (its data is deleted)")
+        where = repr(self._path or "<root>")
+        raise ShapeMismatchError(f"{function}(): the array at {where} in {self._store!r} has {', '.join(stored)}, "
+                                 f"not the {', '.join(given)} given; " + "; ".join(fixes))
 
 
 @contextlib.contextmanager
