@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from harness import LIBS, ZARRDASK, Geometry, Row, Scenario, Task, compare, dir_size, make_data, measure_floor
-from harness import measure_many, rmtree
+from harness import empty_for_write, measure_many, rmtree
 from libs import LIB_OBJECTS, Layout
 
 
@@ -27,7 +27,7 @@ def write_read_rows(sc: Scenario, geom: Geometry, repeat: int, layout: Layout, b
 
     def writer(lib):
         L, p = LIB_OBJECTS[lib], paths[lib]
-        return Task(fn=lambda: L.write(p, data, layout), setup=lambda: rmtree(p))
+        return Task(fn=lambda: L.write(p, data, layout), setup=lambda: empty_for_write(p))
 
     def reader(lib, path):
         L = LIB_OBJECTS[lib]
@@ -68,8 +68,8 @@ def add_floors(rows, geom: Geometry, repeat: int, layout: Layout, base: str, pat
         f"{desc}: libzstd-1 compression of every chunk{' + shard index' if layout.shards else ''} + one file per "
         f"{'shard' if layout.shards else 'chunk'}, {cores} threads",
         lambda: Task(zstd_floor.write_floor(data, layout.chunks, layout.shards, out, cores),
-                     setup=lambda: rmtree(out)), repeat)
-    rmtree(out)  # (before its pages are written back)
+                     setup=lambda: empty_for_write(out)), repeat)
+    rmtree(out)
     read = None
     if ok:
         src = ZARRDASK if ZARRDASK in ok else ok[0]
@@ -87,5 +87,6 @@ def run(geom: Geometry, repeat: int, data_dir: str, cross: bool = True) -> Scena
         columns={lib: f"{lib} Array API" for lib in LIBS},
     )
     write_read_rows(sc, geom, repeat, Layout(chunks=geom.chunks), os.path.join(data_dir, "core"), cross, "read")
-    sc.notes.append("write = create + write whole array into an emptied directory; read = open + read whole array")
+    sc.notes.append("write = create + write whole array into an emptied directory (no earlier write's pages left "
+                    "to write back); read = open + read whole array")
     return sc

@@ -34,7 +34,7 @@ import uuid
 import numpy as np
 
 from harness import TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Geometry, Row, Scenario, Task, compare, make_data
-from harness import measure_floor, measure_many, rmtree
+from harness import empty_for_write, measure_floor, measure_many, rmtree
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, ts_spec
 import reference
 
@@ -174,7 +174,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
         def task(fn, x, lib, reader):
             return Task(
                 lambda: fn(x),
-                setup=lambda: rmtree(out[lib]),
+                setup=lambda: empty_for_write(out[lib]),
                 check=verify_with(reader, out[lib]),
                 check_every=True,
             )
@@ -239,7 +239,7 @@ def run(geom: Geometry, repeat: int, data_dir: str) -> Scenario:
         write_floor = measure_floor(
             f"libzstd-1 compression of every chunk + shard index + one file per shard, {cores} threads",
             lambda: Task(zstd_floor.write_floor(data, geom.inner, geom.shard, floor_out, cores),
-                         setup=lambda: rmtree(floor_out)), repeat)
+                         setup=lambda: empty_for_write(floor_out)), repeat)
         rmtree(floor_out)
         sum_floor = measure_floor(
             f"libzstd decoding each shard into a block + block.sum(), {cores} threads, no dask",

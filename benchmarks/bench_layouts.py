@@ -32,7 +32,8 @@ unit" = the shard, or the chunk when unsharded:
               to the layout's array (written with dimension names (time, lat, lon))
   xarray-load   the same, ``.load()`` of the dataset
   read        open + ``a[...]`` into numpy (TensorStore: ``.read().result()``)
-  write       create + write the whole numpy array into an emptied directory (libs adapters)
+  write       create + write the whole numpy array into an emptied directory (libs adapters; before each
+              write, untimed, the machine's dirty pages written out: harness.empty_for_write)
   dask-write  zarrdask.to_zarr / dask.array.to_zarr (zarr-python, and with the zarrs pipeline) /
               da.store into TensorStore, from da.from_array(data, chunks=grid unit)
   windows     200 random 1 x 64 x 64 windows at unaligned offsets (bench_sharding's), median
@@ -92,8 +93,8 @@ import numpy as np  # noqa: E402
 import harness  # noqa: E402
 import reference  # noqa: E402
 from harness import (  # noqa: E402
-    TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Cell, Geometry, Row, Scenario, Task, compare, environment,
-    fmt_time, make_data, measure_many, random_windows, render_scenario, rmtree,
+    TENSORSTORE, ZARR_PYTHON, ZARRDASK, ZARRS, Cell, Geometry, Row, Scenario, Task, compare, empty_for_write,
+    environment, fmt_time, make_data, measure_many, random_windows, render_scenario, rmtree,
 )
 from harness import _short  # noqa: E402 - the table's short library names (zd, zp, zs, ts)
 from libs import LIB_OBJECTS, ZSTD1, Layout, TSDaskAdapter, preload_zarrdask, ts_spec  # noqa: E402
@@ -293,7 +294,7 @@ def layout_floors(name: str, layout: Layout, path: str, data: np.ndarray, total:
         "write": (f"{name}: libzstd-1 compression of every chunk{' + shard index' if layout.shards else ''} + one "
                   f"file per {'shard' if layout.shards else 'chunk'}, {cores} threads",
                   lambda: Task(zstd_floor.write_floor(data, layout.chunks, layout.shards, floor_out, cores),
-                               setup=lambda: rmtree(floor_out))),
+                               setup=lambda: empty_for_write(floor_out))),
     }
     floors = {}
 
@@ -428,7 +429,7 @@ def numpy_write_row(case: str, data, layout: Layout, out: dict, repeat: int) -> 
     def task(lib):
         L, path = LIB_OBJECTS[lib], out[lib]
         reader = ZARR_PYTHON if lib == TENSORSTORE else TENSORSTORE
-        return Task(lambda: L.write(path, data, layout), setup=lambda: rmtree(path),
+        return Task(lambda: L.write(path, data, layout), setup=lambda: empty_for_write(path),
                     check=readback(data, path, reader), check_every=True)
 
     return Row(case, measure_many(case, {lib: task(lib) for lib in out}, repeat), nbytes=data.nbytes)
@@ -467,7 +468,7 @@ def dask_write_row(case: str, data, layout: Layout, out: dict, repeat: int) -> R
 
     def task(lib):
         reader = ZARR_PYTHON if lib == TENSORSTORE else TENSORSTORE
-        return Task(fns[lib], setup=lambda: rmtree(out[lib]), check=readback(data, out[lib], reader),
+        return Task(fns[lib], setup=lambda: empty_for_write(out[lib]), check=readback(data, out[lib], reader),
                     check_every=True)
 
     return Row(case, measure_many(case, {lib: task(lib) for lib in fns}, repeat), nbytes=data.nbytes)
@@ -680,7 +681,8 @@ def run(geom: Geometry, repeat: int, data_dir: str, layouts=tuple(LAYOUTS), work
         "(tensorstore's spread/zd's >= 0.67); unaligned windows >= 1.2x TensorStore; group open <= TensorStore's "
         "time; cluster >= 1.2x zarr-python and within 1.5x of in-memory")
     sc.notes.append("grid unit = the shard (the chunk when unsharded); reads time open + read; writes time "
-                    "create + write into an emptied directory; every write read back and compared, untimed")
+                    "create + write into an emptied directory, no write's pages left to write back; every write read "
+                    "back and compared, untimed")
     return sc
 
 

@@ -643,6 +643,15 @@ def rmtree(path: str | os.PathLike) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def empty_for_write(path: str | os.PathLike) -> None:
+    """A timed write's setup: ``path`` removed, then every dirty page on the machine written
+    out (``os.sync``). The kernel writes a file's pages back about 30 s after they were
+    written, in the middle of whichever write runs then; after this, no timed write pays
+    for another's writeback (peers and floors alike)."""
+    rmtree(path)
+    os.sync()
+
+
 def dir_size(path: str | os.PathLike) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
