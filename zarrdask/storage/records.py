@@ -75,6 +75,19 @@ class WriteRecord:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         return replace(self, started=now, host=socket.gethostname(), pid=os.getpid(), version=_version())
 
+    def running_here(self) -> bool:
+        """Whether another process of this machine made the record and still runs (its
+        write may be under way; a pid taken again by another process also counts)."""
+        if self.host != socket.gethostname() or self.pid in (0, os.getpid()):
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # (it exists, run by another user)
+            return True
+        return True
+
     def describe(self) -> str:
         """One line: which call, when, where, what region, how much was planned."""
         planned = f"{self.units} storage units, " if self.units is not None else ""

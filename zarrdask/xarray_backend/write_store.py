@@ -315,7 +315,11 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
     def _same_append(self, record: WriteRecord, rows: Mapping[str, tuple[int, int]], appended: _Appended,
                      encoded: Mapping[Hashable, Variable]) -> int | None:
         """The first row of ``record``'s rows when this append is that write run again (see
-        :meth:`_check_unfinished_writes`), else None."""
+        :meth:`_check_unfinished_writes`), else None. Not when the record's process still
+        runs here, nor when any of its ``append_dim`` values is not stored: a row not yet
+        written reads as the fill value, which the values of another append can equal."""
+        if record.running_here():
+            return None
         dim = self._append_dim
         added = {encode_variable_name(vn): v.shape[v.dims.index(dim)] for vn, v in encoded.items() if dim in v.dims}
         counts = set(added.values())
@@ -328,7 +332,10 @@ class ZarrdaskWritableStore(ZarrdaskDataStore, AbstractWritableDataStore):
         if set(record.region) != written or set(rows) != set(added) \
                 or any(r != (start, appended.length) for r in rows.values()):
             return None
-        stored = self.arrays()[name][start: appended.length]
+        coordinate = self.arrays()[name]
+        if not coordinate.storage_statistics(slice(start, appended.length)).fully_stored:
+            return None
+        stored = coordinate[start: appended.length]
         return start if np.array_equal(stored, np.asarray(encoded[dim].values)) else None
 
     def _shrink_calls(self, appended: _Appended, length: int) -> str:
