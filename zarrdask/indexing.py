@@ -162,7 +162,10 @@ class OrthogonalSelection:
 
     def _parts(self, grid: GridLike) -> list[list[DimPart]] | None:
         """Each dimension's parts on ``grid``'s chunks; None when a dimension selects nothing
-        (then no chunk is touched, and the other dimensions' chunks are not listed)."""
+        (then no chunk is touched, and no dimension's chunks are listed: a long one can have
+        billions)."""
+        if 0 in self.shape:
+            return None
         per_dim = []
         for d, a in zip(self.dims, as_axes(grid, self.array_shape)):
             parts = _project_dim(d, a)

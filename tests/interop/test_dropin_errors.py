@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 import tempfile
 from typing import Any
 
@@ -314,3 +315,46 @@ def test_a_chunk_cache_asked_by_another_name_points_to_cache_bytes(tmp_path, key
     assert "index_cache_size" not in str(err.value)
     opened = getattr(zarrdask, call)(path, cache_bytes=1 << 20)
     np.testing.assert_array_equal(np.asarray(opened), np.arange(4.0))
+
+
+#: a bad value of each ArrayOptions keyword, and one the message's fix allows
+BAD_OPTIONS = [("threads", 0, 1), ("threads", 1.5, np.int64(2)), ("lock", True, None),
+               ("missing_chunks", "zero", "raise"), ("write_empty_chunks", "no", np.False_), ("progress", 1, False), ("safe_chunks", None, True),
+               ("verify_checksums", "yes", True), ("index_cache_size", -1, 0), ("coalesce_gap", 2.0, 4096),
+               ("cache_bytes", "lots", "1 MiB")]
+
+
+def _ways_in(path: str) -> dict[str, Any]:
+    import dask.array as da
+
+    return {
+        "zarrdask.open_array": lambda **kw: zarrdask.open_array(path, **kw),
+        "zarrdask.open": lambda **kw: zarrdask.open(path, **kw),
+        "zarrdask.open_group": lambda **kw: zarrdask.open_group(path.rsplit("/", 1)[0], **kw),
+        "zarrdask.create_array": lambda **kw: zarrdask.create_array(path + "-new", shape=(4,), dtype="f8",
+                                                                    overwrite=True, **kw),
+        "zarrdask.from_zarr": lambda **kw: zarrdask.from_zarr(path, **kw),
+        "zarrdask.to_zarr": lambda **kw: zarrdask.to_zarr(da.zeros(4), path + "-dask", overwrite=True, **kw),
+        "Array.with_options": lambda **kw: zarrdask.open_array(path).with_options(**kw),
+    }
+
+
+@pytest.mark.parametrize("name, bad, good", BAD_OPTIONS)
+def test_a_bad_option_value_names_the_call_the_keyword_and_a_fix(tmp_path, name, bad, good):
+    """Every way in refuses an ArrayOptions value it cannot use (a truthy string is not
+    True) before it creates anything, naming the function called and ``name=value``; the
+    value the fix names works there, numpy's integers and booleans too."""
+    from zarrdask.errors import InvalidModeError
+
+    path = str(tmp_path / "a")
+    zarrdask.create_array(path, data=np.arange(4.0))
+    for function, call in _ways_in(path).items():
+        for made in ("a-new", "a-dask"):
+            shutil.rmtree(tmp_path / made, ignore_errors=True)
+        with pytest.raises(InvalidModeError) as err:
+            call(**{name: bad})
+        message = str(err.value)
+        assert message.startswith(f"{function}(): {name}={bad!r}"), message
+        assert ": pass " in message, message
+        assert not (tmp_path / "a-new").exists() and not (tmp_path / "a-dask").exists()  # (refused before creating)
+        call(**{name: good})

@@ -17,6 +17,7 @@ from zarrdask.metadata.grid import (
     RegularChunkGrid,
     all_chunk_coords,
     chunk_of,
+    chunks_outside,
     chunk_slices,
     grid_shape,
     stored_shape,
@@ -128,3 +129,15 @@ def test_nested_projection_of_a_0d_array():
     [(p, inside)] = sel.project_nested((), ())
     assert p == sel.project(())[0] and inside() == list(p.chunk_selection.project(()))
     assert inside.combos() is None  # (its one inner chunk from the projection)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 13), st.integers(0, 13), st.integers(1, 4)), min_size=1, max_size=3))
+def test_the_chunks_a_resize_drops_are_those_the_new_grid_lacks(dims):
+    """``chunks_outside``: every chunk of the old grid outside the new one, each once, and
+    nothing else, whatever grows, shrinks or empties."""
+    old = RegularChunkGrid(tuple(c for _, _, c in dims)).axes(tuple(n for n, _, _ in dims))
+    new = RegularChunkGrid(tuple(c for _, _, c in dims)).axes(tuple(m for _, m, _ in dims))
+    got = list(chunks_outside(old, new))
+    assert len(got) == len(set(got))
+    assert sorted(got) == [c for c in all_chunk_coords(old) if any(i >= a.count for i, a in zip(c, new))]

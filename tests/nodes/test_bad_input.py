@@ -844,3 +844,48 @@ def test_unknown_configuration_fields_of_a_data_type_are_refused(tmp_path_factor
     (path / "zarr.json").write_text(json.dumps(meta))
     with pytest.raises(MetadataError, match=rf"data_type/configuration: unexpected fields \['{extra}'\]"):
         zarrdask.open_array(str(path))
+
+
+_BILLIONS_OF_UNITS = r"""
+import json, re, resource, sys
+from ast import literal_eval
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+import numpy as np, zarrdask
+from zarrdask.errors import TooLargeError
+
+def opened(shape):
+    doc = {"zarr_format": 2, "shape": shape, "chunks": [2, 2, 2], "dtype": "<f4", "fill_value": 0.0, "order": "C",
+           "filters": None, "compressor": None}
+    return zarrdask.open_array({".zarray": json.dumps(doc).encode()}, mode="r+")
+
+a = opened([10**15, 0, 3])
+assert a[...].shape == (10**15, 0, 3) and a[5:9].shape == (4, 0, 3) and a.oindex[[1, 2], :, :].shape == (2, 0, 3)
+a[...] = 1.0
+x = zarrdask.from_zarr(a)
+assert x.numblocks == (1, 1, 1) and x.compute().shape == (10**15, 0, 3)
+a.resize((10, 0, 3))
+assert a.shape == (10, 0, 3)
+b = opened([10**11, 1, 1])
+try:
+    zarrdask.from_zarr(b)
+except TooLargeError as exc:
+    fix = literal_eval(re.search(r"such as chunks=(\(.*\))$", str(exc)).group(1))
+else:
+    sys.exit("no TooLargeError")
+y = zarrdask.from_zarr(b, chunks=fix)
+assert y.shape == b.shape and y.numblocks == (10_000, 1, 1)
+print("done")
+"""
+
+
+def test_metadata_laying_billions_of_units_over_an_array_costs_no_walk_over_them():
+    """Metadata (found by fuzzing) laying 5 * 10**14 chunks over an array that holds nothing:
+    reads, writes, a dask read and a resize visit none of them (listing them hung, then ran
+    out of memory). A dask read of a non-empty array with more units than dask can list
+    block sizes for is a TooLargeError whose suggested chunks= builds. A process of its own,
+    its memory capped at 4 GiB."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", _BILLIONS_OF_UNITS], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "done", result.stderr[-3000:]

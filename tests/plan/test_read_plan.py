@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from _util import IrregularAxis
 
 from zarrdask.plan import auto_read_chunks, cut_axes, default_read_chunks
 
@@ -49,3 +52,28 @@ def test_auto_blocks_are_whole_cells_within_budget(axes, itemsize, limit):
 def test_cut_axes_names_the_axes_that_split_a_cell():
     assert cut_axes(((32, 32, 36), (10, 10)), (32, 20)) == (1,)
     assert cut_axes(((64, 36), (20,)), (32, 20)) == ()
+
+
+
+@settings(derandomize=True, deadline=None, max_examples=300, database=None)
+@given(st.data())
+def test_cut_axes_is_a_block_boundary_inside_a_unit(data):
+    """``cut_axes`` against its definition: an axis is cut where a boundary between blocks is
+    not one of the grid's lines (regular and irregular axes)."""
+    chunks, grid, lines = [], [], []
+    for _ in range(data.draw(st.integers(1, 3))):
+        blocks = tuple(data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=5)))
+        n = sum(blocks)
+        if data.draw(st.booleans()):
+            step = data.draw(st.integers(1, 7))
+            grid.append(step)
+            lines.append({*range(0, n, step), n})
+        else:
+            inner = data.draw(st.sets(st.integers(1, n - 1))) if n > 1 else set()
+            edges = (0, *sorted(inner), n)
+            grid.append(IrregularAxis(edges))
+            lines.append(set(edges))
+        chunks.append(blocks)
+    expected = tuple(d for d, (blocks, line) in enumerate(zip(chunks, lines))
+                     if any(e not in line for e in itertools.accumulate(blocks[:-1])))
+    assert cut_axes(tuple(chunks), tuple(grid)) == expected

@@ -21,6 +21,7 @@ from ..plan.fetch_plan import ReadPlan
 from ..storage.base import Store, join_path
 from ..storage.records import warn_interrupted
 from ..nodes.array import Array, ArrayOptions
+from ..nodes.units import array_options
 from ..nodes.array_keywords import OPTION_NAMES, REFUSED, ArraySpec, split_array_keywords
 from ..nodes.create import commit_array, plan_array
 from ..nodes.group import Group, make_group, node_from_metadata
@@ -72,7 +73,7 @@ def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, 
     """An existing array opened where the call could also create one: ``shape``/``dtype``/
     ``chunks``/``shards`` must match it; the other creation keywords are validated (a typo
     is an error) but, as in zarr-python, only used when the array is created."""
-    array = node_from_metadata(store, path, meta, options=ArrayOptions(**options))
+    array = node_from_metadata(store, path, meta, options=array_options(caller or function, options))
     assert isinstance(array, Array)
     array.check_expectations(spec.get("shape"), spec.get("dtype"), spec.get("chunks") if spec.get("chunks") != "auto"
                              else None, function=caller or function, replaceable=caller is None)
@@ -145,29 +146,31 @@ def open(store: Any, *, mode: Mode = "r", path: str | None = None,  # noqa: A001
         if array_only:
             raise InvalidModeError(no_group)
         return make_group(s, path, zarr_format, overwrite=mode == "w", attributes=spec.get("attributes"),
-                          allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=_group_options(options))
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT,
+                          options=_group_options(function, options))
     if meta is None:
         if mode != "a":
             raise explain_missing(s, path, zarr_format, f"{_CREATE_HINT} (with shape=, an array)")
         if array_only:
             raise InvalidModeError(f"nothing at {_where(path)}: {no_group}")
         return make_group(s, path, zarr_format, overwrite=False, attributes=spec.get("attributes"),
-                          allow_reserved_names=False, exists_hint=_REPLACE_HINT, options=_group_options(options))
+                          allow_reserved_names=False, exists_hint=_REPLACE_HINT,
+                          options=_group_options(function, options))
     if meta.node_type == "array":
         if use_consolidated is not None:
             raise refuse(function, "use_consolidated", f"it applies to groups; the node at {_where(path)} is an array")
         return _existing_array(function, s, path, meta, spec, options)
     if array_only:
         raise _not_an_array(function, s, path, meta)
-    group = node_from_metadata(s, path, meta, options=_group_options(options))
+    group = node_from_metadata(s, path, meta, options=_group_options(function, options))
     _check_consolidated(group, use_consolidated)
     warn_interrupted(s, path)
     return group
 
 
-def _group_options(options: dict[str, Any]) -> ArrayOptions | None:
+def _group_options(function: str, options: dict[str, Any]) -> ArrayOptions | None:
     """The ArrayOptions a group hands to the arrays opened through it (None: defaults)."""
-    return ArrayOptions(**options) if options else None
+    return array_options(function, options) if options else None
 
 
 def open_array(store: Any, *, mode: Mode = "r", path: str | None = None,
@@ -211,7 +214,7 @@ def open_group(store: Any, *, mode: Mode = "a", path: str | None = None,
             raise refuse(function, name, REFUSED[name])
     check_keywords(function, kwargs, ("mode", "path", "storage_options", "zarr_format", "attributes",
                                       "use_consolidated", *OPTION_NAMES))
-    options = _group_options(kwargs)
+    options = _group_options(function, kwargs)
     if use_consolidated is not None and not isinstance(use_consolidated, bool):
         raise refuse(function, f"use_consolidated={use_consolidated!r}",
                      "zarrdask reads consolidated metadata from .zmetadata (v2) or zarr.json (v3) only; "

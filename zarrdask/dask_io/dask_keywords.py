@@ -18,6 +18,7 @@ import dask
 from dask.utils import parse_bytes
 
 from ..nodes.array import ArrayOptions
+from ..nodes.units import array_options
 from ..errors import InvalidModeError, InvalidValueError, UnexpectedKeywordError
 from ..keywords import did_you_mean, refuse
 
@@ -102,6 +103,7 @@ def read_keywords(function: str, given: Mapping[str, Any], named: tuple[str, ...
             f"pass one of {_READ_MODES} (write with zarrdask.to_zarr or zarrdask.create_array)")
     expect = {k: given[k] for k in ("zarr_format", "shape", "dtype") if given.get(k) is not None}
     options = {k: v for k, v in given.items() if k in OPTION_KEYWORDS}
+    array_options(function, options)  # (checked here, before anything is opened)
     return ReadKeywords("r" if mode == "r" else "r+", expect, options)
 
 
@@ -119,6 +121,7 @@ def write_keywords(function: str, given: Mapping[str, Any], named: tuple[str, ..
                 raise refuse(function, f"config[{key!r}]",
                              f"zarrdask's config keys are {CONFIG_KEYWORDS}; reads return C-order arrays")
         options = merged(function, options, dict(config))
+    array_options(function, options)  # (checked here, before anything is created)
     create = {k: v for k, v in given.items() if k in CREATE_KEYWORDS}
     overwrite = given.get("overwrite")
     if overwrite is not None and not isinstance(overwrite, bool):

@@ -23,9 +23,10 @@ from dask.utils import parse_bytes
 from .. import arguments
 from ..compat.dask import named_from_array
 from ..api.openers import array_at
+from ..metadata.grid import RegularAxis
 from ..nodes.array import Array
 from ..nodes.block_reader import BlockReader
-from ..errors import ArrayNotFoundError, ShapeMismatchError
+from ..errors import ArrayNotFoundError, ShapeMismatchError, TooLargeError
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 from .dask_keywords import ReadKeywords, merged, read_keywords
 from .sources import locate, node_path, not_an_array
@@ -62,8 +63,8 @@ def from_zarr(
     zarrdask's ``path=``): the array's path in the store, or below a given group; a group
     where an array is expected is an error listing its arrays. ``storage_options``: for
     fsspec URLs (refused with an opened node, whose store is already open; dask ignores them there).
-    ``chunks``: ``None`` = the storage units (shards, else chunks; dask: the chunks);
-    ``"auto"`` = runs of whole units of about ``array.chunk-size`` (128 MiB); anything
+    ``chunks``: ``None`` = the storage units (shards, else chunks; dask: the chunks; one
+    block per axis for an array that holds nothing); ``"auto"`` = runs of whole units of about ``array.chunk-size`` (128 MiB); anything
     ``dask.array.normalize_chunks`` accepts otherwise (a PerformanceWarning when the
     blocks cut through shards). ``name``: the graph's name (default
     ``zarrdask-read-<token>``; ``False`` for a random one).
@@ -145,14 +146,31 @@ def open_location(function: str, location: Resolved, given: ReadKeywords) -> Arr
 
 
 def read_chunks(array: Array, chunks: Any = None) -> tuple[tuple[int, ...], ...]:
-    """The dask block chunks for reading ``array`` (see :func:`from_zarr`)."""
+    """The dask block chunks for reading ``array`` (see :func:`from_zarr`): one block per
+    axis when the array holds nothing (however many units its metadata lays over it)."""
+    if 0 in array.shape and (chunks is None or isinstance(chunks, str) and chunks == "auto"):
+        return tuple((n,) for n in array.shape)
+    try:
+        return _read_chunks(array, chunks)
+    except MemoryError:  # (a tuple of block sizes per axis: one per unit unless chunks= says)
+        counts = tuple(axis.count for axis in array.unit_grid)
+        fewer = tuple(min(n, (axis.bounds(0)[1] or 1) * -(-axis.count // 10_000))
+                      for n, axis in zip(array.shape, array.unit_grid))
+        raise TooLargeError(f"{FUNCTION}(): the array at {array.path or '<root>'!r} (shape {array.shape}) has "
+                            f"{counts} storage units along its axes; dask cannot hold one block size per unit"
+                            f"{'' if chunks is None else f' (chunks={arguments.shown(chunks)})'}: pass chunks= "
+                            f"with fewer, larger blocks, such as chunks={fewer}") from None
+
+
+def _read_chunks(array: Array, chunks: Any) -> tuple[tuple[int, ...], ...]:
     grid = array.unit_grid
     if chunks is None:
         return default_read_chunks(array.shape, grid)
     if isinstance(chunks, str) and chunks == "auto":
         limit = parse_bytes(dask.config.get("array.chunk-size"))
         return auto_read_chunks(array.shape, grid, array.dtype.itemsize, limit)
-    unit = tuple(max(axis.extents()) for axis in grid)
+    # (a regular axis's first unit is its largest: not every unit listed)
+    unit = tuple(axis.bounds(0)[1] if isinstance(axis, RegularAxis) else max(axis.extents()) for axis in grid)
     try:
         block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=unit)
     except (TypeError, ValueError, ZeroDivisionError) as exc:  # (dask's parser)

@@ -201,6 +201,9 @@ def to_zarr(
         # dask's array expressions lose a Delayed's graph in map_blocks (and have no to_zarr of their own)
         raise InvalidModeError(f"{FUNCTION}(): return_stored=True with compute=False needs dask's "
                                "array.query-planning off; with compute=True the stored data is returned")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise InvalidModeError(f"{FUNCTION}(): progress={progress!r}: pass True or False (True: a bar while the "
+                               "write computes)")
     if progress and not compute:
         raise InvalidModeError(f"{FUNCTION}(): progress=True draws a bar while to_zarr computes; with "
                                "compute=False compute the result under dask.diagnostics.ProgressBar()")

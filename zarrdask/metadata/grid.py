@@ -31,6 +31,7 @@ __all__ = [
     "all_chunk_coords",
     "as_axes",
     "ceil_div",
+    "chunks_outside",
     "cut_at_lines",
     "edges",
     "chunk_of",
@@ -263,6 +264,19 @@ def chunk_of(axes: Sequence[AxisGrid], index: Sequence[int]) -> tuple[int, ...]:
 def all_chunk_coords(axes: Sequence[AxisGrid]) -> Iterator[tuple[int, ...]]:
     """Every chunk's coordinates, in C order."""
     return itertools.product(*(range(a.count) for a in axes))
+
+
+def chunks_outside(old: Sequence[AxisGrid], new: Sequence[AxisGrid]) -> Iterator[tuple[int, ...]]:
+    """The coordinates of ``old``'s chunks that ``new`` (the grid after a resize) does not
+    have, each once: for each dimension, the chunks past its new count whose coordinates
+    in the dimensions before it are within theirs. Only those are visited (a shrink of a
+    long array lists the chunks it drops, not all of them), and none if any dimension has
+    no chunk."""
+    kept = [min(a.count, o.count) for a, o in zip(new, old)]
+    for d, axis in enumerate(old):
+        ranges = [*(range(n) for n in kept[:d]), range(kept[d], axis.count), *(range(o.count) for o in old[d + 1:])]
+        if all(ranges):
+            yield from itertools.product(*ranges)
 
 
 def _positive_int_list(value: Any, n: int, loc: Loc, problems: list[Problem], allow_zero: bool = False) -> bool:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,14 +27,14 @@ from ..errors import (
 )
 from ..keywords import ShapeLike, missing_name
 from ..metadata.dtypes.casting import held_values
-from ..metadata.grid import AxisGrid, all_chunk_coords
+from ..metadata.grid import AxisGrid, chunks_outside
 from ..metadata.nodes import ArrayMetadata
 from ..metadata.nczarr import nczarr_names
 from ..indexing import Selection, basic_selection, indexing_kind, orthogonal_selection, point_selection
 from ..storage.base import Store, join_path
 from ..storage.transformers import get_storage_transformer
 from ..runtime.cache import CacheInfo, array_cache, array_statistics, forget, pool_key
-from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, fill_item, open_units
+from .units import ArrayOptions, StorageStatistics, StoredUnits, UnitShape, array_options, fill_item, open_units
 from .codec_parts import chunk_counts, codec_json, codec_parts
 from .node import Node
 from ..door.node_io import change_node
@@ -63,6 +63,7 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
 
 
 _DEFAULT_OPTIONS = ArrayOptions()  # immutable, so shared
+_DELETE_BATCH = 10_000  # the chunks a resize deletes per request batch (their keys held at once)
 
 
 #: zarr-python Array members zarrdask has no namesake for, and what to use instead
@@ -296,7 +297,8 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
     # -- options, pickling, tokens ----------------------------------------------------
     def with_options(self, **changes: Any) -> Array:
         """A view of the same array with other runtime options (see :class:`ArrayOptions`)."""
-        return Array(self._store, self._path, self._metadata, replace(self._options, **changes))
+        options = array_options("Array.with_options", changes, self._options)
+        return Array(self._store, self._path, self._metadata, options)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self._store, self._path, self._metadata, self._options))
@@ -311,7 +313,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
         try:
             self._source.read(selection, out)
         except MemoryError as exc:
-            raise self._too_large(exc) from None
+            raise self._too_large(exc, selection.shape) from None
         out = out.reshape(out_shape)
         return out[()] if out_shape == () else out  # (a numpy scalar for a 0-d result)
 
@@ -372,15 +374,20 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
                 with _held(lock):
                     self._source.write(selection, values)
         except MemoryError as exc:
-            raise self._too_large(exc) from None
+            raise self._too_large(exc, selection.shape, write=True) from None
 
-    def _too_large(self, exc: MemoryError) -> TooLargeError:
-        """A chunk the metadata sizes beyond what this machine can allocate."""
+    def _too_large(self, exc: MemoryError, shape: tuple[int, ...], write: bool = False) -> TooLargeError:
+        """A read (or write) of ``shape`` values that ran out of memory: the result, one of
+        its chunks as the metadata sizes them, or the plan over their count."""
         if isinstance(exc, TooLargeError):
             return exc
         unit = self._source.spec
-        return TooLargeError(f"array {self.name!r}: a stored chunk of shape {unit.shape} ({format_bytes(unit.nbytes)}, "
-                             f"as the metadata sizes it) cannot be allocated: {exc or 'out of memory'}")
+        nbytes = math.prod(shape) * self.dtype.itemsize
+        verb, way = ("write", "into") if write else ("read", "from")
+        why = f" ({exc})" if str(exc) else ""
+        return TooLargeError(f"array {self.name!r}: {verb.rstrip('e')}ing {shape} values, {format_bytes(nbytes)}, "
+                             f"{way} chunks of shape {unit.shape}, {format_bytes(unit.nbytes)} each as the metadata "
+                             f"sizes them, ran out of memory{why}; {verb} a smaller selection")
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         kind = indexing_kind(selection, self.ndim)
@@ -424,9 +431,9 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             return now.evolve(shape=new)
 
         self._change_metadata(change)
-        new_grid = self.unit_grid
-        stale = [c for c in all_chunk_coords(old_grid) if any(i >= a.count for i, a in zip(c, new_grid))]
-        self._source.delete(stale)
+        stale = chunks_outside(old_grid, self.unit_grid)
+        while batch := list(itertools.islice(stale, _DELETE_BATCH)):
+            self._source.delete(batch)
 
     def _shape_argument(self, what: str, shape: Any) -> tuple[int, ...]:
         found = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)

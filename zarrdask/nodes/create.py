@@ -36,6 +36,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3
 from ..door.resolve import resolve
 from ..storage.base import Store, join_path, new_node_path, node_path
 from .array import Array, ArrayOptions
+from .units import array_options
 from .array_keywords import DEFAULT_FILL, OPTION_NAMES, ArraySpec, array_config, split_array_keywords
 from .codec_input import as_list, codec_json_v2, codec_json_v3
 from .codec_parts import codec_json
@@ -208,7 +209,7 @@ def plan_array(store: Store, path: str | None, spec: ArraySpec, zarr_format: Any
     so a bad argument leaves the store untouched. ``function`` names the caller in errors."""
     zarr_format = _zarr_format(zarr_format)
     path = new_node_path(path, zarr_format, spec.allow_reserved_names)
-    opts = ArrayOptions(**options)
+    opts = array_options(function, options)
     shape, dtype, data = spec.shape, spec.dtype, None
     if spec.data is not None:
         if shape is not None or dtype is not None:

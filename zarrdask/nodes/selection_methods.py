@@ -126,7 +126,7 @@ class SelectionMethods:
         def units(self) -> StoredUnits: ...
         def _read(self, selection: Selection, out_shape: tuple[int, ...]) -> Any: ...
         def _write(self, selection: Selection, value: Any) -> None: ...
-        def _too_large(self, exc: MemoryError) -> Exception: ...
+        def _too_large(self, exc: MemoryError, shape: tuple[int, ...], write: bool = ...) -> Exception: ...
 
     # -- the two shared steps ---------------------------------------------------------
     def _get(self, sel: Selection, shape: tuple[int, ...], out: Any, fields: Any,
@@ -158,7 +158,7 @@ class SelectionMethods:
         try:
             self.units.read(sel, view)
         except MemoryError as exc:
-            raise self._too_large(exc) from None
+            raise self._too_large(exc, sel.shape) from None
         return target
 
     def _set(self, sel: Selection, shape: tuple[int, ...], value: Any, fields: Any, prototype: Any,

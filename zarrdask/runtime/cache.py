@@ -97,17 +97,18 @@ def check_budget(value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, str)):
-        raise InvalidModeError(f"cache_bytes must be a number of bytes (int) or a string such as '512 MiB', "
-                               f"got {value!r}")
+        raise InvalidModeError(f"cache_bytes={value!r}: pass a number of bytes (int) or a string such as "
+                               "'512 MiB' (0: no cache)")
     if isinstance(value, str):
         from dask.utils import parse_bytes
 
         try:
             value = parse_bytes(value)
         except ValueError as exc:
-            raise InvalidModeError(f"cache_bytes: cannot read {value!r} as a size ({exc})") from None
+            raise InvalidModeError(f"cache_bytes={value!r} is not a size ({exc}): pass a number of bytes (int) or "
+                                   "a string such as '512 MiB' (0: no cache)") from None
     if int(value) < 0:
-        raise InvalidModeError(f"cache_bytes must be >= 0, got {value!r}")
+        raise InvalidModeError(f"cache_bytes={value!r}: pass a size >= 0 (0: no cache)")
     return int(value)
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from numbers import Integral
 from typing import Any, Protocol
+
+import numpy as np
 
 from ...errors import InvalidModeError
 from ...runtime.cache import check_budget
 
-__all__ = ["ArrayOptions", "WriteLock"]
+__all__ = ["ArrayOptions", "WriteLock", "array_options"]
 
 
 class WriteLock(Protocol):
@@ -57,9 +61,33 @@ class ArrayOptions:
 
     def __post_init__(self) -> None:
         if self.lock is not None and not (hasattr(self.lock, "acquire") and hasattr(self.lock, "release")):
-            raise InvalidModeError(f"lock must have acquire() and release(), got {self.lock!r}")
+            raise InvalidModeError(
+                f"lock={self.lock!r} is not a lock: pass an object with acquire() and release() "
+                "(zarrdask.FileLock(path), distributed.Lock(name), threading.Lock()), or leave lock= out: "
+                "zarrdask's own writes need none (one task owns each shard; stores that can guard a partial "
+                "write of a key do)")
         if self.missing_chunks not in ("fill", "raise"):
-            raise InvalidModeError(f"missing_chunks must be 'fill' or 'raise', got {self.missing_chunks!r}")
-        if self.threads is not None and self.threads < 1:
-            raise InvalidModeError(f"threads must be None or >= 1, got {self.threads!r}")
+            raise InvalidModeError(f"missing_chunks={self.missing_chunks!r}: pass 'fill' (an absent chunk reads as "
+                                   "the fill value) or 'raise' (it is an error)")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, Integral)
+                                         or self.threads < 1):
+            raise InvalidModeError(f"threads={self.threads!r}: pass None (one thread per core) or an integer >= 1 "
+                                   "(1: no threads of its own, as inside dask tasks)")
+        for name in ("write_empty_chunks", "progress", "safe_chunks", "verify_checksums"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InvalidModeError(f"{name}={getattr(self, name)!r}: pass True or False")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        for name in ("index_cache_size", "coalesce_gap", "coalesce_max"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) or value < 0:
+                raise InvalidModeError(f"{name}={value!r}: pass an integer >= 0")
         object.__setattr__(self, "cache_bytes", check_budget(self.cache_bytes))
+
+
+def array_options(function: str, options: Mapping[str, Any], base: ArrayOptions | None = None) -> ArrayOptions:
+    """The ArrayOptions a call's keywords give (over ``base``'s), an invalid one named with
+    the function the user called."""
+    try:
+        return replace(base, **options) if base is not None else ArrayOptions(**options)
+    except InvalidModeError as exc:
+        raise InvalidModeError(f"{function}(): {exc}") from None
