@@ -79,9 +79,10 @@ def _existing_array(function: str, store: Store, path: str, meta: NodeMetadata, 
                              else None, function=caller or function, replaceable=caller is None)
     shards = spec.get("shards")
     if shards is not None and tuple(shards) != array.shards:
+        replace = "; mode='w' replaces it (its data is deleted)" if caller is None else ""
         raise ContainsNodeError(f"{caller or function}(): the array at {_where(path)} in {store!r} has shards "
                                 f"{array.shards}, not the shards={tuple(shards)} given; to open it as stored, leave "
-                                "shards= out" + ("; mode='w' replaces it (its data is deleted)" if caller is None else ""))
+                                f"shards= out{replace}")
     if set(spec) - set(_EXPECTED) - {"attributes"}:
         full = {"shape": array.shape, "dtype": array.dtype, **{k: v for k, v in spec.items() if k != "chunks"}}
         plan_array(store, path, ArraySpec(**full), meta.zarr_format, options, function)

@@ -64,10 +64,10 @@ def from_zarr(
     where an array is expected is an error listing its arrays. ``storage_options``: for
     fsspec URLs (refused with an opened node, whose store is already open; dask ignores them there).
     ``chunks``: ``None`` = the storage units (shards, else chunks; dask: the chunks; one
-    block per axis for an array that holds nothing); ``"auto"`` = runs of whole units of about ``array.chunk-size`` (128 MiB); anything
-    ``dask.array.normalize_chunks`` accepts otherwise (a PerformanceWarning when the
-    blocks cut through shards). ``name``: the graph's name (default
-    ``zarrdask-read-<token>``; ``False`` for a random one).
+    block per axis for an array that holds nothing); ``"auto"`` = runs of whole units of
+    about ``array.chunk-size`` (128 MiB); anything ``dask.array.normalize_chunks`` accepts
+    otherwise (a PerformanceWarning when the blocks cut through shards). ``name``: the
+    graph's name (default ``zarrdask-read-<token>``; ``False`` for a random one).
 
     ``inline_array`` has dask's meaning, but defaults to True where dask's default is
     False: the reader in each task is a small picklable ``BlockReader`` (store, path,

@@ -274,7 +274,8 @@ def chunks_outside(old: Sequence[AxisGrid], new: Sequence[AxisGrid]) -> Iterator
     no chunk."""
     kept = [min(a.count, o.count) for a, o in zip(new, old)]
     for d, axis in enumerate(old):
-        ranges = [*(range(n) for n in kept[:d]), range(kept[d], axis.count), *(range(o.count) for o in old[d + 1:])]
+        ranges = [*(range(n) for n in kept[:d]), range(kept[d], axis.count),
+                  *(range(o.count) for o in old[d + 1:])]
         if all(ranges):
             yield from itertools.product(*ranges)
 
