@@ -54,7 +54,7 @@ def test_numpy_text_items_are_stored_as_the_same_text(pairs, layout, how):
         a.oindex[[0, 1, 2, 3, 4]] = values
     else:
         a.vindex[[4, 3, 2, 1, 0]] = values[::-1]
-    assert _as_stored(a) == [str(v) for v in values]
+    assert _as_stored(a) == [t for t, _ in pairs]  # (np.str_'s own str() drops trailing NULs; its text keeps them)
 
 
 @pytest.mark.parametrize("layout", sorted(STRING_LAYOUTS))
