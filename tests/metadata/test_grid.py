@@ -18,6 +18,7 @@ from zarrdask.metadata.grid import (
     all_chunk_coords,
     chunk_of,
     chunks_outside,
+    largest_extent,
     chunk_slices,
     grid_shape,
     stored_shape,
@@ -45,6 +46,7 @@ def test_regular_axes_match_brute_force(dims):
     assert (covered == 1).all()
     for axis, (n, _) in zip(axes, dims):
         assert sum(axis.extents()) == n
+        assert largest_extent(axis) == max(axis.extents())
 
 
 @st.composite

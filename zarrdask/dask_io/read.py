@@ -23,7 +23,7 @@ from dask.utils import parse_bytes
 from .. import arguments
 from ..compat.dask import named_from_array
 from ..api.openers import array_at
-from ..metadata.grid import RegularAxis
+from ..metadata.grid import largest_extent
 from ..nodes.array import Array
 from ..nodes.block_reader import BlockReader
 from ..errors import ArrayNotFoundError, ShapeMismatchError, TooLargeError
@@ -169,8 +169,7 @@ def _read_chunks(array: Array, chunks: Any) -> tuple[tuple[int, ...], ...]:
     if isinstance(chunks, str) and chunks == "auto":
         limit = parse_bytes(dask.config.get("array.chunk-size"))
         return auto_read_chunks(array.shape, grid, array.dtype.itemsize, limit)
-    # (a regular axis's first unit is its largest: not every unit listed)
-    unit = tuple(axis.bounds(0)[1] if isinstance(axis, RegularAxis) else max(axis.extents()) for axis in grid)
+    unit = tuple(largest_extent(axis) for axis in grid)
     try:
         block_chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype, previous_chunks=unit)
     except (TypeError, ValueError, ZeroDivisionError) as exc:  # (dask's parser)

@@ -34,6 +34,7 @@ __all__ = [
     "chunks_outside",
     "cut_at_lines",
     "edges",
+    "largest_extent",
     "chunk_of",
     "check_shape",
     "chunk_slices",
@@ -226,6 +227,12 @@ def as_axes(grid: Sequence[int | AxisGrid], shape: Sequence[int]) -> tuple[AxisG
 @lru_cache(maxsize=1024)
 def _as_axes(grid: tuple[int | AxisGrid, ...], shape: tuple[int, ...]) -> tuple[AxisGrid, ...]:
     return tuple(RegularAxis(int(n), int(g)) if isinstance(g, (int, np.integer)) else g for g, n in zip(grid, shape))
+
+
+def largest_extent(axis: AxisGrid) -> int:
+    """The longest chunk's extent inside the array (0 on an empty axis): a regular axis's
+    first chunk, without listing the others (an axis may have billions)."""
+    return axis.bounds(0)[1] if isinstance(axis, RegularAxis) else max(axis.extents())
 
 
 def edges(axis: AxisGrid) -> tuple[int, ...]:

@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import Union
 
-from ..metadata.grid import AxisGrid, as_axes
+from ..metadata.grid import AxisGrid, as_axes, largest_extent
 
 __all__ = ["auto_read_chunks", "cut_axes", "default_read_chunks"]
 
@@ -50,7 +50,7 @@ def auto_read_chunks(
     """
     axes = as_axes(grid, shape)
     cells = [max(1, a.count) for a in axes]
-    unit = [max(a.extents()) for a in axes]
+    unit = [largest_extent(a) for a in axes]
     budget = max(1, limit_bytes // max(1, itemsize * math.prod(unit)))
     factors = [1] * len(cells)
     growing = [d for d, c in enumerate(cells) if c > 1]
