@@ -7,12 +7,14 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _util import IrregularAxis
 
 from zarrdask.metadata.grid import (
+    DefaultKeyEncoding,
     RegularAxis,
     RegularChunkGrid,
     all_chunk_coords,
@@ -22,7 +24,10 @@ from zarrdask.metadata.grid import (
     chunk_slices,
     grid_shape,
     stored_shape,
+    V2KeyEncoding,
 )
+from zarrdask.metadata.n5 import N5KeyEncoding
+from zarrdask.metadata.v3draft import DraftKeyEncoding
 from zarrdask.indexing import basic_selection, orthogonal_selection, point_selection
 
 SETTINGS = settings(derandomize=True, deadline=None, max_examples=200, database=None,
@@ -143,3 +148,33 @@ def test_the_chunks_a_resize_drops_are_those_the_new_grid_lacks(dims):
     got = list(chunks_outside(old, new))
     assert len(got) == len(set(got))
     assert sorted(got) == [c for c in all_chunk_coords(old) if any(i >= a.count for i, a in zip(c, new))]
+
+
+ENCODINGS = [DefaultKeyEncoding("/"), DefaultKeyEncoding("."), V2KeyEncoding("."), V2KeyEncoding("/"),
+             N5KeyEncoding(), DraftKeyEncoding("/"), DraftKeyEncoding(".")]
+
+
+@SETTINGS
+@given(st.sampled_from(ENCODINGS), st.lists(st.integers(0, 10**15), max_size=5))
+def test_every_key_encoding_reads_its_keys_back(encoding, coords):
+    assert encoding.decode(encoding.encode(coords), len(coords)) == tuple(coords)
+
+
+@SETTINGS
+@given(st.sampled_from(ENCODINGS), st.integers(0, 4),
+       st.lists(st.sampled_from(["c", "0", "1", "7", "10", "01", "/", ".", "-", "+", " ", "_", "x", "\u0661"]),
+                max_size=9))
+def test_a_key_encoding_reads_back_only_the_keys_it_writes(encoding, ndim, pieces):
+    """``decode`` of any text: the coordinates whose ``encode`` is exactly that text (so
+    ``c/01``, ``c/+1``, ``c/1/2`` for one dimension, an Arabic-Indic digit are no chunk's),
+    else None."""
+    key = "".join(pieces)
+    coords = encoding.decode(key, ndim)
+    if coords is not None:
+        assert len(coords) == ndim and encoding.encode(coords) == key
+
+
+@pytest.mark.parametrize("key", ["c/01", "c/+1", "c/ 1", "c/1_0", "c/-1", "c/1/2", "c/", "c", "c.1", "1",
+                                 "c/\u0661", "zarr.json"])
+def test_keys_no_encoding_writes_read_as_no_chunk(key):
+    assert DefaultKeyEncoding("/").decode(key, 1) is None

@@ -889,3 +889,37 @@ def test_metadata_laying_billions_of_units_over_an_array_costs_no_walk_over_them
 
     result = subprocess.run([sys.executable, "-c", _BILLIONS_OF_UNITS], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == "done", result.stderr[-3000:]
+
+
+_SPARSE_BILLIONS = r"""
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+import zarrdask
+
+for shards in ((4,), None):
+    store = {}
+    a = zarrdask.create_array(store, shape=(10**12,), chunks=(2,), shards=shards, dtype="i4", fill_value=0)
+    a[0:4] = 1
+    a[10**11: 10**11 + 3] = 2
+    stored = {"c/0", f"c/{10**11 // (4 if shards else 2)}"} | (set() if shards else {f"c/1", f"c/{10**11 // 2 + 1}"})
+    assert a.units.stored_keys() == stored, a.units.stored_keys()
+    assert a.nshards_initialized == (2 if shards else None)
+    report = zarrdask.verify(store)
+    assert report.ok and report.units_stored == len(stored), report
+    copy = zarrdask.copy(store, {})
+    assert copy.units.stored_keys() == stored and copy[10**11 + 2] == 2
+    assert "some grid lines left out" in a._repr_html_()
+print("done")
+"""
+
+
+def test_a_sparse_array_of_billions_of_units_is_listed_by_what_is_stored():
+    """An array of 5 * 10**11 chunks (2.5 * 10**11 shards) holding a few: its stored keys,
+    ``nshards_initialized``, ``verify``, ``copy`` and the HTML display cost work per key
+    stored, not per unit of the grid (they built every key, or every unit's extent, and
+    hung or ran out of memory). A process of its own, its memory capped at 4 GiB."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", _SPARSE_BILLIONS], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "done", result.stderr[-3000:]

@@ -14,6 +14,7 @@ import zarrdask
 from zarrdask.nodes.units.chunks import PlainChunkSource
 from zarrdask.nodes.units.shards import ShardedChunkSource
 from zarrdask.indexing import basic_selection
+from zarrdask.metadata.grid import all_chunk_coords
 from zarrdask.storage.memory import MemoryStore
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -82,7 +83,7 @@ def test_statistics_and_keys_agree_with_the_values(chain: str, writes: list) -> 
     read_shape = units.read_shape
     assert stats.chunks_total == a.nchunks
     assert stats.chunks_stored == a.nchunks_initialized == _expected_stored(expected, read_shape)
-    keys = units.unit_keys()
+    keys = {units.key(c): c for c in all_chunk_coords(units.grid)}
     stored = units.stored_keys()
     assert stored <= keys.keys() and stored == {k for k in units.store.list_prefix("") if k in keys}
     unit = units.shards or read_shape
@@ -163,3 +164,65 @@ def test_whole_units_read_the_same_from_local_and_remote_stores(chain: str) -> N
         np.testing.assert_array_equal(b[region], values[region])
         np.testing.assert_array_equal(a[region], values[region])
     assert _RemoteMemoryStore.arrivals > before
+
+
+_LAYOUTS = [
+    {"zarr_format": 3, "chunk_key_encoding": {"name": "default", "separator": "/"}},
+    {"zarr_format": 3, "chunk_key_encoding": {"name": "default", "separator": "."}},
+    {"zarr_format": 3, "chunk_key_encoding": {"name": "v2", "separator": "."}},
+    {"zarr_format": 2, "chunk_key_encoding": {"name": "v2", "separator": "."}},
+    {"zarr_format": 2, "chunk_key_encoding": {"name": "v2", "separator": "/"}},
+    {"zarr_format": 3, "shards": (4, 6)},
+]
+
+
+@pytest.mark.parametrize("layout", _LAYOUTS, ids=["v3/", "v3.", "v3-v2.", "v2.", "v2/", "v3-sharded"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(junk=st.lists(st.sampled_from(["c/1/2", "c/01/2", "c/5/0", "c/0/9", "c/1", "c/1/2/3", "1.2", "01.2", "5.0",
+                                      "0.9", "1", "1/2", "c.1.2", "c1/2", "c/+1/2", "c/1/2/x", "x", "c/-1/0"]),
+                     max_size=6),
+       writes=st.lists(st.tuples(st.integers(0, 10), st.integers(0, 12)), max_size=5))
+def test_stored_units_are_read_back_from_the_listing(layout: dict, junk: list[str], writes: list) -> None:
+    """The stored units found in a listing through the key encoding's inverse (work per
+    key listed) are those of the grid's own keys: other keys, out of range, spelled
+    otherwise or of another depth, belong to no unit, and ``verify`` calls them orphans."""
+    store: dict = {}
+    a = zarrdask.create_array(store, shape=(11, 13), dtype="int32", chunks=(2, 3), fill_value=0, **layout)
+    for i, j in writes:
+        a[i, j] = 1
+    for key in junk:
+        store.setdefault(key, b"junk")
+    units = a.units
+    grid_keys = {units.key(c): c for c in all_chunk_coords(units.grid)}
+    listed = list(units.store.list_prefix(""))
+    assert {k: units.coords_of(k) for k in listed} == {k: grid_keys.get(k) for k in listed}
+    assert units.stored_keys() == {k for k in listed if k in grid_keys}
+    assert a.nshards_initialized in (None, len(units.stored_keys()))
+    orphans = {f.key for f in zarrdask.verify(store).findings if f.kind == "orphan"}
+    docs = {"zarr.json", ".zarray", ".zattrs"}
+    assert orphans == {k for k in listed if k not in grid_keys and k not in docs}
+
+
+def test_a_registered_key_encoding_without_an_inverse_is_read_by_its_keys() -> None:
+    """An encoding registered with ``encode`` only: the stored units found by matching the
+    grid's keys (every one of them)."""
+    from zarrdask.metadata import grid as grid_module
+
+    class Reversed:
+        def encode(self, coords: tuple[int, ...]) -> str:
+            return "r" + "_".join(map(str, coords[::-1]))
+
+        def to_json(self) -> dict:
+            return {"name": "test-reversed"}
+
+    grid_module.register_chunk_key_encoding("test-reversed", lambda config, loc, problems: Reversed())
+    try:
+        store: dict = {}
+        a = zarrdask.create_array(store, shape=(11, 13), dtype="int32", chunks=(2, 3), fill_value=0,
+                                  chunk_key_encoding={"name": "test-reversed"})
+        a[3, 7] = 5
+        store["r9_9"] = b"junk"
+        assert a.units.stored_keys() == {"r2_1"} and a.units.coords_of("r2_1") == (1, 2)
+        assert a.units.coords_of("r9_9") is None and a[3, 7] == 5
+    finally:
+        del grid_module._KEY_ENCODINGS["test-reversed"]

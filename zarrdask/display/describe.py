@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -66,7 +67,8 @@ class DescribedUnits(Protocol):
 
     @property
     def store(self) -> Store: ...
-    def unit_keys(self) -> dict[str, tuple[int, ...]]: ...
+    @property
+    def grid(self) -> tuple[AxisGrid, ...]: ...
     def stored_keys(self, keys: Collection[str] | None = None) -> set[str]: ...
 
 
@@ -204,7 +206,7 @@ def storage_rows(array: DescribedArray) -> list[Row]:
                      f"{stats.chunks_stored} of {stats.chunks_total}"))
     rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))
     if array.shards is not None:
-        total = len(units.unit_keys())
+        total = math.prod(axis.count for axis in units.grid)
         rows.append(_row("Shards stored", "shards_stored", len(keys), f"{len(keys)} of {total}"))
         rows.append(_row("Shards total", "shards_total", total))
     stored = sum(units.store.size(k) or 0 for k in keys)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..metadata.grid import AxisGrid, ceil_div
 from .kit import Fact, attributes_list, document, esc, fact_table, section, short_json, toggle
 from .describe import DescribedArray, DescribedGroup, array_info, codec_summary, group_info, storage_rows
 from .html_grid import AxisDrawing, grid_figure
@@ -45,19 +46,24 @@ def _figures(array: DescribedArray, labels: list[str]) -> str:
     """The array cut into its storage units and, when sharded, one shard into its chunks."""
     unit = "shards" if array.shards is not None else "chunks"
     shape_of_unit = array.shards if array.shards is not None else array.chunks
-    axes = [AxisDrawing(label, n, axis.extents()) for label, n, axis in zip(labels, array.shape, array.unit_grid)]
+    axes = [_grid_axis(label, n, axis) for label, n, axis in zip(labels, array.shape, array.unit_grid)]
     figures = [grid_figure(axes, f"array in {unit} {tuple(shape_of_unit)}, one key each")[0]]
     if array.shards is not None:
         shard = [_extent(s) for s in array.shards]
         inner = [_extent(c) for c in array.chunks]
-        axes = [AxisDrawing(label, s, _cut(s, c)) for label, s, c in zip(labels, shard, inner)]
+        axes = [_cut_axis(label, s, c) for label, s, c in zip(labels, shard, inner)]
         figures.append(grid_figure(axes, f"one shard {tuple(shard)} in chunks {tuple(array.chunks)}")[0])
     return "".join(figures)
 
 
-def _cut(size: int, step: int) -> tuple[int, ...]:
-    """``size`` cut into extents of ``step`` (the last one shorter)."""
-    return tuple(min(step, size - start) for start in range(0, size, step)) if step > 0 else (size,)
+def _grid_axis(label: str, size: int, axis: AxisGrid) -> AxisDrawing:
+    """An axis of the array cut into its storage units."""
+    return AxisDrawing.of(label, size, axis.count, lambda k: axis.bounds(k)[0])
+
+
+def _cut_axis(label: str, size: int, step: int) -> AxisDrawing:
+    """An axis of ``size`` cut into units of ``step`` (the last one shorter)."""
+    return AxisDrawing.of(label, size, ceil_div(size, step) if step > 0 else 1, lambda k: k * step)
 
 
 def _codec_rows(codecs: list[Any], prefix: str = "") -> list[Fact]:

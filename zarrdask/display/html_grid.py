@@ -6,9 +6,8 @@ drawn (evenly chosen), and the caption says so when lines were left out."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from .kit import esc
@@ -23,12 +22,25 @@ _FONT = "font-size='11' fill='currentColor' stroke='none'"
 
 
 class AxisDrawing(NamedTuple):
-    """One axis to draw: its label (dimension name or ``axis k``), its length and the
-    extents of the units along it."""
+    """One axis to draw: its label (dimension name or ``axis k``), its length, the unit
+    boundaries drawn (``0``, at most ``MAX_LINES`` inner ones, the length) and whether
+    some were left out."""
 
     label: str
     size: int
-    extents: tuple[int, ...]
+    lines: tuple[int, ...]
+    sampled: bool
+
+    @classmethod
+    def of(cls, label: str, size: int, count: int, start: Callable[[int], int]) -> AxisDrawing:
+        """``count`` units along ``size``, unit ``k`` starting at ``start(k)``: the inner
+        boundaries evenly chosen, and only those asked for (an axis may have billions of
+        units)."""
+        inner = count - 1
+        sampled = inner > MAX_LINES
+        step = inner / MAX_LINES
+        ks = [1 + int(i * step) for i in range(MAX_LINES)] if sampled else range(1, count)
+        return cls(label, size, (0, *map(start, ks), size), sampled)
 
 
 def _lengths(sizes: Sequence[int]) -> list[float]:
@@ -44,17 +56,10 @@ def _lengths(sizes: Sequence[int]) -> list[float]:
     return out
 
 
-def _lines(extents: tuple[int, ...], length: float) -> tuple[list[float], bool]:
-    """Pixel offsets of an axis's unit boundaries (both ends included), and whether some
-    were left out to keep at most ``MAX_LINES``."""
-    total = sum(extents) or 1
-    bounds = list(itertools.accumulate(extents, initial=0))
-    inner = bounds[1:-1]
-    sampled = len(inner) > MAX_LINES
-    if sampled:
-        step = len(inner) / MAX_LINES
-        inner = [inner[int(i * step)] for i in range(MAX_LINES)]
-    return [b * length / total for b in [0, *inner, total]], sampled
+def _lines(axis: AxisDrawing, length: float) -> list[float]:
+    """Pixel offsets of an axis's drawn unit boundaries (both ends included)."""
+    total = axis.size or 1
+    return [b * length / total for b in axis.lines]
 
 
 def _label(axis: AxisDrawing) -> str:
@@ -68,14 +73,14 @@ def grid_figure(axes: Sequence[AxisDrawing], caption: str) -> tuple[str, bool]:
         return "", False
     shown = list(axes[-3:])
     lengths = _lengths([a.size for a in shown])
-    grids = [_lines(a.extents, n) for a, n in zip(shown, lengths)]
-    sampled = any(s for _, s in grids)
+    grids = [_lines(a, n) for a, n in zip(shown, lengths)]
+    sampled = any(a.sampled for a in shown)
     if len(shown) == 1:
-        body, width, height = _flat(shown, [12.0, lengths[0]], [[0.0, 12.0], grids[0][0]], horizontal_only=True)
+        body, width, height = _flat(shown, [12.0, lengths[0]], [[0.0, 12.0], grids[0]], horizontal_only=True)
     elif len(shown) == 2:
-        body, width, height = _flat(shown, lengths, [g for g, _ in grids])
+        body, width, height = _flat(shown, lengths, grids)
     else:
-        body, width, height = _box(shown, lengths, [g for g, _ in grids])
+        body, width, height = _box(shown, lengths, grids)
     hidden = [_label(a) for a in axes[:-3]]
     note = f"; not drawn: {', '.join(hidden)}" if hidden else ""
     note += "; some grid lines left out" if sampled else ""

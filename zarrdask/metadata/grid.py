@@ -44,6 +44,7 @@ __all__ = [
     "ChunkKeyEncoding",
     "DefaultKeyEncoding",
     "V2KeyEncoding",
+    "decimal_coords",
     "parse_chunk_grid",
     "parse_chunk_key_encoding",
     "register_chunk_grid",
@@ -352,9 +353,25 @@ class ChunkGrid(Protocol):
 
 
 class ChunkKeyEncoding(Protocol):
+    """A parsed ``chunk_key_encoding``. The built-in ones (and any registered one that
+    defines it) also have ``decode(key, ndim)``: the coordinates ``key`` encodes, or None
+    when ``encode`` gives no such key for ``ndim`` dimensions (a document, an orphan, a
+    non-canonical spelling such as ``c/01``). Without it, finding the stored chunks among a
+    listing walks every key of the grid."""
+
     def encode(self, coords: Sequence[int]) -> str: ...
 
     def to_json(self) -> dict[str, Any]: ...
+
+
+def decimal_coords(parts: Sequence[str]) -> tuple[int, ...] | None:
+    """``parts`` as coordinates when each is a decimal number spelled as ``str(int)``
+    spells it (ASCII digits, no sign, no leading zero), else None: the inverse of the
+    encodings' ``map(str, coords)``."""
+    for part in parts:
+        if not (part.isascii() and part.isdigit()) or (part[0] == "0" and len(part) > 1):
+            return None
+    return tuple(map(int, parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +382,10 @@ class DefaultKeyEncoding:
 
     def encode(self, coords: Sequence[int]) -> str:
         return self.separator.join(["c", *map(str, coords)])
+
+    def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
+        parts = key.split(self.separator)
+        return decimal_coords(parts[1:]) if parts[0] == "c" and len(parts) == ndim + 1 else None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "default", "configuration": {"separator": self.separator}}
@@ -378,6 +399,12 @@ class V2KeyEncoding:
 
     def encode(self, coords: Sequence[int]) -> str:
         return self.separator.join(map(str, coords)) if len(coords) else "0"
+
+    def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
+        if not ndim:
+            return () if key == "0" else None
+        parts = key.split(self.separator)
+        return decimal_coords(parts) if len(parts) == ndim else None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": "v2", "configuration": {"separator": self.separator}}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ..errors import MetadataError, Problem
-from .grid import RegularChunkGrid
+from .grid import RegularChunkGrid, decimal_coords
 from .v3 import ArrayMetadataV3, GroupMetadataV3
 
 __all__ = ["ArrayMetadataN5", "GroupMetadataN5", "N5KeyEncoding", "N5_DOCUMENT", "as_n5_array", "is_n5_container",
@@ -61,6 +61,13 @@ class N5KeyEncoding:
 
     def encode(self, coords: Sequence[int]) -> str:
         return "/".join(map(str, reversed(coords))) if len(coords) else "0"
+
+    def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
+        if not ndim:
+            return () if key == "0" else None
+        parts = key.split("/")
+        coords = decimal_coords(parts) if len(parts) == ndim else None
+        return None if coords is None else coords[::-1]
 
     def to_json(self) -> dict[str, Any]:
         """A description for caches and displays (no registered encoding: never written)."""

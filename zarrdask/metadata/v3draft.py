@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ..errors import MetadataError, Problem
-from .grid import raise_problems
+from .grid import decimal_coords, raise_problems
 from .v1 import refuse_write
 from .v2 import ArrayMetadataV2
 from .v3 import GroupMetadataV3
@@ -55,6 +55,14 @@ class DraftKeyEncoding:
 
     def encode(self, coords: Sequence[int]) -> str:
         return "c" + self.separator.join(map(str, coords))
+
+    def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
+        if key[:1] != "c":
+            return None
+        if not ndim:
+            return () if key == "c" else None
+        parts = key[1:].split(self.separator)
+        return decimal_coords(parts) if len(parts) == ndim else None
 
     def to_json(self) -> dict[str, Any]:
         raise refuse_write(SOURCE_FORMAT, "chunk_grid")

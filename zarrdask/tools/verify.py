@@ -219,13 +219,13 @@ def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyRep
     units = array.units
     if not units.carries_checksum:
         report.unverifiable.append(path or "/")
-    expected = units.unit_keys()
     docs = {join_path(path, d) for d in _DOCS[meta.zarr_format]["array"]}
-    stored = []
+    stored: list[tuple[str, tuple[int, ...]]] = []
     records = False
     for key in units.store.list_prefix(path):
-        if key in expected:
-            stored.append(key)
+        coords = units.coords_of(key)
+        if coords is not None:
+            stored.append((key, coords))
         elif is_staged(key):
             report.findings.append(_staged(key))
         elif is_record(key):
@@ -239,7 +239,7 @@ def _array_units(store: Store, path: str, meta: ArrayMetadata, report: VerifyRep
     stored.sort()
     if sample is not None and sample < len(stored):
         stored = sorted(random.sample(stored, sample))
-    return [_Unit(units, key, expected[key]) for key in stored]
+    return [_Unit(units, key, coords) for key, coords in stored]
 
 
 def _report_records(store: Store, path: str, report: VerifyReport) -> None:

@@ -324,12 +324,28 @@ class ChunkSource(ABC):
         self.forget(keys)
 
     # -- what is stored ------------------------------------------------------------------
-    def unit_keys(self) -> dict[str, tuple[int, ...]]:
+    def coords_of(self, key: str) -> tuple[int, ...] | None:
+        if not key.startswith(self._key_prefix):
+            return None
+        decode = getattr(self.key_encoding, "decode", None)
+        if decode is None:  # (a registered encoding that cannot read its keys back)
+            return self._grid_keys.get(key)
+        coords: tuple[int, ...] | None = decode(key[len(self._key_prefix):], len(self.grid))
+        if coords is None or any(c >= axis.count for c, axis in zip(coords, self.grid)):
+            return None
+        return coords
+
+    @functools.cached_property
+    def _grid_keys(self) -> dict[str, tuple[int, ...]]:
+        """Every unit's key -> its coordinates (for :meth:`coords_of`, without a ``decode``)."""
         return {self.key(c): c for c in all_chunk_coords(self.grid)}
 
     def stored_keys(self, keys: Collection[str] | None = None) -> set[str]:
-        expected = set(self.unit_keys()) if keys is None else set(keys)
-        return {k for k in self.store.list_prefix(self.path) if k in expected}
+        listed = self.store.list_prefix(self.path)
+        if keys is None:
+            return {k for k in listed if self.coords_of(k) is not None}
+        expected = set(keys)
+        return {k for k in listed if k in expected}
 
     def statistics(self, selection: Selection) -> StorageStatistics:
         units = self.plan(selection).units

@@ -93,8 +93,10 @@ class StoredUnits(Protocol):
     def delete(self, coords: Iterable[tuple[int, ...]]) -> None:
         """Remove the units at ``coords`` from the store (and from any cache of them)."""
 
-    def unit_keys(self) -> dict[str, tuple[int, ...]]:
-        """Every unit's key -> its grid coordinates, stored or not."""
+    def coords_of(self, key: str) -> tuple[int, ...] | None:
+        """The grid coordinates of the unit whose key is ``key``, None for any other key (a
+        document, an orphan): read back through the key encoding, so a listing costs work
+        per key listed, not per unit of the grid."""
 
     def stored_keys(self, keys: Collection[str] | None = None) -> set[str]:
         """The units' keys present in the store, among ``keys`` (default: all); one listing."""
