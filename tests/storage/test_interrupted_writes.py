@@ -226,6 +226,35 @@ def test_open_warns_once_per_record_and_other_readers_still_read(tmp_path: Path)
     assert _records(url, None) == [] and zarrdask.verify(url).ok
 
 
+def test_a_record_whose_process_still_runs_here_is_no_warning_until_it_ends(tmp_path: Path) -> None:
+    """Another job writing on this machine (its record's process alive) is not an
+    interrupted write: ``open`` keeps quiet and ``verify`` says to let it finish; once that
+    process has ended without clearing its record, ``open`` warns and ``verify`` says to run
+    the call again."""
+    import json
+    import subprocess
+    import sys
+
+    url = str(tmp_path / "a.zarr")
+    _half_written(url)
+    [key] = _records(url, None)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        path = Path(url) / key
+        path.write_text(json.dumps({**json.loads(path.read_text()), "pid": other.pid}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InterruptedWriteWarning)
+            zarrdask.open_array(url)
+        [finding] = zarrdask.verify(url).findings
+        assert "is still running (its process is alive on this host)" in finding.problem
+        assert "Let it finish" in finding.problem
+    finally:
+        other.kill()
+        other.wait()
+    with pytest.warns(InterruptedWriteWarning, match="did not finish .* Run the same call again"):
+        zarrdask.open_array(url)
+
+
 def test_group_records_are_no_members_to_anyone(tmp_path: Path) -> None:
     import zarr
 

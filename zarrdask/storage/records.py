@@ -89,11 +89,17 @@ class WriteRecord:
         return True
 
     def describe(self) -> str:
-        """One line: which call, when, where, what region, how much was planned."""
+        """One line: which call, when, where, what region, how much was planned, and what
+        to do (wait for it when its process still runs here, else run it again)."""
         planned = f"{self.units} storage units, " if self.units is not None else ""
+        if self.running_here():
+            state, fix = ("is still running (its process is alive on this host)",
+                          "Let it finish: it removes this record when it does")
+        else:
+            state, fix = ("did not finish (or is still running)",
+                          "Run the same call again to complete it (that removes this record)")
         return (f"{self.call} started {self.started} on {self.host} (pid {self.pid}, zarrdask {self.version}) "
-                f"did not finish (or is still running): region {_region_text(self.region)}, {planned}{self.nbytes:,} bytes planned. "
-                "Run the same call again to complete it (that removes this record)")
+                f"{state}: region {_region_text(self.region)}, {planned}{self.nbytes:,} bytes planned. {fix}")
 
 
 def _region_text(region: Any) -> str:
@@ -180,12 +186,15 @@ def _base(store: Store) -> Store:
 
 def warn_interrupted(store: Store, node: str) -> None:
     """Warn (:class:`~zarrdask.errors.InterruptedWriteWarning`, once per record and
-    process) of the write calls at ``node`` that did not finish, where looking is free
+    process) of the write calls at ``node`` that did not finish (not of those whose process
+    still runs on this machine: another job writing, whose record is no news until it
+    ends), where looking is free
     (``Store.holds_under``: a stat on a local disk, a ``MemoryStore``'s index): elsewhere an
     open costs no request and no scan more, and ``verify`` is the check there."""
     if not store.holds_under(join_path(node, RECORDS_DIR)) or not keeps_records(store):  # (the stat first)
         return
-    new = [r for r in read_records(store, node) if (store.url, r.key, r.started) not in _shown]
+    new = [r for r in read_records(store, node)
+           if (store.url, r.key, r.started) not in _shown and not r.running_here()]
     if not new:
         return
     _shown.update((store.url, r.key, r.started) for r in new)
