@@ -297,6 +297,27 @@ def test_v2_dtype_of_zero_bytes_is_refused(dtype):
                                            f"(such as '|S5'), got {dtype!r} (0 bytes)")
 
 
+@pytest.mark.parametrize(("dtype", "fix"), [("|a5", "'|S5'"), ("<a3", "'<S3'"), ([["x", "<i4"], ["y", "a2"]], "'S2'"),
+                                          ([["n", [["z", "|a4"]]]], "'|S4'"),
+                                          ("a", "'S' with a length, such as '|S5'")])
+def test_v2_dtype_of_numpys_deprecated_bytes_alias_is_refused_with_its_spelling(dtype, fix):
+    """numpy 2 reads 'a' (its bytes alias, deprecated) with a DeprecationWarning and a later
+    numpy not at all; zarr-python refuses it. The error names the 'S' typestr to write,
+    which opens."""
+    import warnings
+
+    doc = next(copy.deepcopy(d) for n, d in DOCS if n == ".zarray" and d["dtype"] == "<f4")
+    doc["dtype"], doc["fill_value"] = dtype, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        message = str(_error(".zarray", doc))
+        assert message.startswith("a/.zarray: dtype: ") and "numpy's deprecated alias of 'S'" in message
+        assert message.endswith(f"write {fix}")
+        if "length" not in fix:
+            doc["dtype"] = json.loads(json.dumps(dtype).replace(fix.strip("'").replace("S", "a"), fix.strip("'")))
+            assert _open(".zarray", doc).dtype.kind in "SV"
+
+
 @pytest.mark.parametrize("keyword", ["cache_size", "chunk_cache", "cache", "max_size"])
 @pytest.mark.parametrize("call", ["open_array", "from_zarr"])
 def test_a_chunk_cache_asked_by_another_name_points_to_cache_bytes(tmp_path, keyword, call):

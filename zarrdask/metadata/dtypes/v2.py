@@ -26,8 +26,12 @@ def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
     expected = "expected a numpy typestr such as '<f4' or a list of [name, typestr] fields"
     if not isinstance(value, (str, list)):
         raise MetadataError([Problem(loc, f"{expected}, got {value!r}")])
+    alias = _deprecated_alias(value)
+    if alias is not None:  # (numpy 2 reads it with a DeprecationWarning; a later numpy will not)
+        raise MetadataError([Problem(loc, f"{expected}, got {value!r}: {alias!r} is numpy's deprecated alias of "
+                                          f"'S' (zarr-python refuses it); write {_bytes_typestr(alias)}")])
     try:
-        stored = np.dtype([tuple(f) for f in value]) if isinstance(value, list) else np.dtype(value)
+        stored = np.dtype(_descr(value))
     except (TypeError, ValueError, SyntaxError, KeyError, IndexError, OverflowError) as exc:  # numpy's parser
         hint = nearest_dtype(value, dtype_names()) if isinstance(value, str) else ""
         raise MetadataError([Problem(loc, f"{expected}, got {value!r}{hint} (numpy: {exc})")]) from None
@@ -49,10 +53,44 @@ def parse_dtype_v2(value: JSON, loc: Loc = ("dtype",)) -> DataType:
         native = np.dtype(native.str.replace(">", "<"))
     return DataType(str(value) if isinstance(value, str) else "structured", native, family, json=value)
 
+#: a typestr of numpy's deprecated bytes alias 'a' (``|a5``: ``|S5``), alone or as an item shape's type
+_ALIAS_A = re.compile(r"(\([0-9, ]*\))?[<>|=]?a[0-9]*")
+
+
+def _bytes_typestr(alias: str) -> str:
+    """The 'S' spelling of an 'a' typestr (one with a length: 'S' alone holds 0 bytes)."""
+    spelled = alias.replace("a", "S")
+    return repr(spelled) if spelled[-1].isdigit() else f"{spelled!r} with a length, such as '|S5'"
+
+
+def _deprecated_alias(value: JSON) -> str | None:
+    """The first typestr in ``value`` (a typestr or a list of fields, nested) spelled with
+    numpy's deprecated ``a``, else None."""
+    if isinstance(value, str):
+        return value if _ALIAS_A.fullmatch(value) else None
+    if isinstance(value, list):
+        for field in value:
+            if isinstance(field, (list, tuple)) and len(field) >= 2:
+                found = _deprecated_alias(field[1])
+                if found is not None:
+                    return found
+    return None
+
+
+def _descr(value: JSON) -> Any:
+    """A v2 ``dtype`` as numpy takes it: a typestr, or fields ``[name, type(, shape)]`` as
+    tuples, a field's type itself a typestr or fields (nested structs, as zarr-python 2
+    wrote numpy's ``descr``)."""
+    if not isinstance(value, list):
+        return value
+    return [(f[0], _descr(f[1]), *(tuple(x) if isinstance(x, list) else x for x in f[2:]))
+            if isinstance(f, list) and len(f) >= 2 else f for f in value]
+
+
 def stored_dtype_v2(dtype: DataType) -> np.dtype:
     """The on-disk numpy dtype of a v2 data type (with its byte order)."""
     j = dtype.json
-    return np.dtype([tuple(f) for f in j]) if isinstance(j, list) else np.dtype(j)
+    return np.dtype(_descr(j))
 
 #: a JSON number's text (RFC 8259): tolerance ``v2-fill-as-string``, n5-zarr wrote a numeric
 #: ``fill_value`` as a string of the number (``"0"``; n5-zarr #39), read as that number
