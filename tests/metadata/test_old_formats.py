@@ -1,6 +1,7 @@
 """Zarr v1 and the v3.0 draft: the fixtures written by zarr 1.1.0 and zarr-python 2.18
 (tests/data/old_formats/make_fixtures.py) read bit-exact, write refused, migrated to v3.1
-and read there by zarr-python 3 and TensorStore."""
+and read there by zarr-python 3 and TensorStore. And v2 arrays of structs of structs
+zarr-python 2.18 wrote, read bit-exact."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ LEGACY = {f"layout_blosc_{c}_{o}_3d": re.escape(why) for c, why in [
              "numcodecs' c-blosc cannot decode"),
     ("snappy", "its blocks are snappy-compressed, which numcodecs' c-blosc was built without")] for o in "CF"}
 V1_READ = V1["arrays"]
+V2_STRUCTS = json.loads((DATA / "v2structs" / "expected" / "manifest.json").read_text())["arrays"]
 
 
 def expected(fmt: str, entry: dict) -> np.ndarray:
@@ -75,6 +77,18 @@ def assert_same(got: np.ndarray, want: np.ndarray) -> None:
     native = want.dtype.newbyteorder("=") if want.dtype.fields is None else want.dtype
     assert got.dtype == native
     assert got.tobytes() == want.astype(native).tobytes()
+
+
+@pytest.mark.parametrize("entry", V2_STRUCTS, ids=lambda e: e["path"])
+def test_v2_structs_of_structs_read_bit_exact(entry):
+    """zarr-python 2 stored numpy's ``descr`` as the dtype: a field's type may be a list of
+    fields itself, or carry an item shape (zarr-python 3 refuses these: "No Zarr data type
+    found"). Read whole and in parts, and the fill value where nothing was written."""
+    want = expected("v2structs", entry)
+    a = zarrdask.open_array(str(DATA / "v2structs" / entry["path"]))
+    assert_same(a[...], want)
+    assert_same(a[1:4], want[1:4])
+    assert_same(a[3:], want[3:])
 
 
 @pytest.mark.parametrize("entry", V1_READ, ids=lambda e: e["path"])

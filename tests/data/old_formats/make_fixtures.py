@@ -7,12 +7,17 @@ Zarr v1 (the 2016 format), with zarr 1.1.0 on Python 3.6::
     /tmp/zv1/bin/pip install --no-build-isolation zarr==1.1.0
     /tmp/zv1/bin/python tests/data/old_formats/make_fixtures.py
 
+v2 structured types of fields of fields (numpy's ``descr``), with zarr-python 2.18 on Python 3.11::
+
+    python3.11 -m venv /tmp/zv218 && /tmp/zv218/bin/pip install "zarr==2.18.*"
+    /tmp/zv218/bin/python tests/data/old_formats/make_fixtures.py
+
 The v3.0 draft (2019-2022), with zarr-python 2.18 on Python 3.11::
 
     python3.11 -m venv /tmp/zv218 && /tmp/zv218/bin/pip install "zarr==2.18.*"
     ZARR_V3_EXPERIMENTAL_API=1 /tmp/zv218/bin/python tests/data/old_formats/make_fixtures.py
 
-Each run replaces its directory (``v1/`` or ``v3draft/``) beside this script: the stores,
+Each run replaces its directory (``v1/``, ``v2structs/`` or ``v3draft/``) beside this script: the stores,
 and under ``expected/`` each array's values as the writer reads them back (``.npy``) and
 ``manifest.json`` (every array's path, attributes and what it was written with).
 """
@@ -214,10 +219,45 @@ def make_draft():
                        store="store.zr3", groups={"": dict(g.attrs), "deep": dict(sub.attrs)}))
 
 
+def make_v2_structs():
+    root = fresh("v2structs")
+    manifest = Manifest(root)
+    nested = [("n", [("z", "S4"), ("w", "<i2")]), ("v", "<f8", (2,))]
+    swapped = [("t", ">u4"), ("inner", [("a", ">i2"), ("b", ">f4", (2, 2))])]
+
+    def fields_of(dtype, n):
+        out = np.zeros(n, dtype=dtype)
+        for k, name in enumerate(dtype.names):
+            part = out[name]
+            if part.dtype.names is not None:
+                out[name] = fields_of(part.dtype, n)
+            else:
+                base = np.arange(part.size).reshape(part.shape) * (k + 1) - 3
+                out[name] = base.astype(part.dtype) if part.dtype.kind != "S" else [b"s%d" % i for i in range(n)]
+        return out
+
+    for name, fields, fill, partly in [("nested", nested, None, False), ("nested_fill", nested, 7, True),
+                                       ("nested_bigendian", swapped, None, False)]:
+        dtype = np.dtype(fields)
+        path = os.path.join(root, name)
+        a = zarr.open(path, mode="w", shape=(5,), chunks=(2,), dtype=dtype,
+                      fill_value=None if fill is None else np.frombuffer(bytes([fill]) * dtype.itemsize, dtype)[0])
+        data = fields_of(dtype, 5)
+        if partly:
+            write_partly(a, data)
+        else:
+            a[...] = data
+        manifest.add(name, a, compressor=repr(a.compressor), order="C")
+    manifest.save(dict(writer="zarr " + zarr.__version__, python=sys.version.split()[0], numpy=np.__version__))
+
+
 if __name__ == "__main__":
     if zarr.__version__.startswith("1."):
         make_v1()
     elif os.environ.get("ZARR_V3_EXPERIMENTAL_API") == "1":
         make_draft()
+    elif zarr.__version__.startswith("2."):
+        make_v2_structs()
     else:
-        sys.exit("run with zarr 1.x, or zarr 2.11-2.18 and ZARR_V3_EXPERIMENTAL_API=1 (see the docstring)")
+        sys.exit("run with zarr 1.x, or zarr 2.11-2.18 (with ZARR_V3_EXPERIMENTAL_API=1 for the draft; see the "
+                 "docstring)")
