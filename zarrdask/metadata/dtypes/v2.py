@@ -90,7 +90,8 @@ def _descr(value: JSON) -> Any:
 def stored_dtype_v2(dtype: DataType) -> np.dtype:
     """The on-disk numpy dtype of a v2 data type (with its byte order)."""
     j = dtype.json
-    return np.dtype(_descr(j))
+    stored: np.dtype = np.dtype(_descr(j))
+    return stored
 
 #: a JSON number's text (RFC 8259): tolerance ``v2-fill-as-string``, n5-zarr wrote a numeric
 #: ``fill_value`` as a string of the number (``"0"``; n5-zarr #39), read as that number
