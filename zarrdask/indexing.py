@@ -17,8 +17,9 @@ no read then).
 from __future__ import annotations
 
 import itertools
+import math
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
@@ -127,18 +128,22 @@ class OrthogonalSelection:
             return self.dims
         return np.ix_(*(np.arange(d.start, d.stop, d.step) if isinstance(d, slice) else d for d in self.dims))
 
-    def project(self, grid: GridLike) -> list[Projection]:
-        """Every chunk of ``grid`` this selection touches."""
+    def project(self, grid: GridLike, only: Collection[tuple[int, ...]] | None = None) -> list[Projection]:
+        """Every chunk of ``grid`` this selection touches (``only``: of those, the ones at
+        these coordinates; in C order either way)."""
         per_dim = self._parts(grid)
         if per_dim is None:
             return []
         basic = self.is_basic
-        return [_projection(combo, basic) for combo in itertools.product(*per_dim)]
+        if only is None:
+            return [_projection(combo, basic) for combo in itertools.product(*per_dim)]
+        return [_projection([per_dim[d][i] for d, i in enumerate(idx)], basic) for idx in _combos(per_dim, only)]
 
-    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Nested]]:
-        """``project(grid)``, each chunk with its part projected onto ``inner``, a regular
-        grid laid over the chunk from its origin (a shard's inner chunks): the same as
-        ``p.chunk_selection.project(inner)``, but each dimension's part is projected once,
+    def project_nested(self, grid: GridLike, inner: Sequence[int], only: Collection[tuple[int, ...]] | None = None
+                       ) -> list[tuple[Projection, Nested]]:
+        """``project(grid, only)``, each chunk with its part projected onto ``inner``, a
+        regular grid laid over the chunk from its origin (a shard's inner chunks): the same
+        as ``p.chunk_selection.project(inner)``, but each dimension's part is projected once,
         when first asked for, however many chunks share it (the shards of a window or a
         slab)."""
         per_dim = self._parts(grid)
@@ -155,10 +160,23 @@ class OrthogonalSelection:
 
         basic = self.is_basic
         out: list[tuple[Projection, Nested]] = []
-        for idx in itertools.product(*(range(len(parts)) for parts in per_dim)):
+        for idx in _combos(per_dim, only):
             out.append((_projection([per_dim[d][i] for d, i in enumerate(idx)], basic),
                         _OrthogonalNested(parts_inside, idx, basic)))
         return out
+
+    def count_nested(self, grid: GridLike, inner: Sequence[int] | None) -> int:
+        """How many inner chunks ``project_nested(grid, inner)`` projects in all (``inner``
+        None: how many chunks ``project(grid)`` does), counted a dimension at a time: the
+        chunks touched are every combination of one part per dimension, so no chunk is
+        listed."""
+        per_dim = self._parts(grid)
+        if per_dim is None:
+            return 0
+        if inner is None:
+            return math.prod(len(parts) for parts in per_dim)
+        return math.prod(sum(len(_project_dim(part.local, RegularAxis(part.extent, int(inner[d])))) for part in parts)
+                         for d, parts in enumerate(per_dim))
 
     def _parts(self, grid: GridLike) -> list[list[DimPart]] | None:
         """Each dimension's parts on ``grid``'s chunks; None when a dimension selects nothing
@@ -173,6 +191,16 @@ class OrthogonalSelection:
                 return None
             per_dim.append(parts)
         return per_dim
+
+
+def _combos(per_dim: list[list[DimPart]], only: Collection[tuple[int, ...]] | None) -> Iterable[tuple[int, ...]]:
+    """The chunks touched as the position of their part in each dimension, in C order:
+    all of them, or those at the coordinates ``only`` (found a dimension at a time)."""
+    if only is None:
+        return itertools.product(*(range(len(parts)) for parts in per_dim))
+    where = [{part.chunk: i for i, part in enumerate(parts)} for parts in per_dim]
+    return [tuple(w[c] for w, c in zip(where, coords)) for coords in sorted(only)
+            if len(coords) == len(where) and all(c in w for w, c in zip(where, coords))]
 
 
 def _projection(combo: Sequence[DimPart], basic: bool) -> Projection:
@@ -293,10 +321,12 @@ class PointSelection:
         """A numpy index that picks these points from an array of ``array_shape``."""
         return self.coords
 
-    def project(self, grid: GridLike) -> Iterator[Projection]:
-        """Every chunk of ``grid`` holding some of the points."""
+    def project(self, grid: GridLike, only: Collection[tuple[int, ...]] | None = None) -> Iterator[Projection]:
+        """Every chunk of ``grid`` holding some of the points (``only``: of those, the ones
+        at these coordinates)."""
         if not self.coords or len(self.coords[0]) == 0:
             return
+        wanted = None if only is None else set(only)
         axes = as_axes(grid, self.array_shape)
         chunk_idx = [a.index_of_array(c) for c, a in zip(self.coords, axes)]
         flat = np.ravel_multi_index(chunk_idx, [max(1, a.count) for a in axes])
@@ -304,15 +334,25 @@ class PointSelection:
         bounds = np.flatnonzero(np.diff(flat[order])) + 1
         for positions in np.split(order, bounds):
             k = tuple(int(ci[positions[0]]) for ci in chunk_idx)
+            if wanted is not None and k not in wanted:
+                continue
             spans = [a.bounds(kk) for a, kk in zip(axes, k)]
             local = tuple(c[positions] - lo for c, (lo, _) in zip(self.coords, spans))
             local_shape = tuple(hi - lo for lo, hi in spans)
             yield Projection(k, local, local_shape, positions, False, points=True)
 
-    def project_nested(self, grid: GridLike, inner: Sequence[int]) -> list[tuple[Projection, Nested]]:
-        """``project(grid)``, each chunk with its points projected onto ``inner`` (as
+    def project_nested(self, grid: GridLike, inner: Sequence[int], only: Collection[tuple[int, ...]] | None = None
+                       ) -> list[tuple[Projection, Nested]]:
+        """``project(grid, only)``, each chunk with its points projected onto ``inner`` (as
         :meth:`OrthogonalSelection.project_nested`)."""
-        return [(p, _PointsNested(p, tuple(inner))) for p in self.project(grid)]
+        return [(p, _PointsNested(p, tuple(inner))) for p in self.project(grid, only)]
+
+    def count_nested(self, grid: GridLike, inner: Sequence[int] | None) -> int:
+        """As :meth:`OrthogonalSelection.count_nested` (the points' chunks are listed: no
+        more of them than points)."""
+        if inner is None:
+            return sum(1 for _ in self.project(grid))
+        return sum(len(nested()) for _, nested in self.project_nested(grid, inner))
 
 
 Selection = Union[OrthogonalSelection, PointSelection]

@@ -909,6 +909,14 @@ for shards in ((4,), None):
     copy = zarrdask.copy(store, {})
     assert copy.units.stored_keys() == stored and copy[10**11 + 2] == 2
     assert "some grid lines left out" in a._repr_html_()
+for shards in ((100, 100, 100), None):  # 10**9 units, a thousand along each axis
+    a = zarrdask.create_array({}, shape=(10**5,) * 3, chunks=(50, 50, 50) if shards else (100,) * 3,
+                              shards=shards, dtype="u1", fill_value=0)
+    a[99:101, 0, 0] = 1
+    assert a.nchunks_initialized == 2, a.nchunks_initialized
+    stats = a.storage_statistics((slice(0, 150), 0, slice(None)))
+    assert stats.chunks_total == (3 * 2000 if shards else 2 * 1000) and stats.chunks_stored == 2, stats
+    assert "Chunks stored" in str(a.info_complete())
 print("done")
 """
 
@@ -917,7 +925,10 @@ def test_a_sparse_array_of_billions_of_units_is_listed_by_what_is_stored():
     """An array of 5 * 10**11 chunks (2.5 * 10**11 shards) holding a few: its stored keys,
     ``nshards_initialized``, ``verify``, ``copy`` and the HTML display cost work per key
     stored, not per unit of the grid (they built every key, or every unit's extent, and
-    hung or ran out of memory). A process of its own, its memory capped at 4 GiB."""
+    hung or ran out of memory). And of 10**9 units in three dimensions: chunk counts and
+    statistics (``nchunks_initialized``, ``storage_statistics``, ``info_complete``) cost
+    work per unit stored and per unit along each axis (they planned every unit). A
+    process of its own, its memory capped at 4 GiB."""
     import subprocess
     import sys
 

@@ -68,3 +68,42 @@ def test_plan_read_of_a_shard_and_a_window():
     assert window.summary() == (1, 0, 1, 4)
     assert [u.key for u in window.units] == ["c/0/0"]
     assert [c.coords for c in window.units[0].chunks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+@SETTINGS
+@given(arrays_and_windows(), st.data())
+def test_the_plan_of_some_units_and_the_count_of_all_are_the_full_plans(case, data):
+    """``plan_read(..., units=)`` is the full plan's units at those coordinates, in order,
+    and ``planned_chunks`` its chunk count; so ``storage_statistics`` (which plans only the
+    stored units and counts the rest a dimension at a time) says what the full plan says,
+    with integers, steps, transposed shards and units past the array's edge."""
+    from zarrdask.indexing import basic_selection
+    from zarrdask.metadata.grid import all_chunk_coords
+    from zarrdask.plan.fetch_plan import plan_read, planned_chunks
+
+    shape, inner, shard, window = case
+    transposed = shard is not None and len(shape) > 1 and data.draw(st.booleans())
+    codecs = None
+    if transposed:
+        order = list(reversed(range(len(shape))))
+        codecs = [{"name": "transpose", "configuration": {"order": order}},
+                  {"name": "sharding_indexed", "configuration": {
+                      "chunk_shape": [inner[k] for k in order],
+                      "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]
+    layout_keywords = {"chunks": shard, "codecs": codecs} if codecs else {"chunks": inner, "shards": shard}
+    a = zarrdask.create_array(MemoryStore(), shape=shape, dtype="int32", fill_value=-1, **layout_keywords)
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = tuple(data.draw(st.integers(0, n - 1)) for n in shape)
+        a[at] = 7
+    picks = tuple(data.draw(st.integers(0, n - 1)) if data.draw(st.booleans()) and n else w
+                  for n, w in zip(shape, window))
+    selection, _ = basic_selection(picks, shape)
+    layout = a.units.layout
+    full = plan_read(selection, layout).units
+    some = set(data.draw(st.lists(st.sampled_from(list(all_chunk_coords(a.units.grid))), max_size=6)))
+    assert plan_read(selection, layout, some).units == tuple(u for u in full if u.coords in some)
+    assert planned_chunks(selection, layout) == sum(len(u.chunks) for u in full)
+    stats = a.storage_statistics(picks)
+    stored = a.units.stored_keys()
+    assert stats.chunks_total == sum(len(u.chunks) for u in full)
+    assert stats.chunks_stored == a.units._count_stored([u for u in full if u.key in stored])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,7 +69,7 @@ class DescribedUnits(Protocol):
     def store(self) -> Store: ...
     @property
     def grid(self) -> tuple[AxisGrid, ...]: ...
-    def stored_keys(self, keys: Collection[str] | None = None) -> set[str]: ...
+    def stored_keys(self) -> set[str]: ...
 
 
 class DescribedGroup(Protocol):

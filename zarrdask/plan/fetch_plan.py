@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -36,7 +36,7 @@ from ..metadata.grid import AxisGrid, ceil_div
 from ..indexing import Nested, OrthogonalSelection, Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read",
-           "shard_placements"]
+           "planned_chunks", "shard_placements"]
 
 
 class ChunkPlacement(NamedTuple):
@@ -117,24 +117,32 @@ class StorageLayout(NamedTuple):
     key: Callable[[tuple[int, ...]], str]
 
 
-def plan_read(selection: Selection, layout: StorageLayout) -> ReadPlan:
-    """The plan of reading ``selection`` (see the module docstring)."""
+def plan_read(selection: Selection, layout: StorageLayout, units: Collection[tuple[int, ...]] | None = None
+              ) -> ReadPlan:
+    """The plan of reading ``selection`` (see the module docstring); ``units``: of the
+    units it touches, only those at these coordinates (the stored ones, say)."""
     if not layout.sharded:
         return ReadPlan(tuple(
             UnitRead(layout.key(p.coords), p.coords, None, p.shape, whole=True,
                      chunks=(ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index),))
-            for p in selection.project(layout.unit_grid)))
-    units = []
+            for p in selection.project(layout.unit_grid, units)))
+    planned = []
     seen: dict[tuple[object, ...], Sequence[ChunkPlacement]] = {}
     # (basic slices: every shard's part, in the shard and in the output, is a box of slices)
     slices = isinstance(selection, OrthogonalSelection) and selection.is_basic
-    for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape):
+    for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape, units):
         block = slices and p.full
-        units.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape,
-                              whole=p.full or not layout.ranged_reads,
-                              chunks=_placements(p, inner, layout, block, slices, seen), block=block, extent=p.extent,
-                              index=p.local if slices else None))
-    return ReadPlan(tuple(units))
+        planned.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape,
+                                whole=p.full or not layout.ranged_reads,
+                                chunks=_placements(p, inner, layout, block, slices, seen), block=block,
+                                extent=p.extent, index=p.local if slices else None))
+    return ReadPlan(tuple(planned))
+
+
+def planned_chunks(selection: Selection, layout: StorageLayout) -> int:
+    """The chunks ``plan_read(selection, layout)`` decodes in all (its summary's ``chunks``),
+    counted a dimension at a time: no unit is planned (an array may have billions)."""
+    return selection.count_nested(layout.unit_grid, layout.chunk_shape if layout.sharded else None)
 
 
 def _placements(p: Projection, inner: Nested, layout: StorageLayout, block: bool, slices: bool,

@@ -12,7 +12,7 @@ import math
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -23,7 +23,7 @@ from ...codecs.sharding import fill_test
 from ...errors import CodecError, MissingChunkError, UnguardedWriteError, WriteConflictError, ZarrdaskError
 from ...indexing import Projection, Selection, basic_selection
 from ...metadata.grid import AxisGrid, ChunkKeyEncoding, RegularAxis, all_chunk_coords, chunk_slices, stored_shape
-from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read
+from ...plan.fetch_plan import ReadPlan, StorageLayout, UnitRead, is_view, plan_read, planned_chunks
 from ...storage.base import ByteRange, Store, join_path
 from ...runtime.cache import ArrayCache, ArrayKey, forget
 from ...runtime.executor import MIN_PARALLEL_WRITE_ITEM_BYTES, run_all
@@ -340,19 +340,14 @@ class ChunkSource(ABC):
         """Every unit's key -> its coordinates (for :meth:`coords_of`, without a ``decode``)."""
         return {self.key(c): c for c in all_chunk_coords(self.grid)}
 
-    def stored_keys(self, keys: Collection[str] | None = None) -> set[str]:
-        listed = self.store.list_prefix(self.path)
-        if keys is None:
-            return {k for k in listed if self.coords_of(k) is not None}
-        expected = set(keys)
-        return {k for k in listed if k in expected}
+    def stored_keys(self) -> set[str]:
+        return {k for k in self.store.list_prefix(self.path) if self.coords_of(k) is not None}
 
     def statistics(self, selection: Selection) -> StorageStatistics:
-        units = self.plan(selection).units
-        stored = self.stored_keys([u.key for u in units])
-        present = [u for u in units if u.key in stored]
+        stored = {c for c in map(self.coords_of, self.store.list_prefix(self.path)) if c is not None}
+        present = list(plan_read(selection, self.layout, stored).units)
         return StorageStatistics(chunks_stored=self._count_stored(present),
-                                 chunks_total=sum(len(u.chunks) for u in units))
+                                 chunks_total=planned_chunks(selection, self.layout))
 
     def _count_stored(self, units: list[UnitRead]) -> int:
         """The planned chunks of stored ``units`` that are present (every one, unsharded)."""

@@ -7,7 +7,7 @@ own everything about the bytes behind it. Results cross the boundary as named re
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, Union
 
@@ -98,11 +98,13 @@ class StoredUnits(Protocol):
         document, an orphan): read back through the key encoding, so a listing costs work
         per key listed, not per unit of the grid."""
 
-    def stored_keys(self, keys: Collection[str] | None = None) -> set[str]:
-        """The units' keys present in the store, among ``keys`` (default: all); one listing."""
+    def stored_keys(self) -> set[str]:
+        """The units' keys present in the store; one listing."""
 
     def statistics(self, selection: Selection) -> StorageStatistics:
-        """Which chunks overlapping ``selection`` are stored; reads no chunk data."""
+        """Which chunks overlapping ``selection`` are stored (sharded: the stored shards'
+        indexes read, no chunk data); one listing, and work per unit stored, not per unit
+        of the grid."""
 
     def check_unit(self, coords: tuple[int, ...]) -> str | None:
         """Read the unit at ``coords`` whole through the read path: None when it decodes
