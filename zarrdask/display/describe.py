@@ -69,7 +69,7 @@ class DescribedUnits(Protocol):
     def store(self) -> Store: ...
     @property
     def grid(self) -> tuple[AxisGrid, ...]: ...
-    def stored_keys(self) -> set[str]: ...
+    def stored_sizes(self) -> dict[str, int]: ...
 
 
 class DescribedGroup(Protocol):
@@ -201,15 +201,15 @@ def storage_rows(array: DescribedArray) -> list[Row]:
     rows: list[Row] = []
     stats = array.storage_statistics()
     units = array.units
-    keys = units.stored_keys()
+    sizes = units.stored_sizes()
     rows.append(_row("Chunks stored", "chunks_stored", stats.chunks_stored,
                      f"{stats.chunks_stored} of {stats.chunks_total}"))
     rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))
     if array.shards is not None:
         total = math.prod(axis.count for axis in units.grid)
-        rows.append(_row("Shards stored", "shards_stored", len(keys), f"{len(keys)} of {total}"))
+        rows.append(_row("Shards stored", "shards_stored", len(sizes), f"{len(sizes)} of {total}"))
         rows.append(_row("Shards total", "shards_total", total))
-    stored = sum(units.store.size(k) or 0 for k in keys)
+    stored = sum(sizes.values())
     rows.append(_row("Bytes stored", "bytes_stored", stored, _bytes(stored)))
     # the stored share of the array's bytes over the bytes that store it
     part = array.nbytes * stats.chunks_stored / stats.chunks_total if stats.chunks_total else 0

@@ -281,8 +281,7 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
 
     def nbytes_stored(self) -> int:
         """Bytes the array occupies in the store (metadata and chunks)."""
-        prefix = self._path
-        return sum(self._store.size(k) or 0 for k in self._store.list_prefix(prefix))
+        return sum(size for _, size in self._store.list_sizes(self._path))
 
     def __repr__(self) -> str:
         shards = f" shards={self.shards}" if self.shards is not None else ""

@@ -288,6 +288,21 @@ class Store(ABC):
             normalize_key(prefix)
         return self._list_prefix(prefix)
 
+    def list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        """Every key below ``prefix`` (as :meth:`list_prefix`) with its value's size in
+        bytes: one listing where the store lists sizes (object stores, fsspec file systems),
+        else a size asked per key."""
+        prefix = prefix.strip("/")
+        if prefix:
+            normalize_key(prefix)
+        return self._list_sizes(prefix)
+
+    def _list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        for key in self._list_prefix(prefix):
+            size = self._size(key)
+            if size is not None:
+                yield key, size
+
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """The direct children of ``prefix``: (value names, sub-directory names)."""
         prefix = prefix.strip("/")

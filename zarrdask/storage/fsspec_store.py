@@ -310,6 +310,17 @@ class FsspecStore(StreamedReads, Store):
             [p[n:] for p in found if p.startswith(head) and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))]
         )
 
+    def _list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        top = self.directory(prefix)
+        try:
+            found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top, detail=True))
+        except FileNotFoundError:
+            return iter(())
+        head = self._base + prefix + "/" if prefix else self._base
+        n = len(self._base)
+        return iter([(p[n:], int(info["size"])) for p, info in found.items() if p.startswith(head)
+                     and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))])
+
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         top = self.directory(prefix)
         try:
@@ -530,6 +541,10 @@ class ZipStore(FsspecStore):
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         self._fresh()
         return super()._list_prefix(prefix)
+
+    def _list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        self._fresh()
+        return super()._list_sizes(prefix)
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         self._fresh()

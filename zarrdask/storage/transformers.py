@@ -124,6 +124,11 @@ class WrapperStore(Store):
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         return (self._outer_key(k) for k in self.inner._list_prefix(self._inner_key(prefix)))
 
+    def _list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        if type(self)._list_prefix is not WrapperStore._list_prefix or type(self)._size is not WrapperStore._size:
+            return super()._list_sizes(prefix)  # (a subclass's listing or sizes: asked key by key through them)
+        return ((self._outer_key(k), n) for k, n in self.inner._list_sizes(self._inner_key(prefix)))
+
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         return self.inner._list_dir(self._inner_key(prefix))
 

@@ -152,6 +152,19 @@ class ZarrPythonStore(StreamedReads, Store):
 
         return iter(sorted(k for k in self._run(f"list prefix {prefix!r}", listing) if k.startswith(head)))
 
+    def _list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        """The listing, then every listed key's size asked at once (zarr-python's
+        ``getsize``, which its stores answer without reading the value; only for keys
+        listed: a local store's ``getsize`` of a directory is the directory's size)."""
+        keys = list(self._list_prefix(prefix))
+        calls = [lambda k=k: self.inner.getsize(k) for k in keys]
+        for i, result in self._requests.stream(background_loop(), calls):
+            if isinstance(result, FileNotFoundError):
+                continue
+            if isinstance(result, Exception):
+                raise StoreError(f"cannot ask the size of key {keys[i]!r} in {self.url}: {result}") from result
+            yield keys[i], int(result)
+
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """Values and sub-directories: zarr-python lists both as names, so they are told
         apart by the full keys below ``prefix``."""

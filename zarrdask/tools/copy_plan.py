@@ -82,8 +82,11 @@ class CopyPlan:
 def plan_array(rel: str, array: Array, target: Any, dst: Store, *, bytes_copied: bool, measure: bool) -> ArrayPlan:
     """The plan of one array (``target``: its new metadata, checked against the target store)."""
     units = array.units
-    keys = frozenset(units.stored_keys())
-    size = sum(units.store.size(k) or 0 for k in keys) if measure else None
+    if measure:
+        sizes = units.stored_sizes()
+        keys, size = frozenset(sizes), sum(sizes.values())
+    else:
+        keys, size = frozenset(units.stored_keys()), None
     copy = Array(dst, rel, target)
     return ArrayPlan(rel or "/", _layout(array), _layout(copy), bytes_copied=bytes_copied, source_keys=keys,
                      bytes_stored=size)

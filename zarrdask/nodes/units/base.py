@@ -343,6 +343,9 @@ class ChunkSource(ABC):
     def stored_keys(self) -> set[str]:
         return {k for k in self.store.list_prefix(self.path) if self.coords_of(k) is not None}
 
+    def stored_sizes(self) -> dict[str, int]:
+        return {k: n for k, n in self.store.list_sizes(self.path) if self.coords_of(k) is not None}
+
     def statistics(self, selection: Selection) -> StorageStatistics:
         stored = {c for c in map(self.coords_of, self.store.list_prefix(self.path)) if c is not None}
         present = list(plan_read(selection, self.layout, stored).units)

@@ -101,6 +101,10 @@ class StoredUnits(Protocol):
     def stored_keys(self) -> set[str]:
         """The units' keys present in the store; one listing."""
 
+    def stored_sizes(self) -> dict[str, int]:
+        """The units' keys present in the store, with their sizes in bytes; one listing
+        (with sizes, where the store lists them: ``Store.list_sizes``)."""
+
     def statistics(self, selection: Selection) -> StorageStatistics:
         """Which chunks overlapping ``selection`` are stored (sharded: the stored shards'
         indexes read, no chunk data); one listing, and work per unit stored, not per unit
