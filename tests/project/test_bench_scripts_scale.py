@@ -1,6 +1,7 @@
-"""The helpers of benchmarks/bench_memory.py, benchmarks/bench_costs.py and
-benchmarks/bench_tiny.py: the generated source, the ordering simulation, the graph before
-piece tasks, the cost model and the tiny-shard runs."""
+"""The helpers of benchmarks/bench_memory.py, benchmarks/bench_costs.py,
+benchmarks/bench_tiny.py and benchmarks/bench_counts.py: the generated source, the ordering
+simulation, the graph before piece tasks, the cost model, the tiny-shard runs and the
+questions of what is stored."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "benchmarks" / "probes"))
 
 import bench_costs  # noqa: E402
+import bench_counts  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_tiny  # noqa: E402
 
@@ -167,3 +169,11 @@ def test_the_placed_floor_places_what_the_array_holds(tmp_path) -> None:
     shuffled = [list(reversed(frames)) for frames in zstd_floor.inner_chunks(str(tmp_path / "sharded"))]
     with pytest.raises(SystemExit, match="is not the array's"):
         zstd_floor.placed_sums(str(tmp_path / "sharded"), shuffled, 1, 2)
+
+
+def test_the_counts_benchmark_asks_both_libraries_and_compares_their_answers(tmp_path) -> None:
+    path = str(tmp_path / "a.zarr")
+    a = zarrdask.create_array(path, shape=(20, 20), chunks=(5, 5), shards=(10, 10), dtype="u1", fill_value=0)
+    a[0:10, 0:10] = 1
+    lines = bench_counts.run_case("tiny", path, None, 1)
+    assert [line.split()[1] for line in lines] == ["nchunks_initialized", "nbytes_stored", "info_complete"]
