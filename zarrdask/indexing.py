@@ -131,7 +131,7 @@ class OrthogonalSelection:
     def project(self, grid: GridLike, only: Collection[tuple[int, ...]] | None = None) -> list[Projection]:
         """Every chunk of ``grid`` this selection touches (``only``: of those, the ones at
         these coordinates; in C order either way)."""
-        per_dim = self._parts(grid)
+        per_dim = self._parts(grid, only)
         if per_dim is None:
             return []
         basic = self.is_basic
@@ -146,7 +146,7 @@ class OrthogonalSelection:
         as ``p.chunk_selection.project(inner)``, but each dimension's part is projected once,
         when first asked for, however many chunks share it (the shards of a window or a
         slab)."""
-        per_dim = self._parts(grid)
+        per_dim = self._parts(grid, only)
         if per_dim is None:
             return []
         memo: dict[tuple[int, int], list[DimPart]] = {}
@@ -170,23 +170,21 @@ class OrthogonalSelection:
         None: how many chunks ``project(grid)`` does), counted a dimension at a time: the
         chunks touched are every combination of one part per dimension, so no chunk is
         listed."""
-        per_dim = self._parts(grid)
-        if per_dim is None:
+        if 0 in self.shape:
             return 0
-        if inner is None:
-            return math.prod(len(parts) for parts in per_dim)
-        return math.prod(sum(len(_project_dim(part.local, RegularAxis(part.extent, int(inner[d])))) for part in parts)
-                         for d, parts in enumerate(per_dim))
+        axes = as_axes(grid, self.array_shape)
+        return math.prod(_dim_count(d, a, None if inner is None else int(inner[k]))
+                         for k, (d, a) in enumerate(zip(self.dims, axes)))
 
-    def _parts(self, grid: GridLike) -> list[list[DimPart]] | None:
-        """Each dimension's parts on ``grid``'s chunks; None when a dimension selects nothing
-        (then no chunk is touched, and no dimension's chunks are listed: a long one can have
-        billions)."""
+    def _parts(self, grid: GridLike, only: Collection[tuple[int, ...]] | None = None) -> list[list[DimPart]] | None:
+        """Each dimension's parts on ``grid``'s chunks (``only``: in the chunks these
+        coordinates name along it); None when a dimension selects nothing (then no chunk is
+        touched, and no dimension's chunks are listed: a long one can have billions)."""
         if 0 in self.shape:
             return None
         per_dim = []
-        for d, a in zip(self.dims, as_axes(grid, self.array_shape)):
-            parts = _project_dim(d, a)
+        for k, (d, a) in enumerate(zip(self.dims, as_axes(grid, self.array_shape))):
+            parts = _project_dim(d, a, None if only is None else {coords[k] for coords in only})
             if not parts:
                 return None
             per_dim.append(parts)
@@ -272,14 +270,37 @@ class DimPart(NamedTuple):
     extent: int  # the chunk's extent inside the array
 
 
-def _project_dim(sel: DimSel, axis: AxisGrid) -> list[DimPart]:
-    """The chunks of ``axis`` a one-dimensional selection touches."""
+def _dim_count(sel: DimSel, axis: AxisGrid, inner: int | None) -> int:
+    """How many chunks of ``axis`` a one-dimensional selection touches (``inner``: how many
+    inner chunks of that extent, laid over each from its origin): counted, not listed, for
+    a slice over a regular grid whose chunks the inner ones tile (their cells then lie on
+    one grid along the whole axis); else listed."""
+    if isinstance(sel, slice) and isinstance(axis, RegularAxis) and (inner is None or axis.step % inner == 0):
+        cell, n = (axis.step if inner is None else inner), _slice_len(sel)
+        if n == 0:
+            return 0
+        last = sel.start + (n - 1) * sel.step
+        # (a stride within a cell touches every cell from the first index's to the last's;
+        # a longer one a cell per index)
+        return last // cell - sel.start // cell + 1 if sel.step <= cell else n
+    parts = _project_dim(sel, axis)
+    if inner is None:
+        return len(parts)
+    return sum(len(_project_dim(part.local, RegularAxis(part.extent, inner))) for part in parts)
+
+
+def _project_dim(sel: DimSel, axis: AxisGrid, chunks: Collection[int] | None = None) -> list[DimPart]:
+    """The chunks of ``axis`` a one-dimensional selection touches (``chunks``: of those,
+    the ones at these indices: a slice's chunks are then not walked)."""
     parts: list[DimPart] = []
     if isinstance(sel, slice):
         start, stop, step = sel.start, sel.stop, sel.step
         if stop <= start:
             return parts
-        for k, lo, hi in axis.overlapping(start, stop):
+        spans = axis.overlapping(start, stop) if chunks is None else [
+            (k, lo, hi) for k in sorted(chunks) if 0 <= k < axis.count
+            for lo, hi in [axis.bounds(k)] if lo < stop and hi > start]
+        for k, lo, hi in spans:
             # the first selected index in the chunk: start, or the first one past lo on start's stride
             first = start if start >= lo else lo + (start - lo) % step
             end = stop if stop < hi else hi

@@ -909,6 +909,9 @@ for shards in ((4,), None):
     copy = zarrdask.copy(store, {})
     assert copy.units.stored_keys() == stored and copy[10**11 + 2] == 2
     assert "some grid lines left out" in a._repr_html_()
+    assert a.nchunks_initialized == 4, a.nchunks_initialized
+    stats = a.storage_statistics((slice(0, 10**11 + 3, 3),))  # (0 and 3, then 10**11 + 2: three stored chunks)
+    assert (stats.chunks_total, stats.chunks_stored) == ((10**11 + 3 + 2) // 3, 3), stats
 for shards in ((100, 100, 100), None):  # 10**9 units, a thousand along each axis
     a = zarrdask.create_array({}, shape=(10**5,) * 3, chunks=(50, 50, 50) if shards else (100,) * 3,
                               shards=shards, dtype="u1", fill_value=0)
@@ -925,10 +928,10 @@ def test_a_sparse_array_of_billions_of_units_is_listed_by_what_is_stored():
     """An array of 5 * 10**11 chunks (2.5 * 10**11 shards) holding a few: its stored keys,
     ``nshards_initialized``, ``verify``, ``copy`` and the HTML display cost work per key
     stored, not per unit of the grid (they built every key, or every unit's extent, and
-    hung or ran out of memory). And of 10**9 units in three dimensions: chunk counts and
-    statistics (``nchunks_initialized``, ``storage_statistics``, ``info_complete``) cost
-    work per unit stored and per unit along each axis (they planned every unit). A
-    process of its own, its memory capped at 4 GiB."""
+    hung or ran out of memory), and so do its chunk counts and statistics
+    (``nchunks_initialized``, ``storage_statistics``): the chunks a slice touches are
+    counted, not listed. And of 10**9 units in three dimensions, with ``info_complete``
+    too (they planned every unit). A process of its own, its memory capped at 4 GiB."""
     import subprocess
     import sys
 
