@@ -6,10 +6,11 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..indexing import Selection, basic_selection
 from ..metadata.grid import AxisGrid
 from .kit import Fact, document, fact_table
 from ..storage.base import Store
@@ -50,7 +51,6 @@ class DescribedArray(Protocol):
     def nbytes(self) -> int: ...
     @property
     def units(self) -> DescribedUnits: ...
-    def storage_statistics(self) -> StoredCounts: ...
 
 
 class StoredCounts(Protocol):
@@ -70,6 +70,7 @@ class DescribedUnits(Protocol):
     @property
     def grid(self) -> tuple[AxisGrid, ...]: ...
     def stored_sizes(self) -> dict[str, int]: ...
+    def statistics(self, selection: Selection, listed: Iterable[str] | None = None) -> StoredCounts: ...
 
 
 class DescribedGroup(Protocol):
@@ -199,9 +200,9 @@ def storage_rows(array: DescribedArray) -> list[Row]:
     """What is stored: chunks (and shards) stored of those possible, their bytes and the
     compression ratio. Lists the array's keys (and reads sharded arrays' indexes)."""
     rows: list[Row] = []
-    stats = array.storage_statistics()
     units = array.units
     sizes = units.stored_sizes()
+    stats = units.statistics(basic_selection(Ellipsis, array.shape)[0], sizes)  # (the same listing)
     rows.append(_row("Chunks stored", "chunks_stored", stats.chunks_stored,
                      f"{stats.chunks_stored} of {stats.chunks_total}"))
     rows.append(_row("Chunks total", "chunks_total", stats.chunks_total))

@@ -299,27 +299,24 @@ class FsspecStore(StreamedReads, Store):
         return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._base + key))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        top = self.directory(prefix)
-        try:
-            found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top))
-        except FileNotFoundError:
-            return iter(())
-        head = self._base + prefix + "/" if prefix else self._base
-        n = len(self._base)
-        return iter(
-            [p[n:] for p in found if p.startswith(head) and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))]
-        )
+        return iter([key for key, _ in self._found(prefix, detail=False)])
 
     def _list_sizes(self, prefix: str) -> Iterator[tuple[str, int]]:
+        return iter([(key, int(info["size"])) for key, info in self._found(prefix, detail=True)])
+
+    def _found(self, prefix: str, detail: bool) -> list[tuple[str, Any]]:
+        """The keys below ``prefix`` (one ``find``), each with its file system's info when
+        ``detail`` (else None); a local file system's temporary files left out."""
         top = self.directory(prefix)
         try:
-            found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top, detail=True))
+            found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top, detail=detail))
         except FileNotFoundError:
-            return iter(())
+            return []
         head = self._base + prefix + "/" if prefix else self._base
         n = len(self._base)
-        return iter([(p[n:], int(info["size"])) for p, info in found.items() if p.startswith(head)
-                     and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))])
+        items = found.items() if detail else ((p, None) for p in found)
+        return [(p[n:], info) for p, info in items
+                if p.startswith(head) and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))]
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         top = self.directory(prefix)

@@ -346,8 +346,9 @@ class ChunkSource(ABC):
     def stored_sizes(self) -> dict[str, int]:
         return {k: n for k, n in self.store.list_sizes(self.path) if self.coords_of(k) is not None}
 
-    def statistics(self, selection: Selection) -> StorageStatistics:
-        stored = {c for c in map(self.coords_of, self.store.list_prefix(self.path)) if c is not None}
+    def statistics(self, selection: Selection, listed: Iterable[str] | None = None) -> StorageStatistics:
+        keys = self.store.list_prefix(self.path) if listed is None else listed
+        stored = {c for c in map(self.coords_of, keys) if c is not None}
         present = list(plan_read(selection, self.layout, stored).units)
         return StorageStatistics(chunks_stored=self._count_stored(present),
                                  chunks_total=planned_chunks(selection, self.layout))

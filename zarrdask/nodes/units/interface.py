@@ -105,10 +105,10 @@ class StoredUnits(Protocol):
         """The units' keys present in the store, with their sizes in bytes; one listing
         (with sizes, where the store lists them: ``Store.list_sizes``)."""
 
-    def statistics(self, selection: Selection) -> StorageStatistics:
+    def statistics(self, selection: Selection, listed: Iterable[str] | None = None) -> StorageStatistics:
         """Which chunks overlapping ``selection`` are stored (sharded: the stored shards'
-        indexes read, no chunk data); one listing, and work per unit stored, not per unit
-        of the grid."""
+        indexes read, no chunk data); one listing (or ``listed``, the keys of one the caller
+        made), and work per unit stored, not per unit of the grid."""
 
     def check_unit(self, coords: tuple[int, ...]) -> str | None:
         """Read the unit at ``coords`` whole through the read path: None when it decodes
