@@ -278,6 +278,23 @@ def test_fsspec_conditional_write_names():
     assert s3_call(memory) is None and memory_files(fsspec.filesystem("file")) is None
 
 
+def test_fsspec_filesystems_say_how_they_write_their_paths():
+    """``fs._strip_protocol`` (what fsspec's own mappers root themselves with; checked on
+    fsspec 2026.9.0): memory paths start with ``/``, local ones are absolute, S3 ones are
+    ``bucket/key``. Without it, an FsspecStore over a memory filesystem given ``a/b`` lists
+    none of its keys (the filesystem lists ``/a/b/...``)."""
+    import os
+
+    import fsspec
+    import s3fs
+
+    from zarrdask.compat.fsspec import canonical_path
+
+    assert canonical_path(fsspec.filesystem("memory"), "a/b") == "/a/b"
+    assert canonical_path(fsspec.filesystem("file"), "a/b") == os.path.abspath("a/b").replace(os.sep, "/")
+    assert canonical_path(s3fs.S3FileSystem(anon=True, skip_instance_cache=True), "s3://bucket/a") == "bucket/a"
+
+
 def test_s3fs_retries_are_a_per_instance_count():
     """s3fs tries each call ``fs.retries`` times (5 by default; checked on s3fs 2026.9.0).
     zarrdask sets it to 1 on the filesystems it makes, so its own RetryPolicy is the only

@@ -495,6 +495,20 @@ class TestFsspecMemory(StoreTests):
         assert a.nbytes_stored() == sum(n for _, n in store.list_sizes("arr")) > 0
         assert "3 of 3" in str(a.info_complete())
 
+    def test_a_mapper_of_a_nested_path_lists_and_verifies(self) -> None:
+        """An FSMap of ``memory://a/b``: the filesystem lists ``/a/b/...``, the path was
+        given without the ``/``. Its keys listed (``verify`` found nothing stored there)."""
+        import fsspec
+
+        import zarrdask
+
+        mapper = fsspec.get_mapper(f"memory://zarrdask-{uuid.uuid4().hex}/a.zarr")
+        zarrdask.create_array(mapper, shape=(4,), chunks=(2,), dtype="i4")[...] = 1
+        store = FsspecStore(mapper.fs, path=mapper.root.lstrip("/"))
+        assert sorted(store.list_prefix("")) == ["c/0", "c/1", "zarr.json"]
+        report = zarrdask.verify(mapper)
+        assert report.ok and report.units_checked == 2
+
     def test_from_filesystem_and_path(self) -> None:
         import fsspec
 

@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["async_cat_file", "async_pipe_file", "memory_files", "s3_call", "single_try"]
+__all__ = ["async_cat_file", "async_pipe_file", "canonical_path", "memory_files", "s3_call", "single_try"]
 
 
 def async_cat_file(fs: Any) -> Callable[..., Any]:
@@ -26,6 +26,14 @@ def async_cat_file(fs: Any) -> Callable[..., Any]:
 def async_pipe_file(fs: Any) -> Callable[..., Any]:
     """``fs._pipe_file(path, value)``: a coroutine writing one key."""
     return fs._pipe_file  # type: ignore[no-any-return]
+
+
+def canonical_path(fs: Any, path: str) -> str:
+    """``path`` as the filesystem writes its own paths (``fs._strip_protocol``, which
+    fsspec's mappers use too: memory paths start with ``/``, local ones are absolute), so
+    that what ``find`` lists starts with it; ``path`` itself where there is none."""
+    strip = getattr(fs, "_strip_protocol", None)
+    return path if strip is None else str(strip(path))
 
 
 def s3_call(fs: Any) -> Callable[..., Any] | None:

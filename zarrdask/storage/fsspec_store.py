@@ -39,7 +39,7 @@ from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
 from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, SuffixRange, Update, Value, VersionedRanges
-from ..compat.fsspec import async_cat_file, async_pipe_file, memory_files, s3_call, single_try
+from ..compat.fsspec import async_cat_file, async_pipe_file, canonical_path, memory_files, s3_call, single_try
 from .in_process import CompareUpdate, container_lock
 from .link import link_to
 from .local import MISSING_ERRORS, LocalStore, is_temporary_name
@@ -125,6 +125,8 @@ class FsspecStore(StreamedReads, Store):
         root = root.rstrip("/") if root != "/" else root
         if self.path:
             root = f"{root.rstrip('/')}/{self.path}" if root else self.path
+        if root and isinstance(url_or_fs, AbstractFileSystem):  # (a URL's root is already the filesystem's)
+            root = canonical_path(fs, root).rstrip("/") or "/"
         self._root = root
         self._base = root.rstrip("/") + "/" if root else ""
         protocols = fs_protocols(fs)
