@@ -12,8 +12,8 @@ from ._common import Subcommands, add_store_arguments, count, print_json, storag
 def add_parser(sub: Subcommands) -> None:
     p = sub.add_parser("verify", help="check metadata, every chunk and shard, and stray keys (an fsck)",
                        description="Checks that every metadata document is valid, that every stored chunk and "
-                                   "shard decodes (crc32c checksums, shard indexes in bounds and not "
-                                   "overlapping), reports keys that belong to no chunk, leftover temporary files "
+                                   "shard decodes (crc32c checksums, shard index entries inside their "
+                                   "shard), reports keys that belong to no chunk, leftover temporary files "
                                    "and stale consolidated metadata. Arrays whose chunks carry no checksum "
                                    "(crc32c, zstd with checksum, gzip, ...) are listed as not verifiable beyond "
                                    "decoding: a flipped byte that still decodes cannot be seen there. Exit code 0 "

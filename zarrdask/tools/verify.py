@@ -2,7 +2,7 @@
 
 Checks that every metadata document parses and describes an array zarrdask can open;
 that every stored chunk or shard reads through zarrdask's own read path (codecs decode,
-crc32c checksums match, shard indexes lie inside their shard and do not overlap); that
+crc32c checksums match, shard index entries lie inside their shard); that
 every key belongs to a node (keys that belong to no chunk are orphans, leftover
 temporary files of interrupted atomic writes, and pieces an interrupted staged Dask write
 left, are reported apart); that no write call left the record of one that did not
