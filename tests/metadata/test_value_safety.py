@@ -15,6 +15,7 @@ import warnings
 from fractions import Fraction
 from typing import Any
 
+import dask.array as da
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -318,6 +319,19 @@ def test_fill_value_the_dtype_cannot_hold(dtype: str, fill: Any, message: str, z
         assert message in str(info.value) and "fill_value" in str(info.value)
     with pytest.raises(ValueError, match="pass a fill_value that"):  # (zarr-python users catch ValueError)
         zarrdask.full((4,), fill, dtype=dtype, zarr_format=zarr_format)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize(("dtype", "fill"), [("f4", (None,)), ("f4", [1]), ("i4", np.array([1])), ("f8", ()),
+                                             ("?", [True]), ("M8[s]", ["NaT"]), ("U3", ["a"])])
+def test_a_fill_value_of_many_values_is_refused(dtype: str, fill: Any, zarr_format: int) -> None:
+    """numpy would make an array of it ((None,) as [NaN]), stored as some other value or failing later."""
+    x = da.ones((4,), chunks=2, dtype=dtype)
+    for make in (lambda: zarrdask.create_array(MemoryStore(), shape=(4,), dtype=dtype, fill_value=fill,
+                                               zarr_format=zarr_format),
+                 lambda: zarrdask.to_zarr(x, MemoryStore(), fill_value=fill, zarr_format=zarr_format)):
+        with pytest.raises(MetadataError, match=r"fill_value: .* is not one value: .* pass one, such as"):
+            make()
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])

@@ -123,8 +123,15 @@ class DataType:
                     from None
         if self.family in ("raw", "rawbytes"):
             return self._raw_fill(value)
+        given = np.asarray(value) if not isinstance(value, (list, tuple)) else np.asarray(value, dtype=object)
+        if given.ndim:  # (numpy would make an array of it, or read (None,) as NaN)
+            default = self.default_fill()
+            shown = default.item() if self.dtype.kind in "biufc" else default
+            raise MetadataError([Problem(("fill_value",), (
+                f"{value!r} is not one value: a fill value is the single {self.name} value unwritten elements "
+                f"read as; pass one, such as {shown!r}"))])
         try:
-            return cast_values(np.asarray(value), self.dtype)[()]
+            return cast_values(given, self.dtype)[()]
         except InvalidValueError as exc:  # (a value the type cannot hold exactly)
             such = np.asarray(value).dtype
             fix = f" such as {such}" if such.kind in "biufcMm" else ""
