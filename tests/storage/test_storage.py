@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import threading
 import uuid
 import zipfile
 
+import numpy as np
 import pytest
 from _s3 import s3_storage_options
 from hypothesis import given, settings
@@ -602,6 +604,23 @@ class TestMappingStore(StoreTests):
 
     def test_the_dict_holds_the_bytes(self, store: Store) -> None:
         assert isinstance(store, MappingStore) and store.mapping["a/b/d"] == b"xyz"
+
+    def test_values_are_any_buffer(self) -> None:
+        store = open_store({"k": bytearray(b"ab"), "n": np.frombuffer(b"cd", "u1")}, mode="r")
+        assert (store.get("k"), store.get("n")) == (b"ab", b"cd")
+
+    @pytest.mark.parametrize(("mapping", "named"), [
+        ({"c/0": 5}, "key 'c/0' is of type int, not bytes"),  # (bytes(5) would be five zero bytes)
+        ({"zarr.json": "{}"}, "key 'zarr.json' is of type str, not bytes"),
+    ])
+    def test_a_value_that_is_not_bytes_is_refused_naming_its_key(self, mapping: dict, named: str) -> None:
+        key = next(iter(mapping))
+        with pytest.raises(StoreError, match=re.escape(named)):
+            open_store(mapping, mode="r").get(key)
+
+    def test_a_key_that_is_not_a_str_is_refused_naming_it(self) -> None:
+        with pytest.raises(StoreError, match=re.escape("has the key 1 (int), not a str")):
+            list(open_store({1: b"x", "zarr.json": b"{}"}, mode="r").list_prefix(""))
 
 
 class TestDbmStore(StoreTests):

@@ -64,7 +64,14 @@ class MappingStore(Store):
                 value = self.mapping[key]
         except KeyError:
             return None
-        return value if isinstance(value, bytes) else bytes(value)
+        if isinstance(value, bytes):
+            return value
+        try:  # (any buffer; bytes(5) would be five zero bytes, so an int is refused with the rest)
+            return bytes(memoryview(value))
+        except TypeError:
+            raise StoreError(f"{self!r}: the value at key {key!r} is of type {type(value).__name__}, not bytes: a "
+                             "store maps each key to the bytes of a document or chunk; store bytes there, or use a "
+                             "mapping that holds only a Zarr hierarchy") from None
 
     def _get_ranges(self, requests: list[tuple[str, ByteRequest]]) -> list[bytes | None]:
         out: list[bytes | None] = []
@@ -80,7 +87,12 @@ class MappingStore(Store):
     def _keys(self) -> list[str]:
         with self.lock:
             keys = list(self.mapping.keys())
-        return [k.decode() if isinstance(k, bytes) else k for k in keys]
+        out = [k.decode() if isinstance(k, bytes) else k for k in keys]
+        odd = next((k for k in out if not isinstance(k, str)), None)
+        if odd is not None:
+            raise StoreError(f"{self!r} has the key {odd!r} ({type(odd).__name__}), not a str: a store's keys are "
+                             "paths such as 'zarr.json' or 'c/0/0'; use a mapping that holds only a Zarr hierarchy")
+        return out
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         head = f"{prefix}/" if prefix else ""
