@@ -1,6 +1,7 @@
-"""Writers keep consolidated metadata true: resize, append, attribute changes and node
-creation in a consolidated group update the consolidated copy in the same call, for v2
-and v3, as zarrdask, zarr-python and xarray's zarr engine read it."""
+"""Writers keep consolidated metadata true: resize, append, attribute changes, node
+creation and deletion in a consolidated group update the consolidated copy in the same
+call, for v2 and v3, as zarrdask, zarr-python and xarray's zarr engine read it, also when
+several processes change one group at once."""
 
 from __future__ import annotations
 
@@ -110,3 +111,75 @@ def test_a_member_missing_from_the_copy_is_reported(tmp_path):
     (tmp_path / "s.zarr" / "zarr.json").write_text(json.dumps(doc))
     with pytest.warns(StaleConsolidatedMetadataWarning, match="zarr.json: the consolidated metadata lacks member 'b'"):
         assert zarrdask.open_group(path)["b"].shape == (5,)
+
+
+# -- deletions, and writers in other processes --------------------------------------------
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_node_deleted_through_a_group_opened_before_consolidation_leaves_it(tmp_path, zarr_format):
+    """The stored consolidated metadata is updated whatever the deleting open held; a nested
+    member deleted through its parent leaves the root's too."""
+    path = str(tmp_path / "g.zarr")
+    before = zarrdask.open_group(path, mode="w", zarr_format=zarr_format)
+    before.create_group("x").create_group("y")
+    zarrdask.consolidate_metadata(path)
+    del before["x/y"]
+    after = zarrdask.open_group(path, mode="r+")
+    assert after.consolidated and [p for p, _ in after.members(max_depth=None)] == ["x"]
+    del after["x"]
+    for group in (after, zarrdask.open_group(path)):
+        assert group.members(max_depth=None) == ()
+    assert zarrdask.verify(path).findings == []
+
+
+def test_root_attributes_of_a_v2_group_are_its_consolidated_copy(tmp_path):
+    """A v2 ``.zmetadata`` lists the group's own ``.zattrs`` (as zarr-python reads it back)."""
+    path = str(tmp_path / "g.zarr")
+    zarrdask.open_group(path, mode="w", zarr_format=2)
+    zarrdask.consolidate_metadata(path)
+    zarrdask.open_group(path, mode="r+").attrs["title"] = "t"
+    assert json.loads((tmp_path / "g.zarr" / ".zmetadata").read_text())["metadata"][".zattrs"] == {"title": "t"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert dict(zarr.open_group(path, mode="r", use_consolidated=True).attrs) == {"title": "t"}
+    assert zarrdask.verify(path).findings == []
+
+
+def test_a_member_made_through_a_child_shows_in_the_consolidated_open_it_came_from(tmp_path):
+    path = str(tmp_path / "g.zarr")
+    zarrdask.open_group(path, mode="w").create_group("a")
+    zarrdask.consolidate_metadata(path)
+    root = zarrdask.open_group(path, mode="r+")
+    root["a"].create_array("v", shape=(2,), dtype="i1")
+    assert [p for p, _ in root.members(max_depth=None)] == ["a", "a/v"]
+
+
+def _change_group(path: str, k: int, barrier) -> None:
+    group = zarrdask.open_group(path, mode="r+")
+    barrier.wait()
+    for i in range(4):
+        group.create_array(f"w{k}_{i}", shape=(4,), dtype="i2", chunks=(2,))
+        group.attrs[f"w{k}_{i}"] = i
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_processes_changing_one_consolidated_group_keep_every_change(tmp_path, zarr_format):
+    """Four processes make arrays and set attributes in one consolidated group at once: the
+    consolidated metadata lists every array and the root keeps every attribute (each
+    writer's read-modify-write of the group's documents is guarded)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    for rep in range(3):
+        path = str(tmp_path / f"g{rep}.zarr")
+        zarrdask.open_group(path, mode="w", zarr_format=zarr_format)
+        zarrdask.consolidate_metadata(path)
+        barrier = context.Barrier(4)
+        writers = [context.Process(target=_change_group, args=(path, k, barrier)) for k in range(4)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(120)
+            assert w.exitcode == 0
+        group = zarrdask.open_group(path)
+        assert group.consolidated and len(group.keys()) == 16 and len(group.attrs) == 16
+        assert zarrdask.verify(path).findings == []

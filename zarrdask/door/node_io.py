@@ -22,7 +22,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated
 from ..storage.base import Store, join_path
 from .old_formats import read_old_formats
 
-__all__ = ["NodeMetadata", "change_documents", "change_node", "encode_node", "explain_missing", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+__all__ = ["NodeMetadata", "change_documents", "change_node", "encode_node", "explain_missing", "forget_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 N = TypeVar("N", bound=NodeMetadata)
@@ -146,7 +146,7 @@ def write_node(store: Store, path: str, metadata: NodeMetadata, *, created: bool
     store.set_many(docs)
     if metadata.zarr_format == 2 and not metadata.attributes:
         store.delete(join_path(path, ".zattrs"))
-    _update_consolidated(store, path, metadata, created)
+    _update_consolidated(store, path, metadata.zarr_format, created, group=metadata.node_type == "group")
 
 
 #: how many times a guarded metadata change is read and applied again while other writers
@@ -183,7 +183,7 @@ def change_node(store: Store, path: str, metadata: N, change: Callable[[N], N | 
 
     change_documents(store, keys, step)
     if done[0][0] is not done[0][1]:
-        _update_consolidated(store, path, done[0][1], False)
+        _update_consolidated(store, path, metadata.zarr_format, False, group=metadata.node_type == "group")
     return done[0]
 
 
@@ -220,42 +220,71 @@ def _check_same_node(path: str, name: str, mine: NodeMetadata, current: NodeMeta
                             key=key)
 
 
-def _update_consolidated(store: Store, path: str, metadata: NodeMetadata, created: bool) -> None:
-    """Replace ``path``'s entry in the consolidated metadata of every ancestor group that
-    has some (one batched read of the ancestors' documents; a rewrite where there is one).
-    Works on the JSON: nothing else of the consolidated copy is parsed or changed."""
-    if not path:
-        return
-    parts = path.split("/")
-    ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
-    name = "zarr.json" if metadata.zarr_format == 3 else ".zmetadata"
-    keys = [join_path(a, name) for a in ancestors]
-    node_docs = {n: json.loads(d) for n, d in encode_node(path, metadata).items()}
-    for ancestor, key, blob in zip(ancestors, keys, store.get_many(keys)):
-        if blob is None:
+def _update_consolidated(store: Store, path: str, zarr_format: int, created: bool, *, group: bool) -> None:
+    """Make ``path``'s entry in the consolidated metadata of every group that holds some and
+    lists it (its ancestors, and a v2 ``group`` itself: its ``.zmetadata`` lists its own
+    ``.zgroup`` and ``.zattrs``) what the store holds at ``path`` now: its documents, or, where
+    there are none (deleted), no entry for it or below it. ``created``: a node made anew, so
+    entries below it go. One batched read of those groups' documents, then for each that
+    has consolidated metadata a guarded read-modify-write that reads the node's documents
+    with it: whichever writer commits last writes what the store holds by then, so two
+    writers changing nodes of one group keep both changes. Works on the JSON: nothing else
+    of the consolidated copy is parsed or changed."""
+    parts = path.split("/") if path else []
+    groups = ["/".join(parts[:i]) for i in range(len(parts))] + ([path] if zarr_format == 2 and group else [])
+    name = "zarr.json" if zarr_format == 3 else ".zmetadata"
+    keys = [join_path(g, name) for g in groups]
+    names = ("zarr.json",) if zarr_format == 3 else (".zarray", ".zgroup", ".zattrs")
+    node_keys = [join_path(path, n) for n in names]
+    for at, key, blob in zip(groups, keys, store.get_many(keys)):
+        if blob is None or _consolidated_entries(parse_json_document(blob, key), zarr_format) is None:
             continue
-        doc = parse_json_document(blob, key)
-        rel = path[len(ancestor) + 1:] if ancestor else path
-        if metadata.zarr_format == 3:
-            cm = doc.get("consolidated_metadata") if isinstance(doc, dict) else None
-            if not isinstance(cm, dict) or not isinstance(cm.get("metadata"), Mapping):
-                continue
-            entries = flatten_consolidated(cm["metadata"])
-            if created:
-                entries = {k: v for k, v in entries.items() if not k.startswith(rel + "/")}
-            entry = dict(node_docs["zarr.json"])
-            entry.pop("consolidated_metadata", None)
-            entries[rel] = entry
-            cm["metadata"] = dict(sorted(entries.items()))
-        else:
-            listed = doc.get("metadata") if isinstance(doc, dict) else None
-            if not isinstance(listed, dict):
-                continue
-            gone = [k for k in listed if k.rsplit("/", 1)[0] == rel or (created and k.startswith(rel + "/"))]
-            for k in gone:
-                del listed[k]
-            listed.update({f"{rel}/{n}": d for n, d in node_docs.items()})
-        store.set(key, dumps(doc))
+        rel = path[len(at):].strip("/")
+
+        def step(values: Mapping[str, bytes | None], key: str = key, rel: str = rel) -> dict[str, bytes | None] | None:
+            blob = values[key]
+            if blob is None:  # (gone since it was read)
+                return None
+            doc = parse_json_document(blob, key)
+            listed = _consolidated_entries(doc, zarr_format)
+            if listed is None:  # (no longer consolidated)
+                return None
+            node = {n: json.loads(b) for n, k in zip(names, node_keys) if (b := values[k]) is not None}
+            below = created or not node
+            if zarr_format == 3:
+                flat = {k: v for k, v in flatten_consolidated(listed).items()
+                        if k != rel and not (below and k.startswith(rel + "/"))}
+                if node:
+                    flat[rel] = {k: v for k, v in node["zarr.json"].items() if k != "consolidated_metadata"}
+                doc["consolidated_metadata"]["metadata"] = dict(sorted(flat.items()))
+            else:
+                own = [k for k in listed if (k.rsplit("/", 1)[0] if "/" in k else "") == rel]
+                gone = own + ([k for k in listed if k.startswith(rel + "/") and k not in own] if below and rel else [])
+                for k in gone:
+                    del listed[k]
+                listed.update({join_path(rel, n): d for n, d in node.items()})
+            return {key: dumps(doc)}
+
+        change_documents(store, [key, *node_keys], step)
+
+
+def _consolidated_entries(doc: Any, zarr_format: int) -> dict[str, Any] | None:
+    """The entries of a group document's consolidated metadata (v3 ``zarr.json``, v2
+    ``.zmetadata``), as the document holds them (changed in place), or None."""
+    if not isinstance(doc, dict):
+        return None
+    if zarr_format == 3:
+        cm = doc.get("consolidated_metadata")
+        listed = cm.get("metadata") if isinstance(cm, dict) else None
+    else:
+        listed = doc.get("metadata")
+    return listed if isinstance(listed, dict) else None
+
+
+def forget_node(store: Store, path: str, zarr_format: int) -> None:
+    """The node at ``path`` was deleted: its entries and those below it leave the
+    consolidated metadata of every ancestor group, as stored (whatever a caller's open holds)."""
+    _update_consolidated(store, path, zarr_format, False, group=False)
 
 
 def _in_n5_container(store: Store) -> bool:

@@ -26,7 +26,7 @@ from ..errors import (
 from ..keywords import check_keywords, missing_name, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
-from ..metadata.v3 import GroupMetadataV3, parse_json_document
+from ..metadata.v3 import GroupMetadataV3
 from ..door import resolve
 from ..storage.base import Store, join_path, normalize_key
 from ..storage.records import RECORDS_DIR, warn_interrupted
@@ -35,7 +35,7 @@ from ..runtime.cache import forget_below
 from .create import GROUP_V2_COMPRESSOR, OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
-from ..door.node_io import change_documents, dumps, parse_node_documents, read_node, read_nodes, write_node
+from ..door.node_io import dumps, forget_node, parse_node_documents, read_node, read_nodes, write_node
 
 if TYPE_CHECKING:
     from ..display.describe import NodeInfo
@@ -103,6 +103,7 @@ class Group(Node[GroupMetadata]):
         self._path = path.strip("/")
         self._metadata = metadata
         self._consolidated = dict(consolidated) if consolidated is not None else _parse_consolidated(metadata)
+        self._opened_through: Group | None = None  # (the group whose consolidated metadata listed this one)
 
     @property
     def consolidated(self) -> bool:
@@ -155,6 +156,8 @@ class Group(Node[GroupMetadata]):
                                   self._options)
         if self._consolidated is not None and name in self._consolidated:
             node.attach_consolidated(self._consolidated, name)
+            if isinstance(node, Group):
+                node._opened_through = self
         warn_interrupted(self._store, node.path)  # (where that is free: a stat on a local disk)
         return node
 
@@ -175,28 +178,14 @@ class Group(Node[GroupMetadata]):
             raise ReadOnlyError(f"group {self.name!r} is read-only; open it with mode='r+' to delete {name!r}")
         self._store.delete_prefix(node.path)
         forget_below(self._store, node.path)
+        forget_node(self._store, node.path, self.zarr_format)  # (every ancestor's consolidated metadata, as stored)
+        self._members_changed(deleted=node.path)
         rel = node.path[len(self._path):].strip("/")
-        if self._consolidated is not None:
-            self._consolidated = {k: v for k, v in self._consolidated.items() if not _below(k, rel)}
         own = getattr(self._metadata, "consolidated", None)
-        if own is None:
-            return
-        if self.zarr_format == 3:
-            self._change_metadata(lambda m: m if m.consolidated is None else m.evolve(
-                consolidated={k: v for k, v in m.consolidated.items() if not _below(k, rel)}))
-            return
-        key = join_path(self._path, ".zmetadata")
-        kept: list[dict[str, Any]] = []  # (the entries stored, once the step has run; none: no .zmetadata)
-
-        def drop(values: Mapping[str, bytes | None]) -> dict[str, bytes | None] | None:
-            blob = values[key]  # (as stored now: entries another process added are kept)
-            listed = None if blob is None else parse_json_document(blob, key).get("metadata")
-            kept[:] = [] if not isinstance(listed, dict) else [
-                {k: v for k, v in listed.items() if not _below(k.rsplit("/", 1)[0] if "/" in k else "", rel)}]
-            return {key: dumps(zmetadata_document(kept[0]))} if kept else None
-
-        change_documents(self._store, [key], drop)
-        self._metadata = self._metadata.evolve(consolidated=kept[0] if kept else None)
+        if own is not None:  # (v3: by node path; v2: by document key)
+            kept = {k: v for k, v in own.items()
+                    if not _below(k if self.zarr_format == 3 else k.rpartition("/")[0], rel)}
+            self._metadata = self._metadata.evolve(consolidated=kept)
 
     def _member_metadata(self, max_depth: int | None) -> dict[str, NodeMetadata]:
         """Members down to ``max_depth`` levels below the direct ones (None: all), by
@@ -252,6 +241,20 @@ class Group(Node[GroupMetadata]):
     def group_values(self) -> tuple[Group, ...]:
         return tuple(m for _, m in self.groups())
 
+    def _members_changed(self, deleted: str | None = None) -> None:
+        """A member was made (``deleted`` None) or the node at path ``deleted`` deleted through
+        this group. The consolidated copies of this group and of the groups it was opened
+        through lose a deleted node's entries; after a creation they list the store from now
+        on (their copies lack the new node; the stored ones have it: ``door.node_io``)."""
+        group: Group | None = self
+        while group is not None:
+            if group._consolidated is not None and deleted is not None:
+                rel = deleted[len(group._path):].strip("/")
+                group._consolidated = {k: v for k, v in group._consolidated.items() if not _below(k, rel)}
+            else:
+                group._consolidated = None
+            group = group._opened_through
+
     # -- creation -----------------------------------------------------------------------
     def _member_keywords(self, method: str, kwargs: dict[str, Any]) -> tuple[dict[str, Any], Literal[2, 3]]:
         """A member array's keywords with this group's options added (those not given) and
@@ -261,7 +264,7 @@ class Group(Node[GroupMetadata]):
         if given not in (None, zarr_format):
             raise InvalidValueError(f"Group.{method}(zarr_format={given!r}): a v{self.zarr_format} group "
                                     f"holds v{self.zarr_format} arrays; leave zarr_format out")
-        self._consolidated = None
+        self._members_changed()
         inherited = {} if self._options is None else {  # the group's options, unless given here
             f.name: getattr(self._options, f.name) for f in dataclasses.fields(ArrayOptions)
             if getattr(self._options, f.name) != f.default and f.name not in kwargs}
@@ -320,7 +323,7 @@ class Group(Node[GroupMetadata]):
 
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: Mapping[str, Any] | None = None) -> Group:
-        self._consolidated = None
+        self._members_changed()
         group = create_group(self._store, path=join_path(self._path, name), attributes=attributes,
                              zarr_format=self.zarr_format, overwrite=overwrite)
         group._options = self._options  # (its arrays take this group's options too)
