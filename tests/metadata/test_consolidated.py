@@ -159,13 +159,16 @@ def _change_group(path: str, k: int, barrier) -> None:
     for i in range(4):
         group.create_array(f"w{k}_{i}", shape=(4,), dtype="i2", chunks=(2,))
         group.attrs[f"w{k}_{i}"] = i
+        if k == 0:
+            zarrdask.consolidate_metadata(path)  # (consolidating again, while the others write)
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_processes_changing_one_consolidated_group_keep_every_change(tmp_path, zarr_format):
-    """Four processes make arrays and set attributes in one consolidated group at once: the
-    consolidated metadata lists every array and the root keeps every attribute (each
-    writer's read-modify-write of the group's documents is guarded)."""
+    """Four processes make arrays and set attributes in one consolidated group at once, one
+    consolidating it again after each change: the consolidated metadata lists every array
+    and the root keeps every attribute (each writer's read-modify-write of the group's
+    documents is guarded)."""
     import multiprocessing
 
     context = multiprocessing.get_context("forkserver")

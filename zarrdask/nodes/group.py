@@ -26,7 +26,8 @@ from ..errors import (
 from ..keywords import check_keywords, missing_name, refuse
 from ..metadata.consolidated import v2_documents_for, zmetadata_document
 from ..metadata.nodes import ArrayMetadata, GroupMetadata, NodeMetadata
-from ..metadata.v3 import GroupMetadataV3
+from ..metadata.v2 import GroupMetadataV2
+from ..metadata.v3 import GroupMetadataV3, parse_json_document
 from ..door import resolve
 from ..storage.base import Store, join_path, normalize_key
 from ..storage.records import RECORDS_DIR, warn_interrupted
@@ -35,7 +36,8 @@ from ..runtime.cache import forget_below
 from .create import GROUP_V2_COMPRESSOR, OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
-from ..door.node_io import dumps, forget_node, parse_node_documents, read_node, read_nodes, write_node
+from ..door.node_io import (change_documents, change_node, dumps, forget_node, parse_node_documents, read_node,
+                             read_nodes)
 
 if TYPE_CHECKING:
     from ..display.describe import NodeInfo
@@ -507,25 +509,47 @@ def walk(store: Store, path: str, metadata: NodeMetadata, max_depth: int | None 
     return found
 
 
+def _with_listed(store: Store, path: str, zarr_format: int, walked: Mapping[str, NodeMetadata],
+                 listed: Mapping[str, Any]) -> dict[str, NodeMetadata]:
+    """The walk's nodes, and those the stored consolidated metadata ``listed`` (by path)
+    that the walk did not meet but the store holds now: made by another process after the
+    walk passed (one batched read of their documents, usually of none)."""
+    extra = sorted(k for k in listed if k not in walked)
+    found = read_nodes(store, [join_path(path, k) for k in extra], zarr_format, consolidated=False) if extra else []
+    every = {**walked, **{k: meta for k, meta in zip(extra, found) if meta is not None}}
+    return dict(sorted(every.items()))
+
+
 def consolidate_metadata(store: Store, path: str = "") -> Group:
     """Gather the metadata of every node below the group at ``path`` into it (v2 ``.zmetadata``,
     v3 inline ``consolidated_metadata``) and return the group opened with it."""
-    root = read_node(store, path)
-    if root.node_type != "group":
+    found = read_node(store, path)
+    if not isinstance(found, (GroupMetadataV2, GroupMetadataV3)):
         raise ContainsNodeError(f"{path or '<root>'!r} is an array; only groups hold consolidated metadata")
-    root = root.evolve(consolidated=None)
-    nodes = walk(store, path, root)
-    if root.zarr_format == 3:
-        assert isinstance(root, GroupMetadataV3)
-        root = root.evolve(consolidated=dict(sorted(nodes.items())))
-        write_node(store, path, root)
+    nodes = walk(store, path, found.evolve(consolidated=None))
+    # (written as a guarded read-modify-write of the group's documents as stored then, so
+    # attributes another process set meanwhile stay, and so do the entries another process
+    # added after the walk: ``_with_listed``)
+    root: GroupMetadata
+    if isinstance(found, GroupMetadataV3):
+        _, root = change_node(store, path, found, lambda m: m.evolve(
+            consolidated=_with_listed(store, path, 3, nodes, m.consolidated or {})))
     else:
-        docs: dict[str, Any] = {".zgroup": {"zarr_format": 2}}
-        if root.attributes:
-            docs[".zattrs"] = dict(root.attributes)
-        for rel, meta in nodes.items():
-            for name, data in meta.to_documents().items():
-                docs[f"{rel}/{name}"] = json.loads(data)
-        store.set(join_path(path, ".zmetadata"), dumps(zmetadata_document(docs)))
-        root = root.evolve(consolidated=zmetadata_document(docs)["metadata"])
+        key, attrs_key = join_path(path, ".zmetadata"), join_path(path, ".zattrs")
+        made: list[dict[str, Any]] = []
+
+        def step(values: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
+            attrs, stored = values[attrs_key], values[key]
+            listed = {} if stored is None else parse_json_document(stored, key).get("metadata")
+            before = {k.rpartition("/")[0] for k in listed if "/" in k} if isinstance(listed, dict) else set()
+            every = _with_listed(store, path, 2, nodes, dict.fromkeys(before))
+            own = {} if attrs is None else {".zattrs": parse_json_document(attrs, attrs_key)}
+            made[:] = [zmetadata_document({".zgroup": {"zarr_format": 2}, **own, **{
+                f"{rel}/{name}": json.loads(data) for rel, meta in every.items()
+                for name, data in meta.to_documents().items()}})]
+            return {key: dumps(made[0])}
+
+        change_documents(store, [key, attrs_key], step)
+        listed = made[0]["metadata"]
+        root = found.evolve(consolidated=listed, attributes=dict(listed.get(".zattrs", {})))
     return Group(store, path, root)
