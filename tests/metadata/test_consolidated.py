@@ -129,6 +129,7 @@ def test_a_node_deleted_through_a_group_opened_before_consolidation_leaves_it(tm
     for group in (after, zarrdask.open_group(path)):
         assert group.members(max_depth=None) == ()
     assert zarrdask.verify(path).findings == []
+    assert not (tmp_path / "g.zarr" / "x").exists()  # (updating the copies leaves nothing of it behind)
 
 
 def test_root_attributes_of_a_v2_group_are_its_consolidated_copy(tmp_path):

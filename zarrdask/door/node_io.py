@@ -220,12 +220,13 @@ def _check_same_node(path: str, name: str, mine: NodeMetadata, current: NodeMeta
                             key=key)
 
 
-def _update_consolidated(store: Store, path: str, zarr_format: int, created: bool, *, group: bool) -> None:
+def _update_consolidated(store: Store, path: str, zarr_format: int, created: bool, *, group: bool,
+                         deleted: bool = False) -> None:
     """Make ``path``'s entry in the consolidated metadata of every group that holds some and
     lists it (its ancestors, and a v2 ``group`` itself: its ``.zmetadata`` lists its own
     ``.zgroup`` and ``.zattrs``) what the store holds at ``path`` now: its documents, or, where
-    there are none (deleted), no entry for it or below it. ``created``: a node made anew, so
-    entries below it go. One batched read of those groups' documents, then for each that
+    there are none (``deleted``, or deleted since), no entry for it or below it.
+    ``created``: a node made anew, so entries below it go. One batched read of those groups' documents, then for each that
     has consolidated metadata a guarded read-modify-write that reads the node's documents
     with it: whichever writer commits last writes what the store holds by then, so two
     writers changing nodes of one group keep both changes. Works on the JSON: nothing else
@@ -234,8 +235,8 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
     groups = ["/".join(parts[:i]) for i in range(len(parts))] + ([path] if zarr_format == 2 and group else [])
     name = "zarr.json" if zarr_format == 3 else ".zmetadata"
     keys = [join_path(g, name) for g in groups]
-    names = ("zarr.json",) if zarr_format == 3 else (".zarray", ".zgroup", ".zattrs")
-    node_keys = [join_path(path, n) for n in names]
+    names = () if deleted else ("zarr.json",) if zarr_format == 3 else (".zarray", ".zgroup", ".zattrs")
+    node_keys = [join_path(path, n) for n in names]  # (none for a deleted node: nothing to read, or to lock)
     for at, key, blob in zip(groups, keys, store.get_many(keys)):
         if blob is None or _consolidated_entries(parse_json_document(blob, key), zarr_format) is None:
             continue
@@ -284,7 +285,7 @@ def _consolidated_entries(doc: Any, zarr_format: int) -> dict[str, Any] | None:
 def forget_node(store: Store, path: str, zarr_format: int) -> None:
     """The node at ``path`` was deleted: its entries and those below it leave the
     consolidated metadata of every ancestor group, as stored (whatever a caller's open holds)."""
-    _update_consolidated(store, path, zarr_format, False, group=False)
+    _update_consolidated(store, path, zarr_format, False, group=False, deleted=True)
 
 
 def _in_n5_container(store: Store) -> bool:
