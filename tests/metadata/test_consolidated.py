@@ -187,3 +187,20 @@ def test_processes_changing_one_consolidated_group_keep_every_change(tmp_path, z
         group = zarrdask.open_group(path)
         assert group.consolidated and len(group.keys()) == 16 and len(group.attrs) == 16
         assert zarrdask.verify(path).findings == []
+
+
+def test_zarr_python_lists_a_v2_group_whose_consolidated_copy_grew_member_by_member(tmp_path):
+    """zarr-python 3 fails to list a v2 group whose ``.zmetadata`` keys are out of order
+    ("'b/a' not found in consolidated metadata"): the copy is kept sorted as members are added."""
+    path = str(tmp_path / "g.zarr")
+    root = zarrdask.open_group(path, mode="w", zarr_format=2)
+    zarrdask.consolidate_metadata(path)
+    root.create_group("b").create_array("a", shape=(0,), dtype="int16", chunks=(2,))
+    root.create_group("a").create_group("a")
+    root["b"].create_group("b")
+    keys = list(json.loads((tmp_path / "g.zarr" / ".zmetadata").read_text())["metadata"])
+    assert keys == sorted(keys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        listed = zarr.open_group(path, mode="r").members(max_depth=None)
+    assert sorted(k for k, _ in listed) == ["a", "a/a", "b", "b/a", "b/b"]

@@ -264,6 +264,7 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
                 for k in gone:
                     del listed[k]
                 listed.update({join_path(rel, n): d for n, d in node.items()})
+                doc["metadata"] = dict(sorted(listed.items()))  # (zarr-python 3 reads parents before children)
             return {key: dumps(doc)}
 
         change_documents(store, [key, *node_keys], step)
