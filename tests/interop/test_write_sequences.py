@@ -4,11 +4,12 @@ One generated array (data type, 1-3 dimensions, chunks, shards or none, zstd or 
 fill value) goes through a generated sequence of the calls users make: basic, orthogonal,
 coordinate and mask assignments, ``resize`` (shrinking and growing: cells that come back
 read as the fill value) and ``append``, on the open array and on fresh opens. After every
-step zarrdask reads the model back exactly, through a fresh open and through the writing
+step zarrdask reads the model back exactly, through a fresh open, through the writing
 array and through a second cached array opened at the start (within the shape both
-know), so a write that leaves a stale chunk in the process's cache shows; every few steps zarr-python reads the store and ``verify`` finds nothing
-wrong. Partial shard and edge-chunk writes after a resize are
-where such sequences differ from the single writes the other tests generate.
+know), so a write that leaves a stale chunk in the process's cache shows; every few
+steps zarr-python reads the store and ``verify`` finds nothing wrong. Partial shard and
+edge-chunk writes after a resize are where such sequences differ from the single writes
+the other tests generate.
 """
 
 from __future__ import annotations

@@ -225,12 +225,12 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
     """Make ``path``'s entry in the consolidated metadata of every group that holds some and
     lists it (its ancestors, and a v2 ``group`` itself: its ``.zmetadata`` lists its own
     ``.zgroup`` and ``.zattrs``) what the store holds at ``path`` now: its documents, or, where
-    there are none (``deleted``, or deleted since), no entry for it or below it.
-    ``created``: a node made anew, so entries below it go. One batched read of those groups' documents, then for each that
-    has consolidated metadata a guarded read-modify-write that reads the node's documents
-    with it: whichever writer commits last writes what the store holds by then, so two
-    writers changing nodes of one group keep both changes. Works on the JSON: nothing else
-    of the consolidated copy is parsed or changed."""
+    there are none (``deleted``, or deleted since), no entry for it or below it. ``created``:
+    a node made anew, so entries below it go. One batched read of those groups' documents,
+    then for each that has consolidated metadata a guarded read-modify-write that reads the
+    node's documents with it: whichever writer commits last writes what the store holds by
+    then, so two writers changing nodes of one group keep both changes. Works on the JSON:
+    nothing else of the consolidated copy is parsed or changed."""
     parts = path.split("/") if path else []
     groups = ["/".join(parts[:i]) for i in range(len(parts))] + ([path] if zarr_format == 2 and group else [])
     name = "zarr.json" if zarr_format == 3 else ".zmetadata"
@@ -264,7 +264,7 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
                 for k in gone:
                     del listed[k]
                 listed.update({join_path(rel, n): d for n, d in node.items()})
-                doc["metadata"] = dict(sorted(listed.items()))  # (zarr-python 3 reads parents before children)
+                doc["metadata"] = dict(sorted(listed.items()))  # (zarr-python cannot list some other orders)
             return {key: dumps(doc)}
 
         change_documents(store, [key, *node_keys], step)
