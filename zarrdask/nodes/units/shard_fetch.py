@@ -120,9 +120,17 @@ class ShardFetch:
             got.indexes[i], got.versions[i] = index, version
             if whole is not None:
                 got.wholes[i] = whole
-            if last_write(self._pool_key) == stamp:
+            if self._keeps(version) and last_write(self._pool_key) == stamp:
                 self.cache.put(key, index, version)
         return got
+
+    def _keeps(self, version: Hashable | None) -> bool:
+        """Whether an index read from a shard of ``version`` may serve later reads: where
+        the store tells versions (a later read sees the shard changed), or where only this
+        process writes the store and its writes are tracked (``pool_key``). Elsewhere (a
+        zarr-python store, a mapping) another writer's shard would be read at this index's
+        offsets, so the index is read with every read, as zarr-python does."""
+        return version is not None or (self._pool_key is not None and self.store.held_in == "process")
 
     def ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[InnerJob]:
         """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
