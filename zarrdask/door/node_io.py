@@ -22,7 +22,7 @@ from ..metadata.v3 import ArrayMetadataV3, GroupMetadataV3, flatten_consolidated
 from ..storage.base import Store, join_path
 from .old_formats import read_old_formats
 
-__all__ = ["NodeMetadata", "change_documents", "change_node", "encode_node", "explain_missing", "forget_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
+__all__ = ["NodeMetadata", "change_documents", "change_node", "encode_node", "consolidated_entries", "explain_missing", "forget_node", "read_node", "read_nodes", "write_node", "parse_node_documents"]
 
 _V2_NAMES = (".zarray", ".zgroup", ".zattrs", ".zmetadata")
 N = TypeVar("N", bound=NodeMetadata)
@@ -238,7 +238,7 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
     names = () if deleted else ("zarr.json",) if zarr_format == 3 else (".zarray", ".zgroup", ".zattrs")
     node_keys = [join_path(path, n) for n in names]  # (none for a deleted node: nothing to read, or to lock)
     for at, key, blob in zip(groups, keys, store.get_many(keys)):
-        if blob is None or _consolidated_entries(parse_json_document(blob, key), zarr_format) is None:
+        if blob is None or consolidated_entries(parse_json_document(blob, key), zarr_format) is None:
             continue
         rel = path[len(at):].strip("/")
 
@@ -247,7 +247,7 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
             if blob is None:  # (gone since it was read)
                 return None
             doc = parse_json_document(blob, key)
-            listed = _consolidated_entries(doc, zarr_format)
+            listed = consolidated_entries(doc, zarr_format)
             if listed is None:  # (no longer consolidated)
                 return None
             node = {n: json.loads(b) for n, k in zip(names, node_keys) if (b := values[k]) is not None}
@@ -270,7 +270,7 @@ def _update_consolidated(store: Store, path: str, zarr_format: int, created: boo
         change_documents(store, [key, *node_keys], step)
 
 
-def _consolidated_entries(doc: Any, zarr_format: int) -> dict[str, Any] | None:
+def consolidated_entries(doc: Any, zarr_format: int) -> dict[str, Any] | None:
     """The entries of a group document's consolidated metadata (v3 ``zarr.json``, v2
     ``.zmetadata``), as the document holds them (changed in place), or None."""
     if not isinstance(doc, dict):

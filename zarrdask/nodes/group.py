@@ -36,8 +36,8 @@ from ..runtime.cache import forget_below
 from .create import GROUP_V2_COMPRESSOR, OVERWRITE_HINT, create_array, create_legacy, write_group
 from .like import array_like, like_keywords
 from .node import Node
-from ..door.node_io import (change_documents, change_node, dumps, forget_node, parse_node_documents, read_node,
-                             read_nodes)
+from ..door.node_io import (change_documents, change_node, consolidated_entries, dumps, forget_node,
+                             parse_node_documents, read_node, read_nodes)
 
 if TYPE_CHECKING:
     from ..display.describe import NodeInfo
@@ -540,8 +540,8 @@ def consolidate_metadata(store: Store, path: str = "") -> Group:
 
         def step(values: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
             attrs, stored = values[attrs_key], values[key]
-            listed = {} if stored is None else parse_json_document(stored, key).get("metadata")
-            before = {k.rpartition("/")[0] for k in listed if "/" in k} if isinstance(listed, dict) else set()
+            listed = None if stored is None else consolidated_entries(parse_json_document(stored, key), 2)
+            before = {k.rpartition("/")[0] for k in listed or {} if "/" in k}
             every = _with_listed(store, path, 2, nodes, dict.fromkeys(before))
             own = {} if attrs is None else {".zattrs": parse_json_document(attrs, attrs_key)}
             made[:] = [zmetadata_document({".zgroup": {"zarr_format": 2}, **own, **{
