@@ -1,7 +1,9 @@
-"""The shard-index check (``ShardIndex.parse``, one vectorised pass) agrees with a plain
-Python reference of the spec's rules on generated indexes, passes the layouts writers
-produce (chunks sharing bytes too, as zarr-python and TensorStore read them), and ``locate``
-answers every entry as the table says."""
+"""The shard-index check agrees with a plain Python reference of the spec's rules on
+generated indexes: ``ShardIndex.parse`` wraps the table, each entry is checked when it is
+looked up (``locate``/``spans``: a read pays for the entries it uses, as the peers check
+them) and ``check`` checks them all (``verify``). It passes the layouts writers produce
+(chunks sharing bytes too, as zarr-python and TensorStore read them), and ``locate``
+answers every valid entry as the table says."""
 
 from __future__ import annotations
 
@@ -62,26 +64,35 @@ def indexes(draw):
     return location, np.array([[min(max(v, 0), MAX) for v in e] for e in entries], dtype=np.uint64)
 
 
+def _entry_valid(offset: int, size: int, data_start: int, data_end: int | None) -> bool:
+    """The rule for one entry: absent (offset 2**64-1), or inside ``[data_start, data_end)``
+    without passing 2**64. Entries may share bytes."""
+    return offset == MAX or (data_start <= offset and offset + size <= (MAX if data_end is None else data_end))
+
+
 def _reference_valid(index: np.ndarray, data_start: int, data_end: int | None) -> bool:
-    """The rules, one entry at a time: a present entry (offset not 2**64-1) lies inside
-    ``[data_start, data_end)`` without passing 2**64. Entries may share bytes."""
-    end_limit = MAX if data_end is None else data_end
-    present = [(int(o), int(n)) for o, n in index.reshape(-1, 2) if int(o) != MAX]
-    return all(data_start <= off and off + size <= end_limit for off, size in present)
+    return all(_entry_valid(int(o), int(n), data_start, data_end) for o, n in index.reshape(-1, 2))
 
 
 def _parses(codec, index: np.ndarray, shard_size: int | None = None) -> bool:
+    """Whether ``check`` accepts the index; every entry's lookup raises exactly when the
+    reference says the entry is invalid, and otherwise answers as the table says."""
     data_end = None if shard_size is None else shard_size - (codec.index_size if codec.index_location == "end" else 0)
     data_start = codec.index_size if codec.index_location == "start" else 0
+    parsed = ShardIndex.parse(index, codec.grid_shape, data_start, data_end, "c/0")
+    table = index.reshape(-1, 2)
+    for pos in range(len(parsed)):
+        off, size = int(table[pos, 0]), int(table[pos, 1])
+        if not _entry_valid(off, size, data_start, data_end):
+            with pytest.raises(CorruptChunkError, match=rf"shard c/0: index entry for inner chunk \({pos},\)"):
+                parsed.locate(pos)
+            continue
+        assert parsed.locate(pos) == (None if off == MAX else (off, off + size))
     try:
-        parsed = ShardIndex.parse(index, codec.grid_shape, data_start, data_end, "c/0")
+        parsed.check()
     except CorruptChunkError as exc:
         assert "shard c/0" in str(exc)
         return False
-    table = index.reshape(-1, 2)
-    for pos in range(len(parsed)):
-        expected = None if int(table[pos, 0]) == MAX else (int(table[pos, 0]), int(table[pos, 0] + table[pos, 1]))
-        assert parsed.locate(pos) == expected
     return True
 
 
@@ -145,3 +156,25 @@ def test_offsets_into_a_leading_index_are_rejected():
 def test_build_lays_out_chunks_back_to_back():
     built = ShardIndex.build({(1,): 5, (0,): 3}, (3,), 10)
     assert [built.locate(p) for p in range(3)] == [(10, 13), (13, 18), None]
+
+
+@SETTINGS
+@given(st.integers(1, 80), st.data())
+def test_lookups_of_many_entries_check_them_as_one_lookup_does(n, data):
+    """A lookup of many entries (a shard read whole) checks the whole index in one pass:
+    it raises for the same first bad entry as looking each up would, and answers the same."""
+    codec = _codec(n, "end")
+    index = np.array([[16 * i, 16] for i in range(n)], dtype=np.uint64)
+    for i in data.draw(st.lists(st.integers(0, n - 1), max_size=3)):
+        index[i] = data.draw(st.sampled_from([[MAX, MAX], [MAX - 3, 8], [16 * n, 1], [0, 16 * n + 1]]))
+    data_end = 16 * n
+    one_by_one = ShardIndex.parse(index, codec.grid_shape, 0, data_end, "c/0")
+    first_bad = next((p for p in range(n) if not _entry_valid(int(index[p, 0]), int(index[p, 1]), 0, data_end)), None)
+    whole = ShardIndex.parse(index, codec.grid_shape, 0, data_end, "c/0")
+    if first_bad is None:
+        assert whole.spans(0, n) == [one_by_one.locate(p) for p in range(n)]
+        return
+    with pytest.raises(CorruptChunkError, match=rf"inner chunk \({first_bad},\)"):
+        whole.spans(0, n)
+    with pytest.raises(CorruptChunkError, match=rf"inner chunk \({first_bad},\)"):
+        one_by_one.locate(first_bad)

@@ -138,6 +138,22 @@ def test_index_out_of_bounds(tmp_path: Path) -> None:
         assert finding.key == "c/0" and "outside" in finding.problem
 
 
+def test_index_entry_beyond_the_array_edge(tmp_path: Path) -> None:
+    """A clipped shard's entry for an inner chunk past the array's edge is looked up by no
+    read, but a resize would expose it: verify checks it too, and reads of the array stay."""
+    a = zarrdask.create_array(tmp_path / "a.zarr", shape=(3,), dtype="uint8", chunks=(1,), shards=(4,),
+                              compressors=None, fill_value=0)
+    a[...] = [1, 2, 3]
+    codec = a.units.pipeline.array_bytes
+    blob = (tmp_path / "a.zarr" / "c" / "0").read_bytes()
+    table = np.array(codec.index_of(blob, "c/0").table())
+    table[3] = (0, 99)  # (inner chunk 3 lies past the edge of an array of 3)
+    (tmp_path / "a.zarr" / "c" / "0").write_bytes(blob[:3] + codec.index_pipeline.encode(table))
+    np.testing.assert_array_equal(zarrdask.open_array(tmp_path / "a.zarr")[1:], [2, 3])
+    (finding,) = verify(tmp_path / "a.zarr").findings
+    assert finding.key == "c/0" and "inner chunk (3,)" in finding.problem and "outside" in finding.problem
+
+
 def test_orphans(store: Path) -> None:
     (store / "sharded" / "c" / "9").mkdir()
     (store / "sharded" / "c" / "9" / "9").write_bytes(b"x")

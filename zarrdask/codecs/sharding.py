@@ -45,47 +45,61 @@ __all__ = ["ShardingCodec", "ShardIndex", "MISSING", "fill_test", "is_empty_chun
 MISSING = np.uint64(2**64 - 1)
 _MISSING_INT = 2**64 - 1
 _INDEX_DTYPE = data_type_from_numpy("uint64")
+_OUTSIDE: Any = object()  # (in place of the span of an entry outside its shard's data region)
+_CHECK_ALL = 32  # (a lookup of this many entries checks the whole index at once: one vectorised pass)
 
 
 class ShardIndex:
     """Where each inner chunk of one shard lies: ``(offset, nbytes)`` per position in the
-    C-ordered inner grid, or absent. Built only through :meth:`parse` (checked) or
-    :meth:`build` (from a layout this module made), so a lookup never needs a check."""
+    C-ordered inner grid, or absent. Built through :meth:`parse` (entries checked as they
+    are looked up) or :meth:`build` (from a layout this module made)."""
 
-    __slots__ = ("_entries", "grid")
+    __slots__ = ("_entries", "grid", "_start", "_end", "_key", "_checked")
 
-    def __init__(self, entries: array.array[int], grid: tuple[int, ...]) -> None:
-        self._entries = entries  # flat [offset0, nbytes0, offset1, ...]: one copy, nothing for the GC
+    def __init__(self, entries: array.array[int], grid: tuple[int, ...], data_start: int = 0,
+                 data_end: int = _MISSING_INT, key: str = "", checked: bool = False) -> None:
+        self._entries = entries  # flat [offset0, nbytes0, offset1, ...]: its own copy, nothing for the GC
         self.grid = grid
+        self._start, self._end, self._key = data_start, data_end, key
+        self._checked = checked  # (every entry checked at once: lookups need no check)
 
     @classmethod
     def parse(cls, table: np.ndarray, grid: tuple[int, ...], data_start: int, data_end: int | None,
               key: str) -> ShardIndex:
-        """Check a decoded ``(*grid, 2)`` table and wrap it: every present entry lies in
-        ``[data_start, data_end)`` (``data_end`` None: the shard's size is not known) without
-        passing 2**64, or the error names it. One vectorised pass (a cold read parses an
-        index per shard it touches; a shard may hold many thousands of chunks). Entries may
+        """Wrap a decoded ``(*grid, 2)`` table (copied: it may view a whole shard's bytes).
+        Every present entry must lie in ``[data_start, data_end)`` (``data_end`` None: the
+        shard's size is not known) without passing 2**64; an entry is checked when it is
+        looked up (:meth:`spans`), as the peers check it, so a read pays for the entries it
+        uses and a cold read of a few chunks makes no pass over a large index. Entries may
         share bytes: the spec fixes no order and allows unused space, and zarr-python and
         TensorStore read a shard whose chunks share or overlap their bytes, so that is not
-        refused here (each chunk is decoded, and checksummed where its codecs say, alone)."""
-        flat = np.asarray(table, dtype=np.uint64).reshape(-1, 2)
+        refused (each chunk is decoded, and checksummed where its codecs say, alone)."""
+        entries = array.array("Q")
+        entries.frombytes(np.ascontiguousarray(table, dtype=np.uint64).data.cast("B"))
+        return cls(entries, grid, data_start, _MISSING_INT if data_end is None else data_end, key)
+
+    def check(self) -> None:
+        """Check every entry in one vectorised pass: before a lookup of many (a shard read
+        whole), and for ``verify`` (entries no read looks up, beyond the array's edge)."""
+        if self._checked:
+            return
+        flat = np.frombuffer(self._entries, dtype=np.uint64).reshape(-1, 2)
         off, size = flat[:, 0], flat[:, 1]
         stop = off + size  # (wraps past 2**64: then below off)
-        bad = stop < off
-        if data_start:
-            bad |= off < data_start
-        if data_end is not None:
-            bad |= stop > data_end
+        bad = (stop < off) | (off < self._start) | (stop > self._end)
         if bad.any():
             bad &= off != MISSING  # (absent entries: no bytes, whatever their size says)
             if bad.any():
-                i = int(np.argmax(bad))
-                end = "?" if data_end is None else data_end
-                raise CorruptChunkError(
-                    f"shard {key}: index entry for inner chunk {cls._coords(i, grid)} (offset {int(off[i])}, "
-                    f"{int(size[i])} bytes) points outside the shard's data region [{data_start}, {end}) "
-                    f"(truncated or corrupt shard)")
-        return cls(array.array("Q", flat.tobytes()), grid)
+                raise self._outside(int(np.argmax(bad)))
+        self._checked = True
+
+    def _outside(self, position: int) -> CorruptChunkError:
+        off, size = self._entries[2 * position: 2 * position + 2]
+        end = "?" if self._end == _MISSING_INT else self._end
+        return CorruptChunkError(
+            f"shard {self._key}: index entry for inner chunk {self._coords(position, self.grid)} (offset {off}, "
+            f"{size} bytes) points outside the shard's data region [{self._start}, {end}) "
+            f"(truncated or corrupt shard)")
 
     @staticmethod
     def _coords(position: Any, grid: tuple[int, ...]) -> tuple[int, ...]:
@@ -100,17 +114,27 @@ class ShardIndex:
         for coords in sorted(sizes):
             table[coords] = (offset, sizes[coords])
             offset += sizes[coords]
-        return cls(array.array("Q", table.tobytes()), grid)
+        return cls(array.array("Q", table.tobytes()), grid, data_start, offset, checked=True)
 
     def locate(self, position: int) -> tuple[int, int] | None:
         """``(start, stop)`` of the inner chunk at ``position`` in the C-ordered grid, or None."""
         return self.spans(position, 1)[0]
 
     def spans(self, start: int, count: int) -> list[tuple[int, int] | None]:
-        """:meth:`locate` for the ``count`` positions from ``start``, in one step."""
+        """:meth:`locate` for the ``count`` positions from ``start``, in one step; an entry
+        outside the data region raises :class:`CorruptChunkError` naming it."""
+        if count >= _CHECK_ALL:
+            self.check()
         entries, stop = self._entries, 2 * (start + count)
-        return [None if off == _MISSING_INT else (off, off + size)
-                for off, size in zip(entries[2 * start: stop: 2], entries[2 * start + 1: stop: 2])]
+        pairs = zip(entries[2 * start: stop: 2], entries[2 * start + 1: stop: 2])
+        if self._checked:
+            return [None if off == _MISSING_INT else (off, off + size) for off, size in pairs]
+        lo, hi = self._start, self._end
+        out = [None if off == _MISSING_INT else (off, end) if lo <= off and (end := off + size) <= hi else _OUTSIDE
+               for off, size in pairs]
+        if _OUTSIDE in out:
+            raise self._outside(start + out.index(_OUTSIDE))
+        return out
 
     def file_order(self) -> np.ndarray | None:
         """The C-order positions of the inner chunks in the order their bytes lie in the
