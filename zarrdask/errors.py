@@ -3,12 +3,17 @@
 Each subclass also inherits the builtin a caller would naturally catch
 (``FileNotFoundError`` for a missing node, ``ValueError`` for bad metadata,
 ``IndexError`` for a bad selection), so ``except FileNotFoundError`` keeps working.
-Messages name the key or JSON path, what was expected and what was found.
+Messages name the key or JSON path, what was expected and what was found. Warnings go
+through :func:`warn`, which points them at the user's own line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import inspect
+import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -268,3 +273,26 @@ class InterruptedWriteWarning(UserWarning):
     """A node holds the record of a write call that did not finish (killed, interrupted
     or failed): its data may be partly written. Running the same call again completes it;
     ``zarrdask.verify`` lists every such record."""
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first caller outside zarrdask and xarray: the
+    user's own line, however deep the call that warns (an open through xarray's engine, a
+    resize), so that Python's default filter shows it once per line the user wrote."""
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here is not None else None), 2
+    while frame is not None and frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """The package directories whose frames :func:`warn` passes over (xarray's without importing it)."""
+    dirs = [os.path.dirname(os.path.abspath(__file__))]
+    spec = importlib.util.find_spec("xarray")
+    if spec is not None and spec.submodule_search_locations:
+        dirs.extend(spec.submodule_search_locations)
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()

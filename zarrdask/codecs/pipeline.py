@@ -8,13 +8,12 @@ each codec knows what it sees; an invalid chain is rejected with the codec's JSO
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError
+from ..errors import CodecError, MetadataError, Problem, UnknownExtensionError, warn
 from ..metadata.extension import NamedConfig
 from ..storage.base import Buffer
 from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec, Loc, batch_item,
@@ -40,7 +39,7 @@ def build_codecs(configs: Sequence[NamedConfig], loc: Loc = ("codecs",)) -> list
         cls = get_codec_class(named.name)
         if cls is None:
             if not named.must_understand:
-                warnings.warn(f"ignoring unknown codec {named.name!r} marked must_understand: false", stacklevel=3)
+                warn(f"ignoring unknown codec {named.name!r} marked must_understand: false")
                 continue
             raise UnknownExtensionError([unknown_codec(named.name, (*loc, i, "name"))])
         try:

@@ -10,7 +10,6 @@ expression under zarrdask's name instead (private dask API, kept there).
 from __future__ import annotations
 
 import uuid
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import dask
@@ -26,7 +25,7 @@ from ..api.openers import array_at
 from ..metadata.grid import largest_extent
 from ..nodes.array import Array
 from ..nodes.block_reader import BlockReader
-from ..errors import ArrayNotFoundError, ShapeMismatchError, TooLargeError
+from ..errors import ArrayNotFoundError, ShapeMismatchError, TooLargeError, warn
 from ..plan import auto_read_chunks, cut_axes, default_read_chunks
 from .dask_keywords import ReadKeywords, merged, read_keywords
 from .sources import locate, node_path, not_an_array
@@ -186,10 +185,6 @@ def _read_chunks(array: Array, chunks: Any) -> tuple[tuple[int, ...], ...]:
         shown = repr(chunks)
         if len(shown) > 60:  # (the user's own value, unless it is a long list of block sizes)
             shown = f"(blocks of up to {tuple(max(c) for c in block_chunks)})"
-        warnings.warn(
-            f"chunks={shown} cut through the array's {kind} {unit} along axes {cut}: "
-            f"several tasks will fetch the same {kind[:-1]}; use whole multiples of {unit}",
-            PerformanceWarning,
-            stacklevel=3,
-        )
+        warn(f"chunks={shown} cut through the array's {kind} {unit} along axes {cut}: several tasks will fetch "
+             f"the same {kind[:-1]}; use whole multiples of {unit}", PerformanceWarning)
     return block_chunks

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import itertools
 import json
 import math
-import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from ..codecs.protocol import ChunkPipeline
 from ..errors import (
+    warn,
     MetadataError,
     NodeMismatchError,
     Problem,
@@ -53,8 +54,7 @@ def _apply_storage_transformers(store: Store, metadata: Any) -> Store:
         factory = get_storage_transformer(named.name)
         if factory is None:
             if not named.must_understand:
-                warnings.warn(f"ignoring unknown storage transformer {named.name!r} (must_understand: false)",
-                              stacklevel=4)
+                warn(f"ignoring unknown storage transformer {named.name!r} (must_understand: false)")
                 continue
             raise UnknownExtensionError(
                 [Problem(("storage_transformers", i, "name"), f"unknown storage transformer {named.name!r}")])
@@ -107,7 +107,9 @@ class Array(SelectionMethods, Node[ArrayMetadata]):
             raise type(exc)(exc.problems, key=join_path(self._path, "zarr.json")) from None
         prefix = meta.chunk_prefix(self._path)
         pool = pool_key(chunk_store, prefix)
-        decoded = array_cache(pool, meta.to_json, self._options.cache_bytes)
+        decoded = array_cache(pool, meta.to_json, self._options.cache_bytes, chunk_store)
+        if pool is None and self._options.cache_bytes:  # (said once: the arrays a resize or append makes read uncached)
+            self._options = dataclasses.replace(self._options, cache_bytes=0)
         source = open_units(chunk_store, prefix, meta.chunk_key_encoding, pipelines, spec, self._options, grid,
                             pool_key=pool, decoded=decoded)
         self._source: StoredUnits = source

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 import numpy as np
 
 from ..errors import (
+    warn,
     ContainsNodeError,
     NodeMismatchError,
     InvalidKeyError,
@@ -148,9 +148,8 @@ class Group(Node[GroupMetadata]):
                 raise MemberNotFoundError(f"no member {name!r} in group {self.name!r}") from None
             if self._consolidated is not None:
                 key = join_path(self._path, "zarr.json" if self.zarr_format == 3 else ".zmetadata")
-                warnings.warn(f"{key}: the consolidated metadata lacks member {name!r}, which exists in the "
-                              f"store (stale copy; zarrdask.consolidate_metadata refreshes it)",
-                              StaleConsolidatedMetadataWarning, stacklevel=2)
+                warn(f"{key}: the consolidated metadata lacks member {name!r}, which exists in the store (stale "
+                     f"copy; zarrdask.consolidate_metadata refreshes it)", StaleConsolidatedMetadataWarning)
         return self._member(name, meta)
 
     def _member(self, name: str, meta: NodeMetadata) -> Member:

@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from ..errors import InvalidModeError
+from ..errors import InvalidModeError, warn
 from ..indexing import OrthogonalSelection, Selection
 from ..display.kit import Fact, document, fact_table, format_bytes
 from ..plan.fetch_plan import ReadPlan
@@ -421,16 +420,18 @@ def pool_key(store: Store, path: str) -> ArrayKey | None:
 
 
 def array_cache(array: ArrayKey | None, document: Callable[[], dict[str, Any]],
-                cache_bytes: int | str | None) -> ArrayCache | None:
-    """The cache of an array opened with ``cache_bytes`` (None: the config default), or None
-    when its budget is 0 or its store has no identity the pool can trust. ``document``
-    gives the metadata's JSON, asked only when the array is cached (its token)."""
+                cache_bytes: int | str | None, store: Store) -> ArrayCache | None:
+    """The cache of an array opened with ``cache_bytes`` (None: the config default) in
+    ``store``, or None when its budget is 0 or its store has no identity the pool can trust
+    (then, asked for a budget, it says so). ``document`` gives the metadata's JSON, asked
+    only when the array is cached (its token)."""
     asked = check_budget(cache_bytes)
     if array is None:
         if asked:
-            warnings.warn("cache_bytes: this store's URL may not name one state of its contents (a zarr-python "
-                          "store, or one holding writes back), so its arrays are read without the decoded-chunk "
-                          "cache", stacklevel=5)
+            warn(f"cache_bytes={cache_bytes!r}: {store!r} may not name one state of its contents (a zarr-python "
+                 "store, or one holding writes back), so this array is read without the decoded-chunk cache; to "
+                 "cache its chunks, open it by its path or URL (zarrdask.open_array('<path or URL>', "
+                 "cache_bytes=...)), or leave cache_bytes out")
         return None
     budget = _default_budget() if asked is None else asked
     return ArrayCache(array, metadata_token(document()), budget) if budget else None

@@ -28,11 +28,10 @@ import importlib.metadata
 import json
 import os
 import socket
-import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..errors import InterruptedWriteWarning
+from ..errors import InterruptedWriteWarning, warn
 from .base import Store, join_path
 from .transactional import in_session
 
@@ -199,6 +198,6 @@ def warn_interrupted(store: Store, node: str) -> None:
         return
     _shown.update((store.url, r.key, r.started) for r in new)
     lines = "\n".join(f"  {r.key}: {r.describe()}" for r in new)
-    warnings.warn(f"{store.url}: {len(new)} write call(s) into the node {node or '/'!r} did not finish (or are "
-                  f"still running, in another job), so its data may be partly written (zarrdask.verify lists every such record):\n{lines}",
-                  InterruptedWriteWarning, stacklevel=3)
+    warn(f"{store.url}: {len(new)} write call(s) into the node {node or '/'!r} did not finish (or are still "
+         f"running, in another job), so its data may be partly written (zarrdask.verify lists every such "
+         f"record):\n{lines}", InterruptedWriteWarning)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -21,7 +20,7 @@ from xarray.backends.common import NONE_VAR_NAME, AbstractDataStore, BackendArra
 from xarray.core import indexing
 
 from zarrdask.compat.xarray import DIMENSION_KEY, Frozen
-from zarrdask.errors import DatasetError, DatasetKeyError
+from zarrdask.errors import DatasetError, DatasetKeyError, warn
 from zarrdask.nodes.array import Array
 from zarrdask.nodes.block_reader import BlockReader
 from zarrdask.runtime.cache import check_budget
@@ -169,12 +168,7 @@ def array_dims_and_attrs(array: Array) -> DimsAndAttrs:
         )
     if names is None or any(name is None for name in names):
         names = [f"dim_{i}" if n is None else n for i, n in enumerate(names or [None] * array.ndim)]
-        warnings.warn(
-            f"array {array.path!r} has no dimension names; opening it with "
-            f"dimensions {tuple(names)}",
-            UserWarning,
-            stacklevel=2,
-        )
+        warn(f"array {array.path!r} has no dimension names; opening it with dimensions {tuple(names)}")
     return DimsAndAttrs(tuple(str(name) for name in names), attrs)
 
 
