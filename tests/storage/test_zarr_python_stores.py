@@ -3,6 +3,8 @@ Dask writes and reads, the xarray engine, and zarr-python reading what zarrdask 
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import icechunk
 import numpy as np
@@ -71,6 +73,34 @@ def test_xarray_engine_round_trip(make, tmp_path):
     back = xr.open_dataset(store, engine="zarrdask", chunks={})
     assert back["t"].chunks == ((4, 4), (5,))
     xr.testing.assert_identical(back.load(), ds)
+
+
+def test_a_read_only_icechunk_snapshot_keeps_its_indexes_and_caches_chunks(tmp_path):
+    """A read-only session is pinned to one snapshot: its shard indexes serve later reads
+    (one request per partial read, not two) and ``cache_bytes`` caches its chunks; a
+    writable session's store, whose contents change, gets neither."""
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "ic")))
+    session = repo.writable_session("main")
+    data = np.arange(64, dtype="f4").reshape(8, 8)
+    zarrdask.create_array(session.store, path="a", shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="f4",
+                          fill_value=0)[...] = data
+    writable = zarrdask.open_array(session.store, path="a")
+    writable[0:1, 0:1]
+    assert writable.units.fetch.cache.get("a/c/0/0") is None
+    session.commit("the array")
+
+    snapshot = repo.readonly_session("main").store
+    a = zarrdask.open_array(snapshot, path="a")
+    np.testing.assert_array_equal(a[1:3, 5:8], data[1:3, 5:8])
+    assert a.units.fetch.cache.get("a/c/0/1") is not None
+    np.testing.assert_array_equal(a[0:1, 4:5], data[0:1, 4:5])  # (through the kept index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no "read without the decoded-chunk cache" warning)
+        cached = zarrdask.open_array(snapshot, path="a", cache_bytes="1 MiB")
+    for _ in range(2):
+        np.testing.assert_array_equal(cached[2:7, 1:6], data[2:7, 1:6])
+    info = cached.cache_info()
+    assert info.budget == 2**20 and info.hits > 0
 
 
 def test_a_read_only_zarr_store_stays_read_only():

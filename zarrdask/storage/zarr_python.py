@@ -10,7 +10,9 @@ itself was made with, so the library imports nothing of zarr-python.
 
 A store writing into a session (an Icechunk session's, see :mod:`.transactional`) pickles
 as a fork of the session, so it can travel to worker processes; the copy is ``forked``
-and its writes come back through :func:`.transactional.changes`.
+and its writes come back through :func:`.transactional.changes`. A read-only session's
+store is pinned to one snapshot: it names the snapshot as its ``identity`` and as every
+key's version, so shard indexes serve later reads and the decoded-chunk cache may hold it.
 
 How a read-modify-write is guarded (``guard``): a session's store (Icechunk) by the session
 (``"session"``, the plain update): Icechunk refuses a commit whose branch moved since the
@@ -35,7 +37,7 @@ from typing import Any
 
 from ..compat.zarr_python import ensure_open
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, split_listing
+from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, VersionedRanges, split_listing
 from .in_process import CompareUpdate, container_lock
 from .local import LocalStore
 from .requests import Requests, background_loop
@@ -66,6 +68,14 @@ def _on_disk(inner: Any) -> LocalStore | None:
     if any(c.__name__ == "LocalStore" and c.__module__.startswith("zarr.") for c in type(inner).__mro__):
         return LocalStore(os.fspath(inner.root), read_only=bool(getattr(inner, "read_only", False)))
     return None
+
+
+def _fixed_snapshot(inner: Any) -> tuple[str, str] | None:
+    """What names the contents of ``inner`` when they cannot change: the snapshot of a
+    read-only Icechunk session (a session is pinned to the snapshot it opened); else None."""
+    session = getattr(inner, "session", None) if getattr(inner, "read_only", False) else None
+    snapshot = getattr(session, "snapshot_id", None) if getattr(session, "read_only", False) else None
+    return ("icechunk snapshot", snapshot) if isinstance(snapshot, str) and snapshot else None
 
 
 def _zarr_module(name: str) -> Any:
@@ -99,6 +109,7 @@ class ZarrPythonStore(StreamedReads, Store):
             self.held_in = "copied"  # (zarr-python's MemoryStore pickles with its contents)
         self._writing = self._lock or contextlib.nullcontext()
         self._disk = _on_disk(inner)
+        self._snapshot = _fixed_snapshot(inner)
         if forked or is_transactional(inner):
             self.guard = "session"
         elif self._lock is not None:
@@ -140,6 +151,13 @@ class ZarrPythonStore(StreamedReads, Store):
             if request.length == 0:
                 value = b""
             yield i, value
+
+    def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
+        """The values, and on a fixed snapshot its name as every key's version (nothing in
+        it changes: a shard index read once serves later reads)."""
+        values = self._get_ranges(requests)
+        return VersionedRanges(values, [None if self._snapshot is None or v is None else self._snapshot
+                                        for v in values])
 
     def _exists(self, key: str) -> bool:
         return self._run(f"check key {key!r}", lambda: self.inner.exists(key))
@@ -212,6 +230,11 @@ class ZarrPythonStore(StreamedReads, Store):
     @property
     def url(self) -> str:
         return str(self.inner)
+
+    def identity(self) -> object | None:
+        """A fixed snapshot's name (its contents cannot change, so the decoded-chunk cache
+        may hold them); None for any other zarr-python store."""
+        return self._snapshot
 
     def __reduce__(self) -> tuple:
         if not self.forked and is_transactional(self.inner):
