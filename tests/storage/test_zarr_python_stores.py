@@ -10,6 +10,8 @@ import icechunk
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import xarray as xr
 import zarr
 import zarr.storage
@@ -101,6 +103,39 @@ def test_a_read_only_icechunk_snapshot_keeps_its_indexes_and_caches_chunks(tmp_p
         np.testing.assert_array_equal(cached[2:7, 1:6], data[2:7, 1:6])
     info = cached.cache_info()
     assert info.budget == 2**20 and info.hits > 0
+
+
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_each_icechunk_snapshot_reads_its_own_values_through_the_caches(tmp_path_factory, data):
+    """Commits one after another, each snapshot opened read-only (kept indexes, cached
+    chunks) before and after the next commit: an open of an older snapshot keeps reading
+    that snapshot, a newer one reads its own values, never an older snapshot's cached chunk."""
+    root = tmp_path_factory.mktemp("ic")
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(root)))
+    draw = data.draw
+    shape = (draw(st.integers(1, 12)), draw(st.integers(1, 12)))
+    chunks = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    shards = tuple(c * draw(st.integers(1, 3)) for c in chunks)
+    session = repo.writable_session("main")
+    zarrdask.create_array(session.store, path="a", shape=shape, chunks=chunks, shards=shards, dtype="i4",
+                          fill_value=0)
+    model = np.zeros(shape, "i4")
+    opened: list[tuple[zarrdask.Array, np.ndarray]] = []
+    for step in range(draw(st.integers(1, 4))):
+        lo = [draw(st.integers(0, n - 1)) for n in shape]
+        region = tuple(slice(a, draw(st.integers(a + 1, n))) for a, n in zip(lo, shape))
+        values = np.full(model[region].shape, step + 1, "i4")
+        zarrdask.open_array(session.store, path="a", mode="r+")[region] = values
+        model[region] = values
+        session.commit(f"step {step}")
+        session = repo.writable_session("main")
+        snapshot = zarrdask.open_array(repo.readonly_session("main").store, path="a", cache_bytes="1 MiB")
+        opened.append((snapshot, model.copy()))
+        for array, expected in opened:  # (every snapshot so far, through its kept indexes and cache)
+            sel = tuple(slice(draw(st.integers(0, n - 1)), None) for n in shape)
+            np.testing.assert_array_equal(array[sel], expected[sel])
+            np.testing.assert_array_equal(array[...], expected)
 
 
 def test_a_read_only_zarr_store_stays_read_only():
