@@ -17,6 +17,7 @@ import zarr
 import zarr.storage
 
 import zarrdask
+from zarrdask.errors import InvalidStoreError
 from zarrdask.storage import ZarrPythonStore, open_store
 
 
@@ -136,6 +137,22 @@ def test_each_icechunk_snapshot_reads_its_own_values_through_the_caches(tmp_path
             sel = tuple(slice(draw(st.integers(0, n - 1)), None) for n in shape)
             np.testing.assert_array_equal(array[sel], expected[sel])
             np.testing.assert_array_equal(array[...], expected)
+
+
+def test_an_icechunk_session_or_repository_is_refused_naming_the_store_to_pass():
+    """zarr-python and xarray take a session's ``.store``; passing the session or the
+    repository itself is refused with what to pass, and that works where it is printed."""
+    repo = icechunk.Repository.create(icechunk.in_memory_storage())
+    session = repo.writable_session("main")
+    with pytest.raises(InvalidStoreError, match=r"got Session: .* pass its \.store"):
+        zarrdask.create_array(session, path="a", shape=(3,), dtype="i4", chunks=(3,))
+    with pytest.raises(InvalidStoreError, match=r"got Session: .* pass its \.store"):
+        xr.open_dataset(session, engine="zarrdask")
+    with pytest.raises(InvalidStoreError, match=r"got Repository: .*\.writable_session\('main'\)\.store to write"):
+        zarrdask.open_array(repo, path="a")
+    zarrdask.create_array(session.store, path="a", shape=(3,), dtype="i4", chunks=(3,))[...] = [1, 2, 3]
+    session.commit("a")
+    np.testing.assert_array_equal(zarrdask.open_array(repo.readonly_session("main").store, path="a")[...], [1, 2, 3])
 
 
 def test_a_read_only_zarr_store_stays_read_only():

@@ -55,6 +55,17 @@ StoreLike = Store | str | os.PathLike[str] | Any  # Any: a zarr-python store
 MODES = ("r", "r+", "a", "w", "w-")
 
 
+def _holder_hint(obj: Any) -> str:
+    """What to pass instead of an object that holds a store (an Icechunk session, whose
+    ``.store`` is one; an Icechunk repository, whose sessions' are), as zarr-python takes them."""
+    if is_zarr_python_store(getattr(obj, "store", None)):
+        return f" (for this {type(obj).__name__}, pass its .store, as zarr-python and xarray take it)"
+    if callable(getattr(obj, "readonly_session", None)) and callable(getattr(obj, "writable_session", None)):
+        return (f" (for this {type(obj).__name__}, pass a session's store: .readonly_session('main').store to "
+                "read, .writable_session('main').store to write, then commit the session)")
+    return ""
+
+
 def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[str, Any] | None = None) -> Store:
     """Turn a store, path or URL into a Store.
 
@@ -106,7 +117,7 @@ def open_store(store_like: StoreLike, *, mode: str = "r", storage_options: dict[
     if not isinstance(store_like, (str, os.PathLike)):
         raise InvalidStoreError(f"expected a store, path or URL, got {type(store_like).__name__}: pass a path, a URL "
                                 "(with storage_options), an fsspec mapper, a mutable mapping, or a zarrdask or "
-                                "zarr-python store")
+                                f"zarr-python store{_holder_hint(store_like)}")
     url = os.fspath(store_like)
     options = dict(storage_options or {})
     protocol, sep, rest = url.partition("://")
