@@ -10,6 +10,7 @@ through :func:`warn`, which points them at the user's own line.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import os
@@ -279,20 +280,20 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` attributed to the first caller outside zarrdask and xarray: the
     user's own line, however deep the call that warns (an open through xarray's engine, a
     resize), so that Python's default filter shows it once per line the user wrote."""
-    here = inspect.currentframe()
-    frame, level = (here.f_back if here is not None else None), 2
-    while frame is not None and frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+    inside, level = _library_dirs(), 2
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # (warn's caller: stacklevel 2)
+    while frame is not None and frame.f_back is not None and frame.f_code.co_filename.startswith(inside):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 
 
+@functools.cache
 def _library_dirs() -> tuple[str, ...]:
-    """The package directories whose frames :func:`warn` passes over (xarray's without importing it)."""
+    """The package directories whose frames :func:`warn` passes over (xarray's found
+    without importing it, on the first warning rather than at import)."""
     dirs = [os.path.dirname(os.path.abspath(__file__))]
     spec = importlib.util.find_spec("xarray")
     if spec is not None and spec.submodule_search_locations:
         dirs.extend(spec.submodule_search_locations)
     return tuple(os.path.join(d, "") for d in dirs)
-
-
-_LIBRARY_DIRS = _library_dirs()
