@@ -12,6 +12,7 @@ limits from one chunk to the whole shard. ``decode_into`` is proved equal to
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 
 import numpy as np
@@ -29,6 +30,7 @@ from zarrdask.codecs.sharding import MISSING
 from zarrdask.codecs.pipeline import CodecPipeline
 from zarrdask.runtime import output
 from zarrdask.nodes.units import block_placement
+from zarrdask.nodes.units import chunks as chunks_module
 from zarrdask.metadata.dtypes import parse_data_type_v3
 from zarrdask.metadata.extension import parse_named_config
 from zarrdask.errors import CorruptChunkError, MissingChunkError, ZarrdaskError
@@ -313,6 +315,37 @@ def test_chunks_decoded_into_scratch_read_back_exactly(fmt, compressor, dtype, o
     window = tuple(slice(n // 3, n - n // 3) for n in shape)
     part = np.asarray(zarrdask.open_array(store)[window])
     assert part.astype(values.dtype).tobytes() == values[(*window, ...)].tobytes()
+    # each chunk alone (a dask block): whole ones decoded straight into the result, those the edge cuts via scratch
+    reader = zarrdask.open_array(store)
+    for coords in itertools.product(*(range(-(-n // c)) for n, c in zip(shape, chunks))):
+        region = tuple(slice(k * c, min((k + 1) * c, n)) for k, c, n in zip(coords, chunks, shape))
+        got = np.asarray(reader[region])
+        assert got.astype(values.dtype).tobytes() == values[(*region, ...)].tobytes(), region
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_a_whole_chunk_is_decoded_straight_into_the_result(fmt, monkeypatch):
+    """A read of whole chunks into a C-contiguous part of its result (a dask block of one
+    chunk) decodes into the result: no scratch buffer, no copy; a part of a chunk (or a chunk
+    cut by the edge) is decoded into scratch and copied."""
+    store = MemoryStore()
+    compressors = {"id": "zstd", "level": 1} if fmt == 2 else [ZSTD]
+    a = zarrdask.create_array(store, shape=(8, 6), chunks=(4, 4), dtype="int32", zarr_format=fmt,
+                              compressors=compressors)
+    values = np.arange(48, dtype="int32").reshape(8, 6)
+    a[...] = values
+    used = []
+    original = output.scratch
+
+    def counted(shape, dtype):
+        used.append(shape)
+        return original(shape, dtype)
+
+    monkeypatch.setattr(chunks_module, "scratch", counted)
+    reader = zarrdask.open_array(store, threads=1)
+    assert (reader[4:8, 0:4] == values[4:8, 0:4]).all() and used == []
+    assert (reader[0:4, 0:3] == values[0:4, 0:3]).all() and used == [(1, 4, 4)]
+    assert (reader[0:4, 4:6] == values[0:4, 4:6]).all() and used == [(1, 4, 4)] * 2  # (the edge cuts the chunk)
 
 
 def test_decodes_into_only_where_the_chain_allows():

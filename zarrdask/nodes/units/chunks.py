@@ -12,7 +12,7 @@ from ...codecs.protocol import ChunkPipeline
 from ...errors import CodecError
 from ...indexing import Selection, c_order_stop
 from ...metadata.grid import stored_shape
-from ...plan.fetch_plan import UnitRead
+from ...plan.fetch_plan import ChunkPlacement, UnitRead, is_view
 from ...runtime.output import scratch
 from .base import ChunkSource, with_key
 from .puts import UnitPuts
@@ -31,8 +31,13 @@ class PlainChunkSource(ChunkSource):
         try:
             shape = stored_shape(self.grid, unit.coords)
             pipeline = self._pipeline_at(unit.coords)
+            dtype = self.spec.dtype.dtype
+            whole = _whole_chunk_part(target, placement, shape, dtype) if pipeline.decodes_into else None
+            if whole is not None:  # (straight into place: no scratch buffer, no copy)
+                pipeline.decode_into([blob], whole[np.newaxis])
+                return
             stop = c_order_stop(placement.chunk_index, shape) if pipeline.decodes_prefix else None
-            with _decoded(pipeline, blob, shape, self.spec.dtype.dtype, stop) as chunk:
+            with _decoded(pipeline, blob, shape, dtype, stop) as chunk:
                 target[placement.out_index] = chunk[placement.chunk_index]
         except CodecError as exc:
             raise with_key(exc, unit.key) from exc
@@ -55,6 +60,21 @@ class PlainChunkSource(ChunkSource):
             self._encode_all(encode, indices)
 
         self._write_units(keys, projections, write_units)
+
+
+def _whole_chunk_part(target: np.ndarray, placement: ChunkPlacement, shape: tuple[int, ...],
+                      dtype: np.dtype) -> np.ndarray | None:
+    """The part of ``target`` a placement of a whole stored chunk fills, when the chunk can be
+    decoded straight into it: a C-contiguous view of the chunk's shape and data type (a
+    task's block that is one chunk, a read of one chunk); None otherwise."""
+    index, out_index = placement.chunk_index, placement.out_index
+    if index is not Ellipsis and not (is_view(index) and len(index) == len(shape) and all(
+            s.start == 0 and s.stop == n and s.step == 1 for s, n in zip(index, shape))):
+        return None
+    if out_index is not None and not is_view(out_index):
+        return None
+    part = target if out_index is None else target[out_index or ...]
+    return part if part.dtype == dtype and part.shape == shape and part.flags.c_contiguous else None
 
 
 @contextmanager
