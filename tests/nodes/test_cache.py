@@ -272,6 +272,24 @@ def test_the_xarray_engine_reads_through_the_cache(tmp_path):
     assert "cache_bytes" in xr.backends.list_engines()["zarrdask"].open_dataset_parameters
 
 
+@pytest.mark.parametrize("opener", ["open_datatree", "open_groups"])
+def test_the_xarray_engine_reads_trees_through_the_cache(tmp_path, opener):
+    """``cache_bytes`` reaches every node of a tree (``xr.open_datatree`` / ``xr.open_groups``
+    with ``engine="zarrdask"``), as it does ``open_dataset``'s group."""
+    xr = pytest.importorskip("xarray")
+    path = str(tmp_path / "g")
+    zarrdask.create_group(path).create_group("sub")
+    values = np.arange(24.0).reshape(4, 6)
+    for at in ("v", "sub/w"):
+        zarrdask.create_array(f"{path}/{at}", data=values, chunks=(2, 3), dimension_names=("y", "x"))
+    opened = getattr(xr, opener)(path, engine="zarrdask", cache_bytes="1 MiB")
+    nodes = {"v": opened["/"]["v"], "sub/w": opened["/sub"]["w"]} if opener == "open_groups" else \
+        {"v": opened["v"], "sub/w": opened["sub/w"]}
+    for at, variable in nodes.items():
+        np.testing.assert_array_equal(variable.values, values)
+        assert zarrdask.open_array(path, path=at).cache_info().entries == 4, at
+
+
 def test_statistics_display(tmp_path):
     path = str(tmp_path / "a")
     zarrdask.create_array(path, data=np.ones((4, 4)), chunks=(2, 2))

@@ -162,7 +162,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
     ``cache_members`` (list the group's members once at open; False: on every use) and
     ``cache_bytes`` (read through the process's decoded-chunk cache with this budget: int
     bytes or a string such as ``"1 GiB"``; 0: off; None: the ``zarrdask.cache-bytes`` dask
-    config default, else off; see ``zarrdask.cache_clear``).
+    config default, else off; see ``zarrdask.cache_clear``; a tree's every node).
     v3 arrays without ``dimension_names`` open with ``dim_0, dim_1, ...``.
     """
 
@@ -253,6 +253,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         consolidated: bool | None = None,
         storage_options: dict[str, Any] | None = None,
         zarr_format: Literal[2, 3] | None = None,
+        cache_bytes: int | str | None = None,
     ) -> dict[str, Dataset]:
         """Every group under ``group`` (or the root) as a Dataset, keyed by tree path."""
         root = _open_store(
@@ -262,6 +263,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
             consolidated=consolidated,
             storage_options=storage_options,
             zarr_format=zarr_format,
+            cache_bytes=cache_bytes,
         )
         decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times, concat_characters=concat_characters,
                         decode_coords=decode_coords, drop_variables=drop_variables, use_cftime=use_cftime,
@@ -292,6 +294,7 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
         consolidated: bool | None = None,
         storage_options: dict[str, Any] | None = None,
         zarr_format: Literal[2, 3] | None = None,
+        cache_bytes: int | str | None = None,
     ) -> DataTree:
         """The group hierarchy under ``group`` (or the root) as a DataTree."""
         return datatree_from_dict_with_io_cleanup(
@@ -309,5 +312,6 @@ class ZarrdaskBackendEntrypoint(BackendEntrypoint):
                 consolidated=consolidated,
                 storage_options=storage_options,
                 zarr_format=zarr_format,
+                cache_bytes=cache_bytes,
             )
         )
