@@ -161,6 +161,7 @@ def _v3(**changes: Any) -> dict:
 @pytest.mark.parametrize(("changes", "path", "suggestion"), [
     ({"data_type": "flaot32"}, "data_type", "float32"),
     ({"data_type": "<f4"}, "data_type", "float32"),  # a numpy spelling: its v3 name
+    ({"data_type": {"name": "float32", "ocnfiguration": {}}}, "data_type", "configuration"),
     ({"chunk_grid": {"name": "reglar", "configuration": {"chunk_shape": [2, 3]}}}, "chunk_grid/name", "regular"),
     ({"chunk_key_encoding": {"name": "defualt"}}, "chunk_key_encoding/name", "default"),
     ({"codecs": [{"name": "bytes", "configuraton": {"endian": "little"}}]}, "codecs/0", "configuration"),
@@ -173,6 +174,16 @@ def test_unknown_names_suggest_the_nearest(changes, path, suggestion):
     err = _error("zarr.json", _v3(**changes))
     assert str(err).startswith(f"a/zarr.json: {path}: "), str(err)
     assert f"(did you mean {suggestion!r}?)" in str(err)
+
+
+def test_a_data_type_object_names_each_field_it_cannot_take():
+    err = _error("zarr.json", _v3(data_type={"nmae": "float32"}))
+    assert [(p.loc, p.message) for p in err.problems] == [
+        (("data_type", "name"), "expected a data type name (a string), got None"),
+        (("data_type",), "unexpected field 'nmae' (did you mean 'name'?) in a data type object; allowed: "
+                         "'configuration', 'must_understand', 'name'")]
+    err = _error("zarr.json", _v3(data_type={"name": "float32", "configuration": 3}))
+    assert str(err) == "a/zarr.json: data_type/configuration: expected an object, got 3"
 
 
 def test_unknown_top_level_field_suggests_the_field():

@@ -73,14 +73,18 @@ def _parse_data_type_v3(value: JSON, loc: Loc) -> DataType:
     config: Mapping[str, Any] | None = None
     if isinstance(value, str):
         name = value
-    elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
+    elif isinstance(value, Mapping):
+        fields = ("configuration", "must_understand", "name")
+        problems = [] if isinstance(value.get("name"), str) else [
+            Problem((*loc, "name"), f"expected a data type name (a string), got {value.get('name')!r}")]
+        problems += [Problem(loc, f"unexpected field {k!r}{did_you_mean(k, fields)} in a data type object; "
+                                  f"allowed: {', '.join(map(repr, fields))}") for k in sorted(set(value) - set(fields))]
+        if problems:
+            raise MetadataError(problems)
         name = value["name"]
         config = value.get("configuration")
         if config is not None and not isinstance(config, Mapping):
-            raise MetadataError([Problem((*loc, "configuration"), "expected an object")])
-        extra = set(value) - {"name", "configuration", "must_understand"}
-        if extra:
-            raise MetadataError([Problem(loc, f"unexpected fields {sorted(extra)} in data type object")])
+            raise MetadataError([Problem((*loc, "configuration"), f"expected an object, got {config!r}")])
     else:
         raise MetadataError([Problem(loc, f"expected a data type name or object, got {value!r}")])
     raw = RAW_NAME.match(name)
