@@ -3,7 +3,8 @@ session's store), so a copy sent to another process must be a fork of that sessi
 what the copy writes must come back and be merged into it.
 
 Recognised by shape, never imported: a writable zarr-python store whose ``session`` has
-``fork()`` and ``merge()``. :class:`~.zarr_python.ZarrPythonStore` pickles such a store
+``fork()`` and ``merge()``; a read-only one whose session names its snapshot is pinned to
+it (:func:`fixed_snapshot`). :class:`~.zarr_python.ZarrPythonStore` pickles such a store
 as a fork (:func:`fork_store`); a task that wrote through the fork returns
 :func:`changes`, results are combined by :func:`merge_changes` and laid into the caller's
 session by :func:`merge_into`, after which ``session.commit()`` holds everything.
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..compat.icechunk import fork_session
 
-__all__ = ["changes", "fork_store", "holds_chunks", "in_session", "is_transactional", "merge_changes", "merge_into"]
+__all__ = ["changes", "fixed_snapshot", "fork_store", "holds_chunks", "in_session", "is_transactional", "merge_changes", "merge_into"]
 
 
 def _session(inner: Any) -> Any | None:
@@ -27,6 +28,15 @@ def _session(inner: Any) -> Any | None:
     if callable(getattr(session, "fork", None)) and callable(getattr(session, "merge", None)):
         return session
     return None
+
+
+def fixed_snapshot(inner: Any) -> tuple[str, str] | None:
+    """What names the contents of the zarr-python store ``inner`` when they cannot change:
+    the snapshot of a read-only session (an Icechunk session is pinned to the snapshot it
+    opened); else None."""
+    session = getattr(inner, "session", None) if getattr(inner, "read_only", False) else None
+    snapshot = getattr(session, "snapshot_id", None) if getattr(session, "read_only", False) else None
+    return ("icechunk snapshot", snapshot) if isinstance(snapshot, str) and snapshot else None
 
 
 def is_transactional(inner: Any) -> bool:

@@ -41,7 +41,7 @@ from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, Update, 
 from .in_process import CompareUpdate, container_lock
 from .local import LocalStore
 from .requests import Requests, background_loop
-from .transactional import fork_store, is_transactional
+from .transactional import fixed_snapshot, fork_store, is_transactional
 
 __all__ = ["ZarrPythonStore", "is_zarr_python_store"]
 
@@ -68,14 +68,6 @@ def _on_disk(inner: Any) -> LocalStore | None:
     if any(c.__name__ == "LocalStore" and c.__module__.startswith("zarr.") for c in type(inner).__mro__):
         return LocalStore(os.fspath(inner.root), read_only=bool(getattr(inner, "read_only", False)))
     return None
-
-
-def _fixed_snapshot(inner: Any) -> tuple[str, str] | None:
-    """What names the contents of ``inner`` when they cannot change: the snapshot of a
-    read-only Icechunk session (a session is pinned to the snapshot it opened); else None."""
-    session = getattr(inner, "session", None) if getattr(inner, "read_only", False) else None
-    snapshot = getattr(session, "snapshot_id", None) if getattr(session, "read_only", False) else None
-    return ("icechunk snapshot", snapshot) if isinstance(snapshot, str) and snapshot else None
 
 
 def _zarr_module(name: str) -> Any:
@@ -109,7 +101,7 @@ class ZarrPythonStore(StreamedReads, Store):
             self.held_in = "copied"  # (zarr-python's MemoryStore pickles with its contents)
         self._writing = self._lock or contextlib.nullcontext()
         self._disk = _on_disk(inner)
-        self._snapshot = _fixed_snapshot(inner)
+        self._snapshot = fixed_snapshot(inner)
         if forked or is_transactional(inner):
             self.guard = "session"
         elif self._lock is not None:
