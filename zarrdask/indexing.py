@@ -19,19 +19,21 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple, Union
 
 import numpy as np
 
 from .arguments import shown
 from .errors import BoundsError, SelectionError
-from .metadata.grid import AxisGrid, RegularAxis, as_axes
+from .metadata.grid import AxisGrid, RegularAxis, as_axes, regular_axis
 
 __all__ = [
     "DimPart",
     "Nested",
+    "NestedParts",
     "OrthogonalSelection",
     "PointSelection",
     "Selection",
@@ -81,7 +83,7 @@ class Projection(NamedTuple):
         """The shape of the selected part (as the selection inside the chunk sees it)."""
         if self.points:
             return (len(self.local[0]),)
-        return tuple(_slice_len(d) if isinstance(d, slice) else len(d) for d in self.local)
+        return tuple([_slice_len(d) if isinstance(d, slice) else len(d) for d in self.local])
 
 
 #: the one chunk of a 0-d array, whole
@@ -114,13 +116,13 @@ class OrthogonalSelection:
     dims: tuple[DimSel, ...]
     array_shape: tuple[int, ...]
 
-    @property
+    @cached_property
     def shape(self) -> tuple[int, ...]:
-        return tuple(_slice_len(d) if isinstance(d, slice) else len(d) for d in self.dims)
+        return tuple([_slice_len(d) if isinstance(d, slice) else len(d) for d in self.dims])
 
-    @property
+    @cached_property
     def is_basic(self) -> bool:
-        return all(isinstance(d, slice) for d in self.dims)
+        return all([isinstance(d, slice) for d in self.dims])
 
     def index(self) -> Any:
         """A numpy index that applies this selection to an array of ``array_shape``."""
@@ -146,24 +148,20 @@ class OrthogonalSelection:
         as ``p.chunk_selection.project(inner)``, but each dimension's part is projected once,
         when first asked for, however many chunks share it (the shards of a window or a
         slab)."""
+        nested = self.nested_parts(grid, inner, only)
+        if nested is None:
+            return []
+        return [(nested.projection(idx), _OrthogonalNested(nested, idx)) for idx in nested.combos]
+
+    def nested_parts(self, grid: GridLike, inner: Sequence[int], only: Collection[tuple[int, ...]] | None = None
+                     ) -> NestedParts | None:
+        """What :meth:`project_nested` builds its projections from, a dimension at a time
+        (:class:`NestedParts`), for a caller that builds records of its own; None when no
+        chunk is touched."""
         per_dim = self._parts(grid, only)
         if per_dim is None:
-            return []
-        memo: dict[tuple[int, int], list[DimPart]] = {}
-
-        def parts_inside(d: int, i: int) -> list[DimPart]:
-            found = memo.get((d, i))
-            if found is None:
-                part = per_dim[d][i]
-                found = memo[(d, i)] = _project_dim(part.local, RegularAxis(part.extent, int(inner[d])))
-            return found
-
-        basic = self.is_basic
-        out: list[tuple[Projection, Nested]] = []
-        for idx in _combos(per_dim, only):
-            out.append((_projection([per_dim[d][i] for d, i in enumerate(idx)], basic),
-                        _OrthogonalNested(parts_inside, idx, basic)))
-        return out
+            return None
+        return NestedParts(per_dim, _combos(per_dim, only), tuple(map(int, inner)), self.is_basic)
 
     def count_nested(self, grid: GridLike, inner: Sequence[int] | None) -> int:
         """How many inner chunks ``project_nested(grid, inner)`` projects in all (``inner``
@@ -182,9 +180,12 @@ class OrthogonalSelection:
         touched, and no dimension's chunks are listed: a long one can have billions)."""
         if 0 in self.shape:
             return None
+        axes = as_axes(grid, self.array_shape)
+        if only is None:  # (every dimension selects something, so meets some chunk)
+            return [_project_dim(d, a) for d, a in zip(self.dims, axes)]
         per_dim = []
-        for k, (d, a) in enumerate(zip(self.dims, as_axes(grid, self.array_shape))):
-            parts = _project_dim(d, a, None if only is None else {coords[k] for coords in only})
+        for k, (d, a) in enumerate(zip(self.dims, axes)):
+            parts = _project_dim(d, a, {coords[k] for coords in only})
             if not parts:
                 return None
             per_dim.append(parts)
@@ -195,7 +196,7 @@ def _combos(per_dim: list[list[DimPart]], only: Collection[tuple[int, ...]] | No
     """The chunks touched as the position of their part in each dimension, in C order:
     all of them, or those at the coordinates ``only`` (found a dimension at a time)."""
     if only is None:
-        return itertools.product(*(range(len(parts)) for parts in per_dim))
+        return itertools.product(*[range(len(parts)) for parts in per_dim])
     where = [{part.chunk: i for i, part in enumerate(parts)} for parts in per_dim]
     return [tuple(w[c] for w, c in zip(where, coords)) for coords in sorted(only)
             if len(coords) == len(where) and all(c in w for w, c in zip(where, coords))]
@@ -214,38 +215,59 @@ def _projection(combo: Sequence[DimPart], basic: bool) -> Projection:
 class Nested:
     """A chunk's part of a selection projected onto a regular grid laid over the chunk (a
     shard's inner chunks), made when asked for: calling it gives every inner chunk's
-    :class:`Projection`. ``combos()``: for a part of slices only, each inner chunk's
-    :class:`DimPart` per dimension instead, in the same order (None otherwise), for a caller
-    that builds a record of its own per inner chunk."""
+    :class:`Projection`."""
 
     def __call__(self) -> list[Projection]:
         raise NotImplementedError
 
-    def combos(self) -> Iterator[tuple[DimPart, ...]] | None:
-        return None
+
+class NestedParts:
+    """An orthogonal selection's parts on a grid's chunks (``per_dim``: a list of
+    :class:`DimPart` per dimension), the chunks it touches as the position of their part in
+    each dimension (``combos``, in C order), and each part projected onto the regular grid
+    of ``inner`` laid over its chunk when first asked for (:meth:`inside`): once per
+    dimension's part, however many chunks share it (the shards of a window or a slab).
+    ``basic``: every part is a slice."""
+
+    __slots__ = ("per_dim", "combos", "basic", "_inner", "_found")
+
+    def __init__(self, per_dim: list[list[DimPart]], combos: Iterable[tuple[int, ...]], inner: tuple[int, ...],
+                 basic: bool) -> None:
+        self.per_dim, self.combos, self.basic, self._inner = per_dim, combos, basic, inner
+        self._found: list[list[list[DimPart] | None]] = [[None] * len(parts) for parts in per_dim]
+
+    def inside(self, idx: tuple[int, ...]) -> list[list[DimPart]]:
+        """The parts of the chunk at ``idx`` on the inner grid, a list per dimension: its
+        inner chunks are every combination of one per dimension, in C order."""
+        out = []
+        for d, i in enumerate(idx):
+            found = self._found[d][i]
+            if found is None:
+                part = self.per_dim[d][i]
+                found = self._found[d][i] = _project_dim(part.local, regular_axis(part.extent, self._inner[d]))
+            out.append(found)
+        return out
+
+    def projection(self, idx: tuple[int, ...]) -> Projection:
+        """The chunk at ``idx``'s projection."""
+        return _projection([self.per_dim[d][i] for d, i in enumerate(idx)], self.basic)
+
+    def projections(self, idx: tuple[int, ...]) -> list[Projection]:
+        """Each inner chunk's projection of the chunk at ``idx``'s part, in C order."""
+        basic = self.basic
+        return [_projection(combo, basic) for combo in itertools.product(*self.inside(idx))]
 
 
 class _OrthogonalNested(Nested):
-    """An orthogonal selection's part in the chunk at ``idx`` of its per-dimension parts,
-    kept one dimension at a time (``parts_inside(d, i)``: part ``i`` of dimension ``d`` on
-    the inner grid): its inner chunks are every combination of one part per dimension, in
-    C order."""
+    """An orthogonal selection's part in the chunk at ``idx`` of its parts ``nested``."""
 
-    __slots__ = ("_parts_inside", "_idx", "_basic")
+    __slots__ = ("_nested", "_idx")
 
-    def __init__(self, parts_inside: Callable[[int, int], list[DimPart]], idx: tuple[int, ...], basic: bool) -> None:
-        self._parts_inside, self._idx, self._basic = parts_inside, idx, basic
-
-    def _dims(self) -> list[list[DimPart]]:
-        return [self._parts_inside(d, i) for d, i in enumerate(self._idx)]
+    def __init__(self, nested: NestedParts, idx: tuple[int, ...]) -> None:
+        self._nested, self._idx = nested, idx
 
     def __call__(self) -> list[Projection]:
-        basic = self._basic
-        return [_projection(combo, basic) for combo in itertools.product(*self._dims())]
-
-    def combos(self) -> Iterator[tuple[DimPart, ...]] | None:
-        dims = self._dims() if self._basic else []
-        return itertools.product(*dims) if dims else None  # (a 0-d part: its one projection)
+        return self._nested.projections(self._idx)
 
 
 class _PointsNested(Nested):
@@ -286,7 +308,7 @@ def _dim_count(sel: DimSel, axis: AxisGrid, inner: int | None) -> int:
     parts = _project_dim(sel, axis)
     if inner is None:
         return len(parts)
-    return sum(len(_project_dim(part.local, RegularAxis(part.extent, inner))) for part in parts)
+    return sum(len(_project_dim(part.local, regular_axis(part.extent, inner))) for part in parts)
 
 
 def _project_dim(sel: DimSel, axis: AxisGrid, chunks: Collection[int] | None = None) -> list[DimPart]:

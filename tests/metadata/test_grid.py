@@ -124,10 +124,10 @@ def test_nested_projection_is_each_chunks_own_projection(case, data):
         for (p, inside), q in zip(nested, own):
             assert _same(p, q)
             assert _same(tuple(inside()), tuple(q.chunk_selection.project(inner)))
-            combos = inside.combos()
-            assert (combos is None) == (sel is not basic or not shape)  # (slices only, and not 0-d)
-            if combos is not None:  # (the same inner chunks a dimension at a time, in the same order)
-                fields = [tuple(zip(*combo)) for combo in combos]
+        if sel is basic and nested:  # (what a read plans a box of slices from: the same inner chunks, a
+            parts = sel.nested_parts(axes, inner)  # dimension at a time, in the same order)
+            for idx, (_, inside) in zip(parts.combos, nested):
+                fields = [tuple(zip(*combo)) for combo in itertools.product(*parts.inside(idx))]
                 assert [(f[0], f[1], f[2]) for f in fields] == [(r.coords, r.local, r.out_index) for r in inside()]
 
 
@@ -135,7 +135,8 @@ def test_nested_projection_of_a_0d_array():
     sel, _ = basic_selection((), ())
     [(p, inside)] = sel.project_nested((), ())
     assert p == sel.project(())[0] and inside() == list(p.chunk_selection.project(()))
-    assert inside.combos() is None  # (its one inner chunk from the projection)
+    parts = sel.nested_parts((), ())
+    assert list(parts.combos) == [()] and parts.inside(()) == []  # (its one chunk: no parts)
 
 
 @SETTINGS

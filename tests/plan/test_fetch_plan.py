@@ -107,3 +107,39 @@ def test_the_plan_of_some_units_and_the_count_of_all_are_the_full_plans(case, da
     stored = a.units.stored_keys()
     assert stats.chunks_total == sum(len(u.chunks) for u in full)
     assert stats.chunks_stored == a.units._count_stored([u for u in full if u.key in stored])
+
+
+@SETTINGS
+@given(arrays_and_windows(), st.data())
+def test_a_box_of_slices_is_planned_as_its_shards_project_it(case, data):
+    """The plan of basic slices builds its placements from the parts' fields directly, and
+    once for shards selected alike: each shard's placements are still those of its own part
+    projected onto its inner chunks (``chunk_selection.project``), for every shard of a slab,
+    at the array's edge and with steps."""
+    from zarrdask.indexing import basic_selection
+    from zarrdask.plan.fetch_plan import plan_read
+
+    shape, inner, shard, window = case
+    a = zarrdask.create_array(MemoryStore(), shape=shape, dtype="int32", chunks=inner, shards=shard or inner)
+    layout = a.units.layout
+    picks = tuple(data.draw(st.integers(0, n - 1)) if data.draw(st.booleans()) else w for n, w in zip(shape, window))
+    selection, _ = basic_selection(picks, shape)
+    projected = {p.coords: p for p in selection.project(layout.unit_grid)}
+    units = plan_read(selection, layout).units
+    assert [u.coords for u in units] == list(projected)
+    for unit in units:
+        p = projected[unit.coords]
+        assert (unit.out_index, unit.shape, unit.extent, unit.index, unit.block) == (p.out_index, p.shape, p.extent,
+                                                                                      p.local, p.full)
+        strides = layout.index_strides(unit.coords)
+        expected = [(q.coords, sum(c * s for c, s in zip(q.coords, strides)), _boxes(q.out_index), _boxes(q.chunk_index))
+                    for q in p.chunk_selection.project(layout.chunk_shape)]
+        assert [(c.coords, c.position, _boxes(c.out_index), _boxes(c.chunk_index, layout.chunk_shape))
+                for c in unit.chunks] == expected
+
+
+def _boxes(index, shape=None):
+    """A box of slices as ``(start, stop, step)`` triples (``...``: the whole of ``shape``)."""
+    if index is ...:
+        index = tuple(slice(0, n) for n in shape)
+    return tuple((d.start, d.stop, d.step or 1) for d in index)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import array
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -118,22 +118,35 @@ class ShardIndex:
 
     def locate(self, position: int) -> tuple[int, int] | None:
         """``(start, stop)`` of the inner chunk at ``position`` in the C-ordered grid, or None."""
-        return self.spans(position, 1)[0]
+        return self.lookup((position,))[0]
+
+    def lookup(self, positions: Sequence[int]) -> list[tuple[int, int] | None]:
+        """:meth:`locate` for each of ``positions``, in one step; an entry outside the data
+        region raises :class:`CorruptChunkError` naming the first in ``positions`` (only
+        these are checked: entries a read does not use may be anything, as the peers read
+        them)."""
+        entries = self._entries
+        return self._spans(zip([entries[2 * p] for p in positions], [entries[2 * p + 1] for p in positions]),
+                           positions)
 
     def spans(self, start: int, count: int) -> list[tuple[int, int] | None]:
-        """:meth:`locate` for the ``count`` positions from ``start``, in one step; an entry
-        outside the data region raises :class:`CorruptChunkError` naming it."""
+        """:meth:`lookup` of the ``count`` positions from ``start``."""
         if count >= _CHECK_ALL:
             self.check()
         entries, stop = self._entries, 2 * (start + count)
-        pairs = zip(entries[2 * start: stop: 2], entries[2 * start + 1: stop: 2])
+        return self._spans(zip(entries[2 * start: stop: 2], entries[2 * start + 1: stop: 2]),
+                           range(start, start + count))
+
+    def _spans(self, pairs: Iterable[tuple[int, int]], positions: Sequence[int]) -> list[tuple[int, int] | None]:
+        """``(start, stop)`` or None (absent) of each ``(offset, nbytes)`` entry of
+        ``positions``, each checked to lie in the data region unless all were."""
         if self._checked:
             return [None if off == _MISSING_INT else (off, off + size) for off, size in pairs]
         lo, hi = self._start, self._end
         out = [None if off == _MISSING_INT else (off, end) if lo <= off and (end := off + size) <= hi else _OUTSIDE
                for off, size in pairs]
         if _OUTSIDE in out:
-            raise self._outside(start + out.index(_OUTSIDE))
+            raise self._outside(positions[out.index(_OUTSIDE)])
         return out
 
     def file_order(self) -> np.ndarray | None:

@@ -35,6 +35,7 @@ __all__ = [
     "cut_at_lines",
     "edges",
     "largest_extent",
+    "regular_axis",
     "chunk_of",
     "check_shape",
     "chunk_slices",
@@ -104,7 +105,11 @@ class RegularAxis:
 
     def overlapping(self, start: int, stop: int) -> list[tuple[int, int, int]]:
         step, size = self.step, self.size
-        return [(k, k * step, min(k * step + step, size)) for k in range(start // step, (stop - 1) // step + 1)]
+        first, last = start // step, (stop - 1) // step
+        if first == last:  # (one chunk: most parts of a small read)
+            lo = first * step
+            return [(first, lo, min(lo + step, size))]
+        return [(k, k * step, min(k * step + step, size)) for k in range(first, last + 1)]
 
     def stored(self, k: int) -> int:
         return self.step
@@ -222,12 +227,21 @@ def _variable_axis(spec: Any, size: int, dim: int) -> VariableAxis:
 
 def as_axes(grid: Sequence[int | AxisGrid], shape: Sequence[int]) -> tuple[AxisGrid, ...]:
     """A grid's axes over ``shape``; a plain chunk shape is a regular grid."""
+    if not any([isinstance(g, (int, np.integer)) for g in grid]):  # (axes already: no lookup)
+        return tuple(grid)  # type: ignore[arg-type]
     return _as_axes(tuple(grid), tuple(shape))
 
 
 @lru_cache(maxsize=1024)
 def _as_axes(grid: tuple[int | AxisGrid, ...], shape: tuple[int, ...]) -> tuple[AxisGrid, ...]:
     return tuple(RegularAxis(int(n), int(g)) if isinstance(g, (int, np.integer)) else g for g, n in zip(grid, shape))
+
+
+@lru_cache(maxsize=1024)
+def regular_axis(size: int, step: int) -> RegularAxis:
+    """The regular axis of ``step`` over ``size`` elements, made once (a shard's inner grid
+    along one dimension: a read of a few inner chunks lays one over each shard part)."""
+    return RegularAxis(size, step)
 
 
 def largest_extent(axis: AxisGrid) -> int:

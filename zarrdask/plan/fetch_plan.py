@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..metadata.grid import AxisGrid, ceil_div
-from ..indexing import Nested, OrthogonalSelection, Projection, Selection
+from ..indexing import NestedParts, OrthogonalSelection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read",
            "planned_chunks", "shard_placements"]
@@ -126,16 +126,16 @@ def plan_read(selection: Selection, layout: StorageLayout, units: Collection[tup
             UnitRead(layout.key(p.coords), p.coords, None, p.shape, whole=True,
                      chunks=(ChunkPlacement(p.coords, 0, p.out_index, p.chunk_index),))
             for p in selection.project(layout.unit_grid, units)))
+    if isinstance(selection, OrthogonalSelection):
+        nested = selection.nested_parts(layout.unit_grid, layout.chunk_shape, units)
+        return ReadPlan(() if nested is None else tuple(_orthogonal_units(nested, layout)))
     planned = []
-    seen: dict[tuple[object, ...], Sequence[ChunkPlacement]] = {}
-    # (basic slices: every shard's part, in the shard and in the output, is a box of slices)
-    slices = isinstance(selection, OrthogonalSelection) and selection.is_basic
     for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape, units):
-        block = slices and p.full
+        strides = layout.index_strides(p.coords)
         planned.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape,
-                                whole=p.full or not layout.ranged_reads,
-                                chunks=_placements(p, inner, layout, block, slices, seen), block=block,
-                                extent=p.extent, index=p.local if slices else None))
+                                whole=p.full or not layout.ranged_reads, extent=p.extent,
+                                chunks=[ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index,
+                                                       q.chunk_index) for q in inner()]))
     return ReadPlan(tuple(planned))
 
 
@@ -145,32 +145,53 @@ def planned_chunks(selection: Selection, layout: StorageLayout) -> int:
     return selection.count_nested(layout.unit_grid, layout.chunk_shape if layout.sharded else None)
 
 
-def _placements(p: Projection, inner: Nested, layout: StorageLayout, block: bool, slices: bool,
-                seen: dict[tuple[object, ...], Sequence[ChunkPlacement]]) -> Sequence[ChunkPlacement]:
-    """The inner chunks a shard's projection needs (``inner``: its part projected onto
-    them; ``slices``: a part of slices). Shards of one extent and index strides selected
-    by the same slices need the same chunks in the same places (a slab across many
-    shards): ``seen`` keeps them by those."""
-    strides = layout.index_strides(p.coords)
-    if block:
-        return shard_placements(p.extent, layout.chunk_shape, strides)
-    if not slices:
-        return [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index) for q in inner()]
-    key = (p.extent, strides, *((d.start, d.stop, d.step) for d in p.local))
-    found = seen.get(key)
-    if found is None:
-        combos = inner.combos()
-        found = seen[key] = ([_placement(zip(*combo), strides) for combo in combos] if combos is not None else
-                             [ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.local)
-                              for q in inner()])
-    return found
+#: the fields of the one chunk of a 0-d array (its parts: none)
+_NO_PARTS = ((), (), (), (), ())
 
 
-def _placement(fields: Iterator[tuple[Any, ...]], strides: Sequence[int]) -> ChunkPlacement:
-    """An inner chunk's placement from its parts' fields (``DimPart``'s, a dimension each):
-    slices of slices, so its index is its part's slices."""
-    coords, local, out, _, _ = fields
-    return ChunkPlacement(coords, sum(map(operator.mul, coords, strides)), out, local)
+def _orthogonal_units(nested: NestedParts, layout: StorageLayout) -> Iterator[UnitRead]:
+    """The shards an orthogonal selection touches (``nested``: its parts on the shards and
+    on their inner chunks), each with the inner chunks it needs. A box of slices is built
+    from its parts' fields directly: a shard it covers (``block``) is read as a whole, and
+    shards of one extent and index strides selected by the same slices need the same chunks
+    in the same places (a slab across many shards), so those are made once."""
+    per_dim, chunk_shape, ranged = nested.per_dim, layout.chunk_shape, layout.ranged_reads
+    seen: dict[tuple[object, ...], Sequence[ChunkPlacement]] | None = \
+        {} if any([len(parts) > 1 for parts in per_dim]) else None
+    for idx in nested.combos:
+        if not nested.basic:
+            p = nested.projection(idx)
+            strides = layout.index_strides(p.coords)
+            yield UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=p.full or not ranged,
+                           extent=p.extent,
+                           chunks=[ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
+                                   for q in nested.projections(idx)])
+            continue
+        combo = [per_dim[d][i] for d, i in enumerate(idx)]
+        coords, local, outs, fulls, extent = zip(*combo) if combo else _NO_PARTS
+        full = False not in fulls
+        strides = layout.index_strides(coords)
+        chunks: Sequence[ChunkPlacement]
+        if full:
+            chunks = shard_placements(extent, chunk_shape, strides)
+        elif seen is None:
+            chunks = _box_placements(nested, idx, strides)
+        else:
+            key = (extent, strides, *[(d.start, d.stop, d.step) for d in local])
+            found = seen.get(key)
+            if found is None:
+                found = seen[key] = _box_placements(nested, idx, strides)
+            chunks = found
+        yield UnitRead(layout.key(coords), coords, outs, tuple([o.stop - o.start for o in outs]),
+                       whole=full or not ranged, chunks=chunks, block=full, extent=extent, index=local)
+
+
+def _box_placements(nested: NestedParts, idx: tuple[int, ...], strides: Sequence[int]) -> list[ChunkPlacement]:
+    """The inner chunks of the shard at ``idx`` of a box of slices, from their parts'
+    fields (a ``DimPart`` per dimension): slices of slices, so a chunk's index is its
+    part's slices."""
+    return [ChunkPlacement(coords, sum(map(operator.mul, coords, strides)), out, local)
+            for coords, local, out, _, _ in (zip(*inner) for inner in itertools.product(*nested.inside(idx)))]
 
 
 def _position(coords: Sequence[int], strides: Sequence[int]) -> int:

@@ -27,7 +27,7 @@ def coalesce_ranges(ranges: Sequence[Range], max_gap: int, max_size: int | None 
     the merged span would exceed ``max_size`` (a single range longer than
     ``max_size`` still forms its own group). Groups are ordered by start.
     """
-    order = sorted(range(len(ranges)), key=lambda i: ranges[i])
+    order = sorted(range(len(ranges)), key=ranges.__getitem__)
     merged: list[Merged] = []
     for i in order:
         start, end = ranges[i]

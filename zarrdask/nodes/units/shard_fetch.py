@@ -162,8 +162,7 @@ class ShardFetch:
                 continue
             whole = memoryview(got.wholes[i]) if i in got.wholes else None
             ranges, pending = [], []
-            for job in inner:
-                where = index.locate(job.placement.position)
+            for job, where in zip(inner, index.lookup([job.placement.position for job in inner])):
                 if where is None:
                     continue
                 if whole is not None:
