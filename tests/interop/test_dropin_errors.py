@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
@@ -130,6 +130,9 @@ _EXPECTED = re.compile(r"\bexpected\b|known:|allowed:|\bmust\b|\bneeds?\b|\bbut\
 @settings(max_examples=400, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(broken_documents())
+@example((".zarray", {"shape": [10], "chunks": [3], "dtype": "|O", "fill_value": [], "order": "C",  # (found by a
+          "filters": [{"id": "vlen-utf8"}], "dimension_separator": ".", "compressor": None,  # 10x run: the
+          "zarr_format": 2}, ("fill_value",), []))  # object fill's own problem was wrapped, naming the field twice
 def test_broken_metadata_names_key_path_once_and_expectation(case):
     name, doc, path, new = case
     try:

@@ -129,6 +129,8 @@ def fill_from_json_v2(dtype: DataType, value: JSON, loc: Loc = ("fill_value",), 
             return np.frombuffer(raw.ljust(dtype.dtype.itemsize, b"\0"), dtype=stored_dtype_v2(dtype))[0].astype(
                 dtype.dtype
             )
+    except MetadataError:
+        raise  # (a helper's own problem: it names the field and what it expected already)
     except (ValueError, TypeError, OverflowError) as exc:
         raise MetadataError([Problem(loc, f"invalid fill value {value!r} for dtype {dtype.name}: "
                                           f"{with_expected(dtype, exc)}")]) from None
