@@ -21,7 +21,6 @@ import math
 import operator
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, NamedTuple, Union
 
 import numpy as np
@@ -116,11 +115,11 @@ class OrthogonalSelection:
     dims: tuple[DimSel, ...]
     array_shape: tuple[int, ...]
 
-    @cached_property
+    @property
     def shape(self) -> tuple[int, ...]:
         return tuple([_slice_len(d) if isinstance(d, slice) else len(d) for d in self.dims])
 
-    @cached_property
+    @property
     def is_basic(self) -> bool:
         return all([isinstance(d, slice) for d in self.dims])
 
