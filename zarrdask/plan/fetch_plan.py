@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..metadata.grid import AxisGrid, ceil_div
-from ..indexing import NestedParts, OrthogonalSelection, Selection
+from ..indexing import NestedParts, OrthogonalSelection, Projection, Selection
 
 __all__ = ["ChunkPlacement", "ReadPlan", "ReadPlanSummary", "StorageLayout", "UnitRead", "plan_read",
            "planned_chunks", "shard_placements"]
@@ -129,14 +129,8 @@ def plan_read(selection: Selection, layout: StorageLayout, units: Collection[tup
     if isinstance(selection, OrthogonalSelection):
         nested = selection.nested_parts(layout.unit_grid, layout.chunk_shape, units)
         return ReadPlan(() if nested is None else tuple(_orthogonal_units(nested, layout)))
-    planned = []
-    for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape, units):
-        strides = layout.index_strides(p.coords)
-        planned.append(UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape,
-                                whole=p.full or not layout.ranged_reads, extent=p.extent,
-                                chunks=[ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index,
-                                                       q.chunk_index) for q in inner()]))
-    return ReadPlan(tuple(planned))
+    return ReadPlan(tuple(_projected_unit(p, inner(), layout)
+                          for p, inner in selection.project_nested(layout.unit_grid, layout.chunk_shape, units)))
 
 
 def planned_chunks(selection: Selection, layout: StorageLayout) -> int:
@@ -160,12 +154,7 @@ def _orthogonal_units(nested: NestedParts, layout: StorageLayout) -> Iterator[Un
         {} if any([len(parts) > 1 for parts in per_dim]) else None
     for idx in nested.combos:
         if not nested.basic:
-            p = nested.projection(idx)
-            strides = layout.index_strides(p.coords)
-            yield UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=p.full or not ranged,
-                           extent=p.extent,
-                           chunks=[ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index, q.chunk_index)
-                                   for q in nested.projections(idx)])
+            yield _projected_unit(nested.projection(idx), nested.projections(idx), layout)
             continue
         combo = [per_dim[d][i] for d, i in enumerate(idx)]
         coords, local, outs, fulls, extent = zip(*combo) if combo else _NO_PARTS
@@ -186,11 +175,20 @@ def _orthogonal_units(nested: NestedParts, layout: StorageLayout) -> Iterator[Un
                        whole=full or not ranged, chunks=chunks, block=full, extent=extent, index=local)
 
 
+def _projected_unit(p: Projection, inner: list[Projection], layout: StorageLayout) -> UnitRead:
+    """The shard of projection ``p`` (a part of points or integer arrays), its inner chunks
+    projected as ``inner``."""
+    strides = layout.index_strides(p.coords)
+    return UnitRead(layout.key(p.coords), p.coords, p.out_index, p.shape, whole=p.full or not layout.ranged_reads,
+                    extent=p.extent, chunks=[ChunkPlacement(q.coords, _position(q.coords, strides), q.out_index,
+                                                            q.chunk_index) for q in inner])
+
+
 def _box_placements(nested: NestedParts, idx: tuple[int, ...], strides: Sequence[int]) -> list[ChunkPlacement]:
     """The inner chunks of the shard at ``idx`` of a box of slices, from their parts'
     fields (a ``DimPart`` per dimension): slices of slices, so a chunk's index is its
     part's slices."""
-    return [ChunkPlacement(coords, sum(map(operator.mul, coords, strides)), out, local)
+    return [ChunkPlacement(coords, _position(coords, strides), out, local)
             for coords, local, out, _, _ in (zip(*inner) for inner in itertools.product(*nested.inside(idx)))]
 
 
