@@ -98,7 +98,8 @@ class CodecPipeline:
         self._decoded_sizes = tuple(sizes[: len(bytes_bytes)])
         #: decode_into writes straight into the chunk's memory (no copy): the codecs before the
         #: first bytes->bytes codec only view its bytes as the array
-        self.decodes_into = bool(bytes_bytes) and not array_array and array_bytes.reinterprets(current)
+        self._views_bytes = not array_array and array_bytes.reinterprets(current)
+        self.decodes_into = bool(bytes_bytes) and self._views_bytes
         #: decode_into can stop early: the chunk's values in C order are the bytes of the one
         #: bytes->bytes codec, which decodes a prefix alone (zstd, block by block), and a
         #: chunk is large enough for a prefix to skip something
@@ -147,10 +148,23 @@ class CodecPipeline:
 
     def decode(self, data: Buffer) -> np.ndarray[Any, Any]:
         """Decode one stored chunk to an array of ``spec.shape`` (may be read-only)."""
-        array = self.array_bytes.decode(self.decode_bytes_stage(data), self.bytes_spec)
+        return self._decode_staged(self.decode_bytes_stage(data))
+
+    def _decode_staged(self, staged: Buffer) -> np.ndarray[Any, Any]:
+        array = self.array_bytes.decode(staged, self.bytes_spec)
         for codec, spec in zip(reversed(self.array_array), reversed(self._aa_specs)):
             array = codec.decode(array, spec)
         return array
+
+    def decode_to_bytes(self, data: Buffer) -> Buffer:
+        """One stored chunk's values as bytes, in C order and this machine's byte order: the
+        bytes stage's output itself where the chain only views it as the array (no array is
+        made: a shard index, read once per shard and copied into its own table), else the
+        decoded array's memory."""
+        staged = self.decode_bytes_stage(data)
+        if self._views_bytes and memoryview(staged).nbytes == self.bytes_spec.nbytes:
+            return staged
+        return np.ascontiguousarray(self._decode_staged(staged)).data.cast("B")
 
     def decode_into(self, data: Sequence[Buffer], out: np.ndarray[Any, Any],
                     slots: Sequence[int] | None = None, stops: Sequence[int | None] | None = None) -> None:

@@ -64,9 +64,10 @@ class ShardIndex:
         self._checked = checked  # (every entry checked at once: lookups need no check)
 
     @classmethod
-    def parse(cls, table: np.ndarray, grid: tuple[int, ...], data_start: int, data_end: int | None,
+    def parse(cls, table: np.ndarray | Buffer, grid: tuple[int, ...], data_start: int, data_end: int | None,
               key: str) -> ShardIndex:
-        """Wrap a decoded ``(*grid, 2)`` table (copied: it may view a whole shard's bytes).
+        """Wrap a decoded ``(*grid, 2)`` table, as an array or as its bytes (C order, this
+        machine's byte order), copied: it may view a whole shard's bytes.
         Every present entry must lie in ``[data_start, data_end)`` (``data_end`` None: the
         shard's size is not known) without passing 2**64; an entry is checked when it is
         looked up (:meth:`spans`), as the peers check it, so a read pays for the entries it
@@ -75,7 +76,8 @@ class ShardIndex:
         TensorStore read a shard whose chunks share or overlap their bytes, so that is not
         refused (each chunk is decoded, and checksummed where its codecs say, alone)."""
         entries = array.array("Q")
-        entries.frombytes(np.ascontiguousarray(table, dtype=np.uint64).data.cast("B"))
+        entries.frombytes(np.ascontiguousarray(table, dtype=np.uint64).data.cast("B")
+                          if isinstance(table, np.ndarray) else table)
         return cls(entries, grid, data_start, _MISSING_INT if data_end is None else data_end, key)
 
     def check(self) -> None:
@@ -311,7 +313,7 @@ class ShardingCodec(ArrayBytesCodec):
                 f"shard {key}: index needs {self.index_size} bytes, found {len(data)} (truncated shard)")
         assert self.index_pipeline is not None
         try:
-            table = self.index_pipeline.decode(data)
+            table = self.index_pipeline.decode_to_bytes(data)
         except CodecError as exc:
             raise type(exc)(f"shard {key}: index: {exc}") from None
         data_end = None if shard_size is None else shard_size - (self.index_size if self.index_location == "end" else 0)
