@@ -3,8 +3,9 @@
 A partial read of a shard reads its index, then its chunks' byte ranges: in two requests,
 or long apart when the index is cached by the open array. Another process's write in
 between (on disk a new file renamed onto the key, on S3 a new object) moves the chunks.
-Local files and S3 tell each read's version (``Store.get_ranges_versioned``), so a read
-gives the old value or the new one, never one version's offsets applied to another's bytes
+Local files and S3 tell each read's version (``Store.get_then``: one descriptor for both
+steps on disk, two requests compared on S3), so a read gives the old value or the new one,
+never one version's offsets applied to another's bytes
 (before: the neighbouring chunk's values, silently, where chunks are uncompressed). The
 other process is simulated by writing the shard's key through a store of its own (on disk
 a new file renamed onto the key, as any zarrdask writer does), and once by a real process.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrdask
-from zarrdask.storage.base import ByteRequest, Store, VersionedRanges
+from zarrdask.storage.base import ByteRequest, Store, Then, ThenRead
 from zarrdask.storage.fsspec_store import FsspecStore
 from zarrdask.storage.local import LocalStore
 
@@ -94,35 +95,68 @@ def test_a_shard_deleted_after_its_index_was_cached_reads_as_fill_value(new_stor
 
 
 class _Swapping:
-    """Replaces the shard with the next of ``replacements`` after each of the store's first
-    ``len(replacements)`` versioned reads: between a read's index request and its ranges."""
+    """Replaces the shard with the next of ``replacements`` (through ``put``) each time a
+    read has seen its index and asked for its chunks' ranges (``Store.get_then``'s
+    ``then``), for the first ``len(replacements)`` reads: between the two steps."""
 
-    def __init__(self, store: Store, replacements: list[bytes]) -> None:
-        self.store, self.replacements = store, list(replacements)
+    def __init__(self, put: Callable[[bytes], None], replacements: list[bytes]) -> None:
+        self.put, self.replacements = put, list(replacements)
 
-    def __call__(self, read: Callable[[list[tuple[str, ByteRequest]]], VersionedRanges],
-                 requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
-        got = read(requests)
-        if self.replacements:
-            self.store.set(SHARD_KEY, self.replacements.pop(0))
-        return got
+    def __call__(self, get_then: Callable[..., list[ThenRead]], requests: list[tuple[str, ByteRequest | None]],
+                 then: Then) -> list[ThenRead]:
+        def swapping_then(i: int, first: bytes | None, version: object) -> Sequence[ByteRequest]:
+            ranges = then(i, first, version)
+            if self.replacements:
+                self.put(self.replacements.pop(0))
+            return ranges
+
+        return get_then(requests, swapping_then)
 
 
 @pytest.mark.parametrize("swaps, expected", [(1, "b"), (2, "c")])
 @pytest.mark.parametrize("layout", sorted(COMPRESSORS))
 def test_a_shard_replaced_between_index_and_chunks_is_read_again(new_store, monkeypatch, layout, swaps, expected):
-    """Replaced once between the requests: read again with the new index; replaced again
-    then: read whole (one request, one version)."""
+    """Replaced (a new file renamed onto the key, a new S3 object) after the read saw the
+    index: read again with the new index, and whole (one request, one version) if it was
+    replaced again then. (On disk the read's descriptor still holds the old file, whose
+    change time the rename moves: the read is told all the same.)"""
     absent = {"a": {0}, "b": {5, 6}, "c": set()}  # (each version's chunks at other offsets)
     values = {name: _version(k, absent[name]) for k, name in enumerate("abc")}
     store = new_store()
     _shard(store, values["a"], COMPRESSORS[layout])
-    swapping = _Swapping(store, [_shard(new_store(), values[n], COMPRESSORS[layout]) for n in "bc"[:swaps]])
+    replacements = [_shard(new_store(), values[n], COMPRESSORS[layout]) for n in "bc"[:swaps]]
+    swapping = _Swapping(lambda blob: store.set(SHARD_KEY, blob), replacements)
     reader = zarrdask.open_array(store, mode="r")
     fetching = reader.units.fetch.store
-    read = fetching.get_ranges_versioned
-    monkeypatch.setattr(fetching, "get_ranges_versioned", lambda r: swapping(read, r))
+    get_then = fetching.get_then
+    monkeypatch.setattr(fetching, "get_then", lambda requests, then: swapping(get_then, requests, then))
     monkeypatch.setattr(fetching, "reach", lambda: 0)  # (on S3 this small shard would come whole with its index)
+    assert np.array_equal(reader[1:7, 1:7], values[expected][1:7, 1:7])
+
+
+@pytest.mark.parametrize("swaps, expected", [(1, "b"), (2, "c")])
+@pytest.mark.parametrize("layout", sorted(COMPRESSORS))
+def test_a_shard_rewritten_in_place_between_index_and_chunks_is_read_again(tmp_path, monkeypatch, layout, swaps,
+                                                                          expected):
+    """Another writer that rewrites the file in place (not zarrdask's way) after the read
+    saw the index: the descriptor's version differs once the chunks are read, so the shard
+    is read again with the new index, and whole if it was rewritten again then."""
+    absent = {"a": {0}, "b": {5, 6}, "c": set()}
+    values = {name: _version(k, absent[name]) for k, name in enumerate("abc")}
+    store = LocalStore(tmp_path / "a.zarr")
+    _shard(store, values["a"], COMPRESSORS[layout])
+    replacements = [_shard(LocalStore(tmp_path / n), values[n], COMPRESSORS[layout]) for n in "bc"[:swaps]]
+
+    def in_place(blob: bytes) -> None:
+        with open(store.path_of(SHARD_KEY), "r+b") as f:  # (the same inode: truncated and written)
+            f.truncate(0)
+            f.write(blob)
+
+    swapping = _Swapping(in_place, replacements)
+    reader = zarrdask.open_array(store, mode="r")
+    fetching = reader.units.fetch.store
+    get_then = fetching.get_then
+    monkeypatch.setattr(fetching, "get_then", lambda requests, then: swapping(get_then, requests, then))
     assert np.array_equal(reader[1:7, 1:7], values[expected][1:7, 1:7])
 
 

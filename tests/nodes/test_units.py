@@ -5,6 +5,8 @@ the check of one unit, and the two ways whole units are fetched giving the same 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -114,6 +116,25 @@ def test_delete_drops_cached_indexes() -> None:
     a.units.delete([(0, 0)])
     assert a[0, 0] == 0 and a[...][:6, :6].sum() == 0
     assert a.units.key((0, 0)) not in a.units.stored_keys()
+
+
+def test_a_partial_read_opens_each_shard_file_once(tmp_path, monkeypatch) -> None:
+    """On local disk a shard's index and the chunks it points to are read on one descriptor
+    (``Store.get_then``): a cold partial read opens each touched shard's file once, and a
+    read with the indexes cached opens it once more."""
+    path = str(tmp_path / "a.zarr")
+    data = np.arange(16 * 16, dtype="int32").reshape(16, 16)
+    zarrdask.create_array(path, shape=(16, 16), dtype="int32", chunks=(4, 4), shards=(8, 8))[...] = data
+    a = zarrdask.open_array(path)
+    opened: list[str] = []
+    real = os.open
+    monkeypatch.setattr(os, "open", lambda name, *args, **kw: opened.append(os.fspath(name)) or real(name, *args, **kw))
+    window = (slice(2, 10), slice(3, 13))  # (four shards, each in part)
+    for _ in range(2):
+        opened.clear()
+        assert np.array_equal(a[window], data[window])
+        shards = [name for name in opened if f"{os.sep}c{os.sep}" in name]
+        assert sorted(shards) == sorted(set(shards)) and len(shards) == 4
 
 
 @pytest.mark.parametrize("chain", sorted(CHAINS))

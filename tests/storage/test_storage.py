@@ -131,6 +131,40 @@ class ReadableStoreTests:
         store.delete("a/b/d")
         assert store.get_ranges_versioned([("a/b/d", ByteRange(0))]).versions == [None]
 
+    def test_get_then(self, store: Store) -> None:
+        c, d = DATA["a/b/c"], DATA["a/b/d"]
+        seen = []
+
+        def then(i: int, first: bytes | None, version: object) -> list:
+            seen.append((i, first))
+            return {0: [ByteRange(0, 3), SuffixRange(2)], 2: [ByteRange(1), ByteRange(5, 0)]}.get(i, [])
+
+        requests = [("a/b/c", ByteRange(10, 5)), ("nope", ByteRange(0, 4)), ("a/b/d", None), ("a/e", SuffixRange(2)),
+                    ("a", ByteRange(0, 2))]
+        got = store.get_then(requests, then)
+        assert sorted(seen) == [(0, c[10:15]), (2, None), (3, b"")]  # (not for the absent keys)
+        assert [r.first for r in got] == [c[10:15], None, None, b"", None]
+        assert [r.values for r in got] == [[c[:3], c[-2:]], [], [d[1:], b""], [], []]
+        assert not any(r.changed for r in got)
+        versions = [r.version for r in got]
+        assert versions[1] is None and versions[4] is None
+        if self.expect_versions:
+            assert versions[:4:2] == store.get_ranges_versioned([("a/b/c", ByteRange(0)), ("a/b/d", ByteRange(0))]).versions
+        else:
+            assert versions == [None] * len(requests)
+        assert store.get_then([], then) == []
+        with pytest.raises(InvalidKeyError):
+            store.get_then([("../x", None)], then)
+        if not self.expect_versions or store.read_only:
+            return
+
+        def rewriting(i: int, first: bytes | None, version: object) -> list:
+            store.set("a/b/c", bytes(range(1, 101)))  # (another writer, between the two steps)
+            return [ByteRange(0, 3)]
+
+        (read,) = store.get_then([("a/b/c", ByteRange(0, 2))], rewriting)
+        assert read.changed and read.first == c[:2]
+
     def test_iter_ranges(self, store: Store) -> None:
         requests = [("a/b/c", ByteRange(10, 5)), ("nope", ByteRange(0)), ("a/b/d", SuffixRange(2)),
                     ("a/e", ByteRange(0)), ("a/b/c", ByteRange(5, 0))]
@@ -860,6 +894,7 @@ CONTRACT = {
     "supports_deletes": "test_supports_deletes", "supports_writes": "test_supports_writes",
     "identity": "test_cache_identity", "file_of": "test_file_of",
     "holds_under": "test_holds_under", "get_ranges_versioned": "test_get_ranges_versioned",
+    "get_then": "test_get_then",
 }
 STORE_CLASSES = [
     TestLocalStore, TestMemoryStore, TestFsspecMemory, TestFsspecLocal, TestPrefixedStore,

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, NamedTuple, Union
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "Guard", "Update", "VersionedRanges",
-           "normalize_key", "node_path", "new_node_path", "join_path"]
+__all__ = ["ByteRange", "SuffixRange", "ByteRequest", "Buffer", "Value", "Store", "Guard", "Then", "ThenRead", "Update",
+           "VersionedRanges", "normalize_key", "node_path", "new_node_path", "join_path"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 # A value may also be given as a list of buffers (its concatenation), so that a shard is
@@ -63,6 +63,28 @@ class VersionedRanges(NamedTuple):
 
     values: list[bytes | None]
     versions: list[Hashable | None]
+
+
+class ThenRead(NamedTuple):
+    """One key's read in two steps (:meth:`Store.get_then`): its first request's value
+    (``None``: none was asked for, or the key is absent), the values of the ranges asked for
+    after it, the version of the key they were read from (``None``: the key is absent, or
+    the store cannot tell), and whether the key changed between the two steps (its values
+    then belong to another version than its first value: read it again)."""
+
+    first: bytes | None
+    values: list[bytes | None]
+    version: Hashable | None
+    changed: bool
+
+
+#: ``then(i, first, version)``: the ranges of request ``i``'s key to read once its first
+#: value (``None``: none was asked for) has been read from ``version`` of it (``None``: not
+#: known yet)
+Then = Callable[[int, "bytes | None", "Hashable | None"], Sequence[ByteRequest]]
+
+#: a key found absent by a read in two steps
+_ABSENT = ThenRead(None, [], None, False)
 
 
 def normalize_key(key: str) -> str:
@@ -234,6 +256,19 @@ class Store(ABC):
             return VersionedRanges([], [])
         return self._get_ranges_versioned(checked)
 
+    def get_then(self, requests: Sequence[tuple[str, ByteRequest | None]], then: Then) -> list[ThenRead]:
+        """Read each key in two steps: its first request (``None``: none), then the ranges
+        ``then(i, value, version)`` asks for once it has seen that value (a shard's index,
+        then the chunks it points to). ``then`` is not called for a key found absent. A
+        store that holds a key open between the steps (local files) reads both from one
+        version of it; the others make two batched calls, every key's first request and
+        then every key's ranges (two round trips in all on an object store), and tell from
+        the versions whether a key changed in between (``ThenRead.changed``)."""
+        checked = [(normalize_key(k), r) for k, r in requests]
+        if not checked:
+            return []
+        return self._get_then(checked, then)
+
     def iter_ranges(self, requests: Sequence[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         """Fetch like :meth:`get_ranges`, yielding ``(position in requests, value)`` as each
         value arrives (remote stores: in completion order, so a reader can decode early
@@ -375,6 +410,36 @@ class Store(ABC):
 
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         return enumerate(self._get_ranges(requests))
+
+    def _get_then(self, requests: list[tuple[str, ByteRequest | None]], then: Then) -> list[ThenRead]:
+        """``get_then`` in two batched versioned calls; stores that hold a key open override it."""
+        asked = [i for i, (_, first) in enumerate(requests) if first is not None]
+        firsts = self._get_ranges_versioned([requests[i] for i in asked]  # type: ignore[misc]
+                                            ) if asked else VersionedRanges([], [])
+        values: list[bytes | None] = [None] * len(requests)
+        versions: list[Hashable | None] = [None] * len(requests)
+        absent = [False] * len(requests)
+        for i, value, version in zip(asked, firsts.values, firsts.versions):
+            values[i], versions[i], absent[i] = value, version, value is None
+        later: list[tuple[str, ByteRequest]] = []
+        counts = [0] * len(requests)
+        for i, (key, _) in enumerate(requests):
+            if not absent[i]:
+                ranges = then(i, values[i], versions[i])
+                later.extend((key, r) for r in ranges)
+                counts[i] = len(ranges)
+        seconds = self._get_ranges_versioned(later) if later else VersionedRanges([], [])
+        out, pos = [], 0
+        for i, n in enumerate(counts):
+            if absent[i]:
+                out.append(_ABSENT)
+                continue
+            seen = seconds.versions[pos: pos + n]
+            known = versions[i] if requests[i][1] is not None or not seen else seen[0]
+            changed = known is not None and any(v != known for v in seen)
+            out.append(ThenRead(values[i], seconds.values[pos: pos + n], known, changed))
+            pos += n
+        return out
 
     @abstractmethod
     def _set(self, key: str, value: Buffer) -> None: ...

@@ -38,7 +38,8 @@ from fsspec.implementations.zip import ZipFileSystem
 from fsspec.spec import AbstractFileSystem
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, StreamedReads, SuffixRange, Update, Value, VersionedRanges
+from .base import (Buffer, ByteRange, ByteRequest, Store, StreamedReads, SuffixRange, Then, ThenRead, Update, Value,
+                   VersionedRanges)
 from ..compat.fsspec import async_cat_file, async_pipe_file, canonical_path, memory_files, s3_call, single_try
 from .in_process import CompareUpdate, container_lock
 from .link import link_to
@@ -233,6 +234,12 @@ class FsspecStore(StreamedReads, Store):
                 yield i, self._past_end(requests[i][0], paths[j], starts[j], result)
             else:
                 yield i, result if type(result) is bytes else bytes(result)
+
+    def _get_then(self, requests: list[tuple[str, ByteRequest | None]], then: Then) -> list[ThenRead]:
+        """On ``file://``, the LocalStore's one descriptor per key; elsewhere two batched calls."""
+        if self._disk is not None:
+            return self._disk._get_then(requests, then)
+        return super()._get_then(requests, then)
 
     def _get_ranges_versioned(self, requests: list[tuple[str, ByteRequest]]) -> VersionedRanges:
         """On ``file://``, the files the store's LocalStore writes, versioned as it does; on

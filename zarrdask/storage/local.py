@@ -20,7 +20,8 @@ import stat
 from collections.abc import Callable, Hashable, Iterator, Mapping
 
 from ..errors import InvalidStoreError, StoreError
-from .base import Buffer, ByteRange, ByteRequest, Store, Update, Value, VersionedRanges, normalize_key
+from .base import (Buffer, ByteRange, ByteRequest, Store, Then, ThenRead, Update, Value, VersionedRanges,
+                   normalize_key)
 from .key_lock import SUPPORTED, KeyLock, is_lock_name
 
 __all__ = ["LocalStore", "MISSING_ERRORS", "is_temporary_name", "temporary_name"]
@@ -107,6 +108,22 @@ def _version(st: os.stat_result) -> Hashable:
 def _bytes_view(part: Buffer) -> memoryview:
     view = memoryview(part)
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def _read_request(fd: int, request: ByteRequest, size: int) -> tuple[bytes, int]:
+    """What ``request`` reads of the open file ``fd``, and the file's size (``size``: known,
+    or -1, then read from the descriptor when the request needs it)."""
+    if isinstance(request, ByteRange) and request.length is not None:
+        start, length = request.start, request.length
+    else:
+        if size < 0:
+            size = os.fstat(fd).st_size
+        if isinstance(request, ByteRange):
+            start, length = request.start, size - request.start
+        else:
+            length = min(request.length, size)
+            start = size - length
+    return (_read_at(fd, start, length) if length > 0 else b""), size
 
 
 def _read_at(fd: int, offset: int, length: int) -> bytes:
@@ -233,18 +250,7 @@ class LocalStore(Store):
                     for i in indices:
                         versions[i] = version
                 for i in indices:
-                    request = requests[i][1]
-                    if isinstance(request, ByteRange) and request.length is not None:
-                        start, length = request.start, request.length
-                    else:
-                        if size < 0:
-                            size = os.fstat(fd).st_size
-                        if isinstance(request, ByteRange):
-                            start, length = request.start, size - request.start
-                        else:
-                            length = min(request.length, size)
-                            start = size - length
-                    out[i] = _read_at(fd, start, length) if length > 0 else b""
+                    out[i], size = _read_request(fd, requests[i][1], size)
             except IsADirectoryError:
                 for i in indices:
                     out[i] = None
@@ -254,6 +260,40 @@ class LocalStore(Store):
                 raise StoreError(f"cannot read key {key!r} in {self.root!r}: {e}") from e
             finally:
                 os.close(fd)
+        return out
+
+    def _get_then(self, requests: list[tuple[str, ByteRequest | None]], then: Then) -> list[ThenRead]:
+        """Each key's two steps on one descriptor, its version taken before and after: a
+        writer that replaces the file (zarrdask's do) cannot change what the read sees, and
+        one that rewrites it in place is told (``changed``)."""
+        out = []
+        for i, (key, first) in enumerate(requests):
+            try:
+                fd = os.open(self.path_of(key), os.O_RDONLY)
+            except MISSING_ERRORS:
+                out.append(ThenRead(None, [], None, False))
+                continue
+            except OSError as e:
+                raise StoreError(f"cannot open key {key!r} in {self.root!r}: {e}") from e
+            try:
+                try:
+                    st = os.fstat(fd)
+                    if stat.S_ISDIR(st.st_mode):  # (a directory: no value)
+                        out.append(ThenRead(None, [], None, False))
+                        continue
+                    size, version = st.st_size, _version(st)
+                    value = None if first is None else _read_request(fd, first, size)[0]
+                except OSError as e:
+                    raise StoreError(f"cannot read key {key!r} in {self.root!r}: {e}") from e
+                ranges = then(i, value, version)  # (the caller's own errors pass as they are)
+                try:
+                    values = [_read_request(fd, r, size)[0] for r in ranges]
+                    changed = bool(ranges) and _version(os.fstat(fd)) != version
+                except OSError as e:
+                    raise StoreError(f"cannot read key {key!r} in {self.root!r}: {e}") from e
+            finally:
+                os.close(fd)
+            out.append(ThenRead(value, values, version, changed))
         return out
 
     def _size(self, key: str) -> int | None:

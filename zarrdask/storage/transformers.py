@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from .base import Buffer, ByteRequest, Store, Update, Value, VersionedRanges, join_path, normalize_key
+from .base import (Buffer, ByteRequest, Store, Then, ThenRead, Update, Value, VersionedRanges, join_path,
+                   normalize_key)
 
 __all__ = [
     "StorageTransformerFactory",
@@ -96,6 +97,11 @@ class WrapperStore(Store):
         if type(self)._get_ranges is not WrapperStore._get_ranges:  # (a subclass's reads: no versions vouched for)
             return super()._get_ranges_versioned(requests)
         return self.inner._get_ranges_versioned([(self._inner_key(k), r) for k, r in requests])
+
+    def _get_then(self, requests: list[tuple[str, ByteRequest | None]], then: Then) -> list[ThenRead]:
+        if type(self)._get_ranges is not WrapperStore._get_ranges:  # (a subclass's reads: in two of its calls)
+            return super()._get_then(requests, then)
+        return self.inner._get_then([(self._inner_key(k), r) for k, r in requests], then)
 
     def _iter_ranges(self, requests: list[tuple[str, ByteRequest]]) -> Iterator[tuple[int, bytes | None]]:
         return self.inner._iter_ranges([(self._inner_key(k), r) for k, r in requests])

@@ -1,8 +1,9 @@
 """Fetching the bytes of shards' inner chunks: each shard's index (checked, kept in an
-:class:`IndexCache`, the missing ones fetched with one batched ranged request, which on a
-remote store also brings small shards whole), then every other needed chunk's byte range,
-neighbours coalesced, all shards in one batch; or whole shards, one GET each. The one
-place that reads a shard's bytes; decoding them is ``shards.py``'s."""
+:class:`IndexCache`; a missing one read first, in the same store call as the chunks it
+points to, ``Store.get_then``; on a remote store its request also brings a small shard
+whole), then every needed chunk's byte range, neighbours coalesced, all shards in one
+call; or whole shards, one GET each. The one place that reads a shard's bytes; decoding
+them is ``shards.py``'s."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from ...codecs.sharding import ShardIndex, ShardingCodec
 from ...errors import CodecError, CorruptChunkError
 from ...plan.fetch_plan import ChunkPlacement, UnitRead
-from ...storage.base import Buffer, ByteRange, Store
+from ...storage.base import Buffer, ByteRange, ByteRequest, Store
 from ...storage.coalesce import Merged, coalesce_ranges, split_coalesced
 from ...runtime.cache import ArrayKey, last_write
 from .base import with_key
@@ -36,32 +37,12 @@ class InnerJob:
 
 
 class _ShardRanges(NamedTuple):
-    """One shard's part of a batched ranged read: its place among the read's shards, the
-    version of the shard its index was read from, its present inner chunks' byte ranges,
-    those ranges coalesced into requests, and the jobs that receive them (in range order).
-    A shard with no range to read but a cached index has one empty request, which tells
-    its version."""
+    """One shard's part of a ranged read: its present inner chunks' byte ranges, those
+    ranges coalesced into requests, and the jobs that receive them (in range order)."""
 
-    unit: int
-    version: Hashable | None
     ranges: list[tuple[int, int]]
     merged: list[Merged]
     pending: list[InnerJob]
-
-    @property
-    def requests(self) -> int:
-        return len(self.merged) or 1
-
-
-class _Indexes(NamedTuple):
-    """The indexes of a read's shards (None: the shard is absent), the version of the shard
-    each was read from, whether each came from the cache, and the shards that came whole
-    with their index (by position)."""
-
-    indexes: list[ShardIndex | None]
-    versions: list[Hashable | None]
-    cached: list[bool]
-    wholes: dict[int, Buffer]
 
 
 class ShardFetch:
@@ -70,11 +51,11 @@ class ShardFetch:
     shards only); ``pool_key`` names the array among the process's writers (see
     :meth:`indexes`).
 
-    A shard's chunks are read in a request after its index's (or long after, the index
-    cached): where the store tells versions (local files, S3), the two are compared, and a
-    shard that changed in between (another process wrote it) is read again with a new
-    index, or whole if it changed again, so a read never puts one version's chunk offsets
-    on another's bytes."""
+    A shard's chunks are read after its index (``Store.get_then``: on one descriptor on
+    local disk, in a second request elsewhere), or long after, the index cached. Where the
+    store tells versions (local files, S3), a shard that changed in between (another
+    process wrote it) is read again with a new index, or whole if it changed again, so a
+    read never puts one version's chunk offsets on another's bytes."""
 
     def __init__(self, store: Store, codec_at: Callable[[tuple[int, ...]], ShardingCodec],
                  shard_bytes: Callable[[Buffer], Buffer], options: ArrayOptions, pool_key: ArrayKey | None) -> None:
@@ -90,39 +71,39 @@ class ShardFetch:
         """Shard indexes from the cache, the rest with one batched ranged request. Another
         open of the array writing in this process makes the cached ones stale: the cache is
         emptied then, and an index fetched across such a write is not kept."""
-        return self._indexes(units, 0).indexes
+        stamp = self._fresh()
+        held = [self.cache.get(u.key) for u in units]
+        found = [None if h is None else h[0] for h in held]
+        todo = [i for i, h in enumerate(held) if h is None]
+        if todo:
+            fetched = self.store.get_ranges_versioned(
+                [(units[i].key, self._codec_at(units[i].coords).index_request()) for i in todo])
+            for i, raw, version in zip(todo, fetched.values, fetched.versions):
+                if raw is not None:
+                    found[i] = self._parsed(units[i], raw, version, 0, stamp)[0]
+        return found
 
-    def _indexes(self, units: Sequence[UnitRead], reach: int) -> _Indexes:
-        """:meth:`indexes` with their versions, each request asking for up to ``reach`` bytes
-        in all beside the indexes (shared among them)."""
+    def _fresh(self) -> object:
+        """The process's last write to this array, the cache emptied when it is new."""
         stamp = last_write(self._pool_key)
         if stamp != self._stamp:
             self.cache.clear()
             self._stamp = stamp
-        held = [self.cache.get(u.key) for u in units]
-        got = _Indexes([None if h is None else h[0] for h in held], [None if h is None else h[1] for h in held],
-                       [h is not None for h in held], {})
-        todo = [i for i, h in enumerate(held) if h is None]
-        if not todo:
-            return got
-        codecs = {i: self._codec_at(units[i].coords) for i in todo}
-        each = reach // len(todo)
-        requests = [(units[i].key, codecs[i].index_request(each)) for i in todo]
-        fetched = self.store.get_ranges_versioned(requests)
-        for i, raw, version in zip(todo, fetched.values, fetched.versions):
-            if raw is None:
-                continue
-            key = units[i].key
-            try:
-                index, whole = codecs[i].index_from(raw, key, each)
-            except CodecError as exc:
-                raise with_key(exc, key) from exc
-            got.indexes[i], got.versions[i] = index, version
-            if whole is not None:
-                got.wholes[i] = whole
-            if self._keeps(version) and last_write(self._pool_key) == stamp:
-                self.cache.put(key, index, version)
-        return got
+        return stamp
+
+    def _parsed(self, unit: UnitRead, raw: Buffer, version: Hashable | None, reach: int,
+                stamp: object) -> tuple[ShardIndex, Buffer | None]:
+        """The index of ``unit``'s shard from the answer to its index request (asking for
+        ``reach`` more bytes), and the whole shard when the answer holds it; the index kept
+        where it may serve later reads (:meth:`_keeps`, and no write by this process since
+        ``stamp``)."""
+        try:
+            index, whole = self._codec_at(unit.coords).index_from(raw, unit.key, reach)
+        except CodecError as exc:
+            raise with_key(exc, unit.key) from exc
+        if self._keeps(version) and last_write(self._pool_key) == stamp:
+            self.cache.put(unit.key, index, version)
+        return index, whole
 
     def _keeps(self, version: Hashable | None) -> bool:
         """Whether an index read from a shard of ``version`` may serve later reads: where
@@ -133,10 +114,11 @@ class ShardFetch:
         return version is not None or (self._pool_key is not None and self.store.held_in == "process")
 
     def ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[InnerJob]:
-        """The inner chunks of partly read shards, with their bytes: the indexes (cached, or
-        one batched request that brings small shards whole: ``Store.reach``), then every
-        needed range of the others, neighbours coalesced, in one batch. A shard that
-        changed after its index was read is read again (see the class)."""
+        """The inner chunks of partly read shards, with their bytes: each shard's index
+        (cached, or read first; a remote store's index request also brings a small shard
+        whole: ``Store.reach``), then the ranges of its needed chunks, neighbours coalesced,
+        all shards in one store call. A shard that changed after its index was read is read
+        again (see the class)."""
         per_unit, changed = self._ranges(units, targets)
         if changed:
             self.cache.invalidate([units[i].key for i in changed])
@@ -152,44 +134,51 @@ class ShardFetch:
     def _ranges(self, units: list[UnitRead], targets: list[np.ndarray]) -> tuple[list[list[InnerJob]], list[int]]:
         """:meth:`ranges` once: each unit's jobs, and the units whose shard's version
         changed after its index was read (their jobs without bytes)."""
-        requests: list[tuple[str, ByteRange]] = []
-        shards: list[_ShardRanges] = []
-        got = self._indexes(units, self.store.reach())
+        stamp = self._fresh()
+        held = [self.cache.get(u.key) for u in units]
+        todo = sum(h is None for h in held)
+        each = self.store.reach() // todo if todo else 0
         per_unit = [[InnerJob(unit.key, placement, target) for placement in unit.chunks]
                     for unit, target in zip(units, targets)]
-        for i, (unit, inner, index) in enumerate(zip(units, per_unit, got.indexes)):
-            if index is None:
-                continue
-            whole = memoryview(got.wholes[i]) if i in got.wholes else None
+        shards: dict[int, _ShardRanges] = {}
+        gap, most = self._options.coalesce_gap, self._options.coalesce_max
+
+        def then(i: int, raw: bytes | None, version: Hashable | None) -> list[ByteRequest]:
+            """The ranges of unit ``i``'s needed chunks, from its index (cached, or ``raw``)."""
+            inner, cached = per_unit[i], held[i]
+            if cached is None:
+                assert raw is not None
+                index, whole = self._parsed(units[i], raw, version, each, stamp)
+            else:
+                index, whole = cached[0], None
             ranges, pending = [], []
             for job, where in zip(inner, index.lookup([job.placement.position for job in inner])):
                 if where is None:
                     continue
                 if whole is not None:
-                    job.data = whole[where[0]: where[1]]
+                    job.data = memoryview(whole)[where[0]: where[1]]
                 else:
                     ranges.append(where)
                     pending.append(job)
-            version = got.versions[i]
-            if not pending:
-                if got.cached[i] and version is not None:
-                    requests.append((unit.key, ByteRange(0, 0)))
-                    shards.append(_ShardRanges(i, version, [], [], []))
-                continue
-            merged = coalesce_ranges(ranges, self._options.coalesce_gap, self._options.coalesce_max)
-            requests.extend((unit.key, ByteRange(s, e - s)) for s, e, _ in merged)
-            shards.append(_ShardRanges(i, version, ranges, merged, pending))
-        fetched = self.store.get_ranges_versioned(requests)
+            if not pending:  # (a cached index's shard may have changed: an empty range tells its version)
+                return [ByteRange(0, 0)] if cached is not None and cached[1] is not None else []
+            merged = coalesce_ranges(ranges, gap, most)
+            shards[i] = _ShardRanges(ranges, merged, pending)
+            return [ByteRange(s, e - s) for s, e, _ in merged]
+
+        reads = self.store.get_then([(u.key, None if h is not None else self._codec_at(u.coords).index_request(each))
+                                     for u, h in zip(units, held)], then)
         changed: list[int] = []
-        pos = 0
-        for shard in shards:
-            n = shard.requests
-            values, versions = fetched.values[pos: pos + n], fetched.versions[pos: pos + n]
-            pos += n
-            if shard.version is not None and any(v != shard.version for v in versions):
-                changed.append(shard.unit)
+        for i, (read, cached) in enumerate(zip(reads, held)):
+            if read.changed or (cached is not None and cached[1] is not None and read.version != cached[1]):
+                changed.append(i)
+                for job in per_unit[i]:
+                    job.data = None
                 continue
-            for (start, end), piece, job in zip(shard.ranges, split_coalesced(shard.ranges, shard.merged, values),
+            shard = shards.get(i)
+            if shard is None:
+                continue
+            for (start, end), piece, job in zip(shard.ranges, split_coalesced(shard.ranges, shard.merged, read.values),
                                                 shard.pending):
                 if piece is None or len(piece) != end - start:
                     found = "nothing" if piece is None else f"{len(piece)} bytes"
@@ -197,9 +186,6 @@ class ShardFetch:
                         f"shard {job.key}, inner chunk {job.placement.coords}: expected {end - start} bytes at offset "
                         f"{start}, got {found} (truncated shard)")
                 job.data = piece
-        for i in changed:
-            for job in per_unit[i]:
-                job.data = None
         return per_unit, changed
 
     def whole(self, units: list[UnitRead], targets: list[np.ndarray]) -> list[InnerJob]:
