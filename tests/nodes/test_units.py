@@ -1,7 +1,9 @@
 """The stored units behind ``Array.units`` (``zarrdask/nodes/units/``): the kind chosen from
 the codec chain, key listing, statistics against a count from the values themselves, the
 bytes stage after the sharding codec in both directions, deletes that drop cached indexes,
-the check of one unit, and the two ways whole units are fetched giving the same values."""
+one open per shard file for a partial read, ranges merged across a gap where the store makes
+it pay, the check of one unit, and the two ways whole units are fetched giving the same
+values."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _util import CountingStore
+
 import zarrdask
 from zarrdask.nodes.units.chunks import PlainChunkSource
 from zarrdask.nodes.units.shards import ShardedChunkSource
 from zarrdask.indexing import basic_selection
 from zarrdask.metadata.grid import all_chunk_coords
+from zarrdask.storage.base import ByteRange
 from zarrdask.storage.memory import MemoryStore
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -135,6 +140,22 @@ def test_a_partial_read_opens_each_shard_file_once(tmp_path, monkeypatch) -> Non
         assert np.array_equal(a[window], data[window])
         shards = [name for name in opened if f"{os.sep}c{os.sep}" in name]
         assert sorted(shards) == sorted(set(shards)) and len(shards) == 4
+
+
+@pytest.mark.parametrize("is_local, gap, requests", [(True, None, 2), (False, None, 1), (True, 1 << 20, 1), (False, 0, 2)])
+def test_chunk_ranges_are_merged_across_a_gap_where_it_pays(is_local: bool, gap: int | None, requests: int) -> None:
+    """Two needed inner chunks 32 KiB apart in a shard: one request where a request costs a
+    round trip (or ``coalesce_gap`` allows the gap), two on local disk, where a request costs
+    about what copying 16 KiB does."""
+    store = CountingStore(MemoryStore())
+    store.is_local = is_local
+    data = np.arange(4 * 4096, dtype="int32")
+    zarrdask.create_array(store, shape=data.shape, dtype="int32", chunks=(4096,), shards=(4 * 4096,),
+                          compressors=None)[...] = data  # (chunks of 16 KiB, stored as they are)
+    a = zarrdask.open_array(store, coalesce_gap=gap)
+    store.reset()
+    assert np.array_equal(a[0:16384:12288], data[0:16384:12288])  # (chunks 0 and 3)
+    assert len([r for _, r in store.requests if isinstance(r, ByteRange)]) == requests
 
 
 @pytest.mark.parametrize("chain", sorted(CHAINS))

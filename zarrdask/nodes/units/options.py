@@ -31,7 +31,8 @@ class ArrayOptions:
     ``missing_chunks``: ``"fill"`` reads absent chunks as the fill value, ``"raise"`` raises.
     ``index_cache_size``: shard indexes kept per array (LRU).
     ``threads``: threads for one read/write call (None: one per core; 1: serial, as in Dask tasks).
-    ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big.
+    ``coalesce_gap`` / ``coalesce_max``: merge inner-chunk ranges at most this far apart / this big
+    (``coalesce_gap=None``: as far as the store makes it pay, ``shard_fetch.merge_gap``).
     ``progress``: writes show a progress bar (chunks encoded; see ``runtime.progress``).
     ``lock``: held around every write call (``acquire()``/``release()``: a ``distributed.Lock``, a
     :class:`~zarrdask.runtime.locks.FileLock`), for processes writing parts of the same chunk or shard
@@ -51,7 +52,7 @@ class ArrayOptions:
     missing_chunks: str = "fill"
     index_cache_size: int = 1024
     threads: int | None = None
-    coalesce_gap: int = 1 << 16
+    coalesce_gap: int | None = None
     coalesce_max: int = 1 << 26
     progress: bool = False
     lock: WriteLock | None = None
@@ -79,8 +80,11 @@ class ArrayOptions:
             object.__setattr__(self, name, bool(getattr(self, name)))
         for name in ("index_cache_size", "coalesce_gap", "coalesce_max"):
             value = getattr(self, name)
+            if name == "coalesce_gap" and value is None:
+                continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) or value < 0:
-                raise InvalidModeError(f"{name}={value!r}: pass an integer >= 0")
+                raise InvalidModeError(f"{name}={value!r}: pass an integer >= 0"
+                                       + (" (or None: the store's own)" if name == "coalesce_gap" else ""))
         object.__setattr__(self, "cache_bytes", check_budget(self.cache_bytes))
 
 

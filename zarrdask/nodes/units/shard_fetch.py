@@ -22,7 +22,21 @@ from .base import with_key
 from .options import ArrayOptions
 from .shard_indexes import IndexCache
 
-__all__ = ["InnerJob", "ShardFetch"]
+__all__ = ["InnerJob", "ShardFetch", "merge_gap"]
+
+#: the gap between two needed ranges of a shard worth reading to save a request: on local
+#: disk a request costs about what copying 16 KiB does (benchmarks/HISTORY.md, session 40),
+#: elsewhere a round trip, which brings far more
+_LOCAL_GAP = 16 << 10
+_REMOTE_GAP = 64 << 10
+
+
+def merge_gap(store: Store, gap: int | None) -> int:
+    """How far apart two ranges of one key may be and still be read in one request:
+    ``gap`` (``ArrayOptions.coalesce_gap``), or when None what ``store`` makes it pay."""
+    if gap is not None:
+        return gap
+    return _LOCAL_GAP if store.is_local else _REMOTE_GAP
 
 
 class InnerJob:
@@ -141,7 +155,7 @@ class ShardFetch:
         per_unit = [[InnerJob(unit.key, placement, target) for placement in unit.chunks]
                     for unit, target in zip(units, targets)]
         shards: dict[int, _ShardRanges] = {}
-        gap, most = self._options.coalesce_gap, self._options.coalesce_max
+        gap, most = merge_gap(self.store, self._options.coalesce_gap), self._options.coalesce_max
 
         def then(i: int, raw: bytes | None, version: Hashable | None) -> list[ByteRequest]:
             """The ranges of unit ``i``'s needed chunks, from its index (cached, or ``raw``)."""
