@@ -8,9 +8,11 @@ layout's cached array (run ``bench_layouts.py --layouts <layout> --workloads win
 first). Each round, alternated:
 
 * **cold**: ``zarrdask.open_array`` anew (untimed) before each read, as the cold row does;
-  inside it, the index request (``store.get_ranges``: open, size, read, close), the index
-  decode (checksum + bytes codec) and its wrapping (``ShardIndex.parse``: the entries are
-  checked as the read looks them up), each timed in place by a wrapper (per index: median ns);
+  inside it, the shard's one store call (``store.get_then``: open, size, the index read,
+  decoded and parsed, the chunks read, close), the index decode (checksum; the bytes codec
+  only views the bytes) and its wrapping (``ShardIndex.parse``: the entries are checked as
+  the read looks them up), each timed in place by a wrapper (per index: median ns; the
+  store call includes the other two);
 * **cold, index bare**: the index's bytes taken as they are (no checksum, no codec, no
   check; the probe's patch again): what is left of a cold read over a warm one when the
   index costs only its request;
@@ -77,7 +79,7 @@ def main() -> None:
                           self.grid_shape)
 
     def read_index(self, data, key, shard_size=None):  # (decode and parse apart, as read_index does them)
-        table = timed("index decode", self.index_pipeline.decode)(data)
+        table = timed("index decode", self.index_pipeline.decode_to_bytes)(data)
         data_end = None if shard_size is None else shard_size - (self.index_size if self.index_location == "end" else 0)
         return ShardIndex.parse(table, self.grid_shape, self._data_start, data_end, key)
 
@@ -90,7 +92,7 @@ def main() -> None:
         for sel in windows:
             a = zarrdask.open_array(path) if cold else held
             if cold:
-                a.units.fetch.store.get_ranges = timed("index request", a.units.fetch.store.get_ranges)
+                a.units.fetch.store.get_then = timed("index + chunks", a.units.fetch.store.get_then)
             t0 = time.perf_counter()
             a[sel]
             lat.append(time.perf_counter() - t0)
@@ -135,7 +137,7 @@ def alone(path: str) -> None:
     key = first.units.key((0,) * first.ndim)
     codec = first.units._codec_at((0,) * first.ndim)
     raw = first.units.fetch.store.get_ranges([(key, codec.index_request())])[0]
-    table = codec.index_pipeline.decode(raw)
+    table = codec.index_pipeline.decode_to_bytes(raw)
     name = first.units.fetch.store.path_of(key)
     size = os.path.getsize(name)
 
@@ -148,7 +150,7 @@ def alone(path: str) -> None:
 
     steps = {
         "index request": lambda a: a.units.fetch.store.get_ranges_versioned([(key, codec.index_request())]),
-        "index decode": lambda a: a.units._codec_at((0,) * a.ndim).index_pipeline.decode(raw),
+        "index decode": lambda a: a.units._codec_at((0,) * a.ndim).index_pipeline.decode_to_bytes(raw),
         "index parse": lambda a: ShardIndex.parse(table, codec.grid_shape, 0, None, key),
         "decode + parse": lambda a: a.units._codec_at((0,) * a.ndim).read_index(raw, key),
         "whole check": lambda a: ShardIndex.parse(table, codec.grid_shape, 0, None, key).check(),

@@ -263,9 +263,10 @@ class LocalStore(Store):
         return out
 
     def _get_then(self, requests: list[tuple[str, ByteRequest | None]], then: Then) -> list[ThenRead]:
-        """Each key's two steps on one descriptor, its version taken before and after: a
-        writer that replaces the file (zarrdask's do) cannot change what the read sees, and
-        one that rewrites it in place is told (``changed``)."""
+        """Each key's two steps on one descriptor (one open, one size), its version taken
+        before the first and after the ranges: another writer that replaced the file in
+        between (a rename moves the old file's change time) or rewrote it in place is told
+        (``changed``)."""
         out = []
         for i, (key, first) in enumerate(requests):
             try:
