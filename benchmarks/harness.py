@@ -5,6 +5,7 @@ Nothing here imports zarrdask, zarr-python or TensorStore; see ``libs.py`` for t
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
@@ -111,6 +112,20 @@ def make_data(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     _DATA_CACHE.clear()
     _DATA_CACHE[key] = out
     return out
+
+
+def window_probe(doc: str) -> tuple[argparse.Namespace, str, list[tuple[slice, ...]]]:
+    """What the probes that time a layout's 200 cold windows (``probes/``) share: their
+    options (how many rounds, which layout, where the data is; ``doc``: the probe's
+    docstring, its first paragraph the description), the layout's cached array and the
+    window rows' 200 windows."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--layout", default="small-inner")
+    parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parent / "data"))
+    args = parser.parse_args()
+    path = str(Path(args.data_dir) / "ref" / f"layout_{args.layout}.zarr")
+    return args, path, random_windows(Geometry.from_size(512), 200)
 
 
 def random_windows(geom: Geometry, n: int, seed: int = 1) -> list[tuple[slice, ...]]:

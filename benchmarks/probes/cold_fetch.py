@@ -23,7 +23,6 @@ store call, versions, the index cache, coalescing) cost in place.
 
 from __future__ import annotations
 
-import argparse
 import array
 import os
 import statistics
@@ -39,22 +38,17 @@ sys.path.insert(1, str(BENCH.parent))  # the working tree's zarrdask
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--layout", default="small-inner")
-    parser.add_argument("--data-dir", default=str(BENCH / "data"))
-    args = parser.parse_args()
+    from harness import window_probe
+
+    args, path, windows = window_probe(__doc__)
 
     from crc32c import crc32c
 
     import zarrdask
     import zstd_floor
-    from harness import Geometry, random_windows
     from zarrdask.codecs.sharding import ShardIndex
     from zarrdask.nodes.units.shard_fetch import InnerJob, ShardFetch
 
-    path = str(Path(args.data_dir) / "ref" / f"layout_{args.layout}.zarr")
-    windows = random_windows(Geometry.from_size(512), 200)
     floor_read = zstd_floor.window_floor(path, windows, True)[1]
     first = zarrdask.open_array(path)
     codec = first.units._codec_at((0,) * first.ndim)

@@ -31,7 +31,6 @@ as much in place as in a loop of its own: each read's decodes (about 300 us of l
 
 from __future__ import annotations
 
-import argparse
 import array
 import statistics
 import sys
@@ -46,21 +45,16 @@ sys.path.insert(1, str(BENCH.parent))  # the working tree's zarrdask
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--layout", default="small-inner")
-    parser.add_argument("--data-dir", default=str(BENCH / "data"))
-    args = parser.parse_args()
+    from harness import window_probe
+
+    args, path, windows = window_probe(__doc__)
 
     import numpy as np
 
     import zarrdask
     import zstd_floor
-    from harness import Geometry, random_windows
     from zarrdask.codecs.sharding import ShardIndex, ShardingCodec
 
-    path = str(Path(args.data_dir) / "ref" / f"layout_{args.layout}.zarr")
-    windows = random_windows(Geometry.from_size(512), 200)
     steps: dict[str, list[int]] = defaultdict(list)
 
     def timed(label: str, fn):

@@ -21,7 +21,6 @@ the caches cold for the Python that follows the next open.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -35,20 +34,15 @@ sys.path.insert(1, str(BENCH.parent))  # the working tree's zarrdask
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--layout", default="small-inner")
-    parser.add_argument("--data-dir", default=str(BENCH / "data"))
-    args = parser.parse_args()
+    from harness import window_probe
+
+    args, path, windows = window_probe(__doc__)
 
     import zarrdask
     import zstd_floor
-    from harness import Geometry, random_windows
     from zarrdask.indexing import basic_selection
     from zarrdask.nodes.units.base import ChunkSource
 
-    path = str(Path(args.data_dir) / "ref" / f"layout_{args.layout}.zarr")
-    windows = random_windows(Geometry.from_size(512), 200)
     first = zarrdask.open_array(path)
     selections = [basic_selection(w, first.shape)[0] for w in windows]
     plans = {repr(w): first.units.plan(s) for w, s in zip(windows, selections)}
