@@ -83,10 +83,6 @@ class ThenRead(NamedTuple):
 #: known yet)
 Then = Callable[[int, "bytes | None", "Hashable | None"], Sequence[ByteRequest]]
 
-#: a key found absent by a read in two steps
-_ABSENT = ThenRead(None, [], None, False)
-
-
 def normalize_key(key: str) -> str:
     """Validate a store key and return it; reject anything that could leave the root."""
     if not isinstance(key, str):
@@ -432,7 +428,7 @@ class Store(ABC):
         out, pos = [], 0
         for i, n in enumerate(counts):
             if absent[i]:
-                out.append(_ABSENT)
+                out.append(ThenRead(None, [], None, False))
                 continue
             seen = seconds.versions[pos: pos + n]
             known = versions[i] if requests[i][1] is not None or not seen else seen[0]
