@@ -3,7 +3,8 @@ generated indexes: ``ShardIndex.parse`` wraps the table, each entry is checked w
 looked up (``locate``/``spans``: a read pays for the entries it uses, as the peers check
 them) and ``check`` checks them all (``verify``). It passes the layouts writers produce
 (chunks sharing bytes too, as zarr-python and TensorStore read them), and ``locate``
-answers every valid entry as the table says."""
+answers every valid entry as the table says. An index decoded straight to its bytes (the
+chain only views them) is the table its array decode gives, for every index chain."""
 
 from __future__ import annotations
 
@@ -201,3 +202,28 @@ def test_a_lookup_of_many_chosen_entries_leaves_the_others_unchecked():
     assert parsed.lookup(list(range(40))) == [(16 * i, 16 * i + 16) for i in range(40)]
     with pytest.raises(CorruptChunkError, match=rf"inner chunk \({n - 1},\)"):
         parsed.lookup([3, n - 1, 5])
+
+
+@settings(max_examples=60, deadline=None)
+@given(grid=st.lists(st.integers(1, 5), min_size=1, max_size=3), endian=st.sampled_from(["little", "big"]),
+       crc=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_an_index_decoded_to_bytes_is_its_decoded_table(grid, endian, crc, seed):
+    """``decode_to_bytes`` (the bytes stage's output itself where the chain only views it)
+    gives the bytes of the array ``decode`` gives, for every index chain: little or big
+    endian, with or without a checksum, any grid; and parses to the same index."""
+    from zarrdask.codecs.base import ChunkSpec
+    from zarrdask.codecs.bytes import BytesCodec
+    from zarrdask.codecs.crc32c import Crc32cCodec
+    from zarrdask.codecs.pipeline import CodecPipeline
+    from zarrdask.metadata.dtypes import data_type_from_numpy
+
+    shape = (*grid, 2)
+    table = np.random.default_rng(seed).integers(0, 2**64 - 1, size=shape, dtype=np.uint64, endpoint=True)
+    codecs = [BytesCodec(endian), *([Crc32cCodec()] if crc else [])]
+    pipeline = CodecPipeline(codecs, ChunkSpec(shape, data_type_from_numpy("uint64"), MISSING))
+    stored = bytes(pipeline.encode(table))
+    got = bytes(pipeline.decode_to_bytes(stored))
+    assert got == np.ascontiguousarray(pipeline.decode(stored)).tobytes() == table.tobytes()
+    by_bytes = ShardIndex.parse(pipeline.decode_to_bytes(stored), tuple(grid), 0, None, "c/0")
+    by_array = ShardIndex.parse(pipeline.decode(stored), tuple(grid), 0, None, "c/0")
+    assert by_bytes._entries == by_array._entries
