@@ -9,6 +9,8 @@ connection closed without an answer, in turn; files named in ``forbidden`` answe
 A directory answers 404, as on a server without directory indexes, unless ``listing``:
 then an HTML page of links to its entries (directories with a trailing ``/``), as
 Python's ``http.server`` and nginx's ``autoindex`` give and fsspec's HTTP ``ls`` reads.
+``absent_status=403`` answers a key that does not exist with 403 (S3's ``AccessDenied``
+when forwarding), as S3 does for a reader that may not list the bucket.
 It listens on 127.0.0.1 only, serves
 until ``stop()``, counts the requests it answered by method and records the most it
 had in hand at once (``peak``).
@@ -53,11 +55,12 @@ class LoopbackServer:
 
     def __init__(self, *, root: str | None = None, upstream: str | None = None, delay: float = 0.0,
                  fail_fraction: float = 0.0, seed: int = 0, forbidden: frozenset[str] | set[str] = frozenset(),
-                 listing: bool = False) -> None:
+                 listing: bool = False, absent_status: int = 404) -> None:
         if (root is None) == (upstream is None):
             raise ValueError("give root= or upstream=")
         self.root, self.delay, self.fail_fraction, self.forbidden = root, delay, fail_fraction, set(forbidden)
         self.listing = listing
+        self.absent_status = absent_status
         self.upstream = urlsplit(upstream) if upstream else None
         self.counts: collections.Counter[str] = collections.Counter()
         self.failed = 0
@@ -160,6 +163,10 @@ class LoopbackServer:
             response = conn.getresponse()
             data = response.read()
             skip = ("content-length", "transfer-encoding", "connection", "keep-alive", "server", "date")
+            if response.status == 404 and self.absent_status != 404 and h.command in ("GET", "HEAD"):
+                self._reply(h, self.absent_status, {"Content-Type": "application/xml"},
+                            b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")
+                return
             self._reply(h, response.status, {k: v for k, v in response.getheaders() if k.lower() not in skip}, data)
         finally:
             conn.close()
@@ -177,7 +184,7 @@ class LoopbackServer:
             self._reply(h, 200, {"Content-Type": "text/html"}, _index(path))
             return
         if not os.path.isfile(path):
-            self._reply(h, 404, {}, b"not found")
+            self._reply(h, self.absent_status, {}, b"not found")
             return
         size = os.path.getsize(path)
         ranged = h.headers.get("Range")

@@ -4,10 +4,14 @@ is known; a listing's documents are fetched together."""
 
 from __future__ import annotations
 
+import pickle
+import re
+
 import pytest
 from _http import LoopbackServer
 
 import zarrdask
+from zarrdask.errors import StoreError
 from zarrdask.storage import FsspecStore
 
 
@@ -105,3 +109,22 @@ def test_listed_members_are_fetched_together(tmp_path, batches, zarr_format):
         assert server.counts == {"GET": 1 + 12 * per_member}  # the listing, then the documents
         assert server.peak >= 4, server.peak
     assert len(batches) == 1 and len(batches[0]) == 12 * per_member
+
+
+def test_a_server_that_answers_403_for_absent_keys(tmp_path):
+    """S3, and servers like it, answer 403 for a key that does not exist where the reader
+    may not list: refused by default, naming the key and the store option that reads such
+    keys as absent; with it a v2 group (whose zarr.json is absent) opens, on this machine
+    and pickled to a dask task, and a chunk never written reads as the fill value."""
+    g = zarrdask.create_group(str(tmp_path / "g.zarr"), zarr_format=2)
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i4", fill_value=7)[:2] = [1, 2]
+    with LoopbackServer(root=str(tmp_path), absent_status=403) as server:
+        url = f"{server.url}/g.zarr"
+        fix = re.escape(f"zarrdask.storage.FsspecStore({url!r}, forbidden_is_absent=True)")
+        with pytest.raises(StoreError, match=rf"key 'zarr.json' \({re.escape(url)}/zarr.json\): 403.*{fix}"):
+            zarrdask.open_group(url)
+        store = FsspecStore(url, forbidden_is_absent=True)
+        assert zarrdask.open_group(store)["a"][...].tolist() == [1, 2, 7, 7]
+        assert pickle.loads(pickle.dumps(store)) == store
+        assert zarrdask.from_zarr(store, path="a").compute().tolist() == [1, 2, 7, 7]
+        assert store != FsspecStore(url)

@@ -63,6 +63,26 @@ def test_ten_percent_of_requests_failing_loses_nothing(flaky):
     assert flaky.failed >= 10, flaky.failed  # the failures really happened (of ~150 requests)
 
 
+def test_a_bucket_the_reader_may_not_list(s3_endpoint):
+    """S3 answers 403 AccessDenied, not 404, for a key that does not exist when the reader
+    may not list the bucket: a shard never written is then refused, naming its key and the
+    store option; with ``forbidden_is_absent=True`` it reads as the fill value, and a v2
+    group (its zarr.json absent) opens."""
+    writer = _store(s3_endpoint)
+    a = zarrdask.create_array(writer, path="a", shape=(8,), dtype="i2", chunks=(2,), shards=(4,), fill_value=-1)
+    a[:4] = 5
+    zarrdask.create_group(writer, path="g", zarr_format=2).create_array("b", shape=(2,), dtype="u1")[...] = [3, 4]
+    with LoopbackServer(upstream=s3_endpoint, absent_status=403) as server:
+        options = {**s3_storage_options(server.url), "skip_instance_cache": True}
+        plain = FsspecStore(writer.url, storage_options=options)
+        with pytest.raises(StoreError, match=r"key 'a/c/1' .*Access Denied.*forbidden_is_absent=True\) \(with your "
+                                             r"storage_options\)"):
+            zarrdask.open_array(plain, path="a")[...]
+        reader = FsspecStore(writer.url, storage_options=options, forbidden_is_absent=True)
+        assert zarrdask.open_array(reader, path="a")[...].tolist() == [5] * 4 + [-1] * 4
+        assert zarrdask.open_group(reader, path="g")["b"][...].tolist() == [3, 4]
+
+
 def test_a_missing_key_is_one_get_and_reads_as_the_fill_value(counting):
     store = _store(counting.url)
     a = zarrdask.create_array(store, shape=(8, 8), dtype="i2", chunks=(2, 2), shards=(4, 4), fill_value=-1)

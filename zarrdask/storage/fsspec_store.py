@@ -45,7 +45,7 @@ from .in_process import CompareUpdate, container_lock
 from .link import link_to
 from .local import MISSING_ERRORS, LocalStore, is_temporary_name
 from .requests import Requests
-from .retry import RetriesExhausted, RetryPolicy, is_changed, is_range_not_satisfiable, is_transient
+from .retry import RetriesExhausted, RetryPolicy, is_changed, is_forbidden, is_range_not_satisfiable, is_transient
 
 __all__ = ["FsspecStore", "ZipStore", "fs_protocols"]
 
@@ -93,7 +93,10 @@ class FsspecStore(StreamedReads, Store):
     ``storage_options`` are passed to the filesystem when a URL is given. HTTP(S)
     stores are always read-only. ``retry`` (default: ``RetryPolicy.configured()``, from
     dask's config) and ``concurrency`` (requests in flight at once, per store and process)
-    apply to async filesystems.
+    apply to async filesystems. ``forbidden_is_absent``: a read the server refuses as
+    forbidden (HTTP 403, S3 ``AccessDenied``) finds the key absent, as S3 answers for a key
+    that does not exist where the reader may not list the bucket; every key it may not read
+    is then absent (a chunk reads as the fill value), so it is off unless asked for.
     """
 
     def __init__(
@@ -105,8 +108,10 @@ class FsspecStore(StreamedReads, Store):
         read_only: bool = False,
         retry: RetryPolicy | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
+        forbidden_is_absent: bool = False,
     ) -> None:
         self.retry = retry if retry is not None else RetryPolicy.configured()
+        self.forbidden_is_absent = forbidden_is_absent
         self.concurrency = concurrency
         self.storage_options = dict(storage_options or {})
         if isinstance(url_or_fs, AbstractFileSystem):
@@ -228,7 +233,7 @@ class FsspecStore(StreamedReads, Store):
                 raise StoreError(f"cannot read {len(paths)} byte ranges from {self.url}: {e}") from e
         for j, result in results:
             i = slots[j]
-            if isinstance(result, MISSING_ERRORS):
+            if self._absent(result):
                 yield i, None
             elif isinstance(result, BaseException):
                 yield i, self._past_end(requests[i][0], paths[j], starts[j], result)
@@ -278,7 +283,7 @@ class FsspecStore(StreamedReads, Store):
             return body
 
         for i, result in self._stream([lambda i=i: read(i) for i in range(len(requests))]):
-            if isinstance(result, MISSING_ERRORS):
+            if self._absent(result):
                 yield i, None, None
             elif isinstance(result, BaseException):
                 request = requests[i][1]
@@ -286,6 +291,11 @@ class FsspecStore(StreamedReads, Store):
                 yield i, self._past_end(requests[i][0], paths[i], start, result), None  # (no version: read again)
             else:
                 yield i, result, tags[i]
+
+    def _absent(self, result: object) -> bool:
+        """Whether a read's outcome says its key is absent (see ``forbidden_is_absent``)."""
+        return isinstance(result, MISSING_ERRORS) or (
+            self.forbidden_is_absent and isinstance(result, BaseException) and is_forbidden(result))
 
     def _past_end(self, key: str, path: str, start: int | None, error: BaseException) -> bytes | None:
         """Recover from a failed ranged read that only started past the end.
@@ -302,7 +312,14 @@ class FsspecStore(StreamedReads, Store):
                 size = None
             if size is not None and (size == 0 or (start is not None and start >= size)):
                 return b""
-        raise StoreError(f"cannot read key {key!r} ({self.fs.unstrip_protocol(path)}): {error}") from error
+        hint = ""
+        if is_forbidden(error) and not self.forbidden_is_absent:
+            source = self._source if isinstance(self._source, str) else self.url
+            hint = ("; a server answers 403 also for a key that does not exist where the reader may not list the "
+                    "bucket: if that is so here, pass zarrdask.storage.FsspecStore("
+                    f"{source!r}, forbidden_is_absent=True) (with your storage_options) instead of the URL, and "
+                    "every key it may not read is read as absent (a chunk as the fill value)")
+        raise StoreError(f"cannot read key {key!r} ({self.fs.unstrip_protocol(path)}): {error}{hint}") from error
 
     def _exists(self, key: str) -> bool:
         return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._base + key))
@@ -414,7 +431,7 @@ class FsspecStore(StreamedReads, Store):
 
     def __reduce__(self) -> tuple:
         kwargs = {"path": self.path, "storage_options": self.storage_options, "read_only": self.read_only,
-                  "retry": self.retry, "concurrency": self.concurrency}
+                  "retry": self.retry, "concurrency": self.concurrency, "forbidden_is_absent": self.forbidden_is_absent}
         return (_rebuild, (type(self), (self._source,), kwargs))
 
     def __eq__(self, other: object) -> bool:
@@ -423,6 +440,7 @@ class FsspecStore(StreamedReads, Store):
             and other.fs == self.fs  # type: ignore[attr-defined]
             and other._root == self._root  # type: ignore[attr-defined]
             and other.read_only == self.read_only
+            and other.forbidden_is_absent == self.forbidden_is_absent  # type: ignore[attr-defined]
         )
 
     def __hash__(self) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValueError
 
-__all__ = ["RetriesExhausted", "RetryPolicy", "is_changed", "is_range_not_satisfiable", "is_transient"]
+__all__ = ["RetriesExhausted", "RetryPolicy", "is_changed", "is_forbidden", "is_range_not_satisfiable", "is_transient"]
 
 _TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
@@ -112,6 +112,14 @@ def _answer(exc: BaseException) -> tuple[int | None, str | None]:
 def is_range_not_satisfiable(exc: BaseException) -> bool:
     """Whether the server answered HTTP 416 (a range past the end, or of an empty value)."""
     return any(_answer(e)[0] == 416 or _answer(e)[1] == "InvalidRange" for e in _chain(exc))
+
+
+def is_forbidden(exc: BaseException) -> bool:
+    """Whether the server refused the request as forbidden: HTTP 403, S3's ``AccessDenied``
+    (s3fs raises it as a ``PermissionError``). S3 answers so for a key that does not exist
+    as well, when the reader may not list the bucket."""
+    return any(isinstance(e, PermissionError) or _answer(e)[0] == 403 or _answer(e)[1] == "AccessDenied"
+               for e in _chain(exc))
 
 
 def is_changed(exc: BaseException) -> bool:
