@@ -83,6 +83,23 @@ def test_a_bucket_the_reader_may_not_list(s3_endpoint):
         assert zarrdask.open_group(reader, path="g")["b"][...].tolist() == [3, 4]
 
 
+def test_a_read_without_credentials_names_the_fix(s3_endpoint, monkeypatch):
+    """No credentials anywhere: the request is never signed, and the error names the key and
+    what reads a public bucket (``anon``), which then reads."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    writer = _store(s3_endpoint)  # (its credentials are its own storage_options)
+    zarrdask.create_array(writer, shape=(3,), dtype="u1", fill_value=9)
+    writer.fs.chmod(f"{writer.root}/zarr.json", acl="public-read")  # (a public dataset)
+    options = {"client_kwargs": {"endpoint_url": s3_endpoint}, "skip_instance_cache": True}
+    with pytest.raises(StoreError, match=r"key 'zarr.json' .*credentials; for a public bucket pass "
+                                         r"storage_options=\{'anon': True\}"):
+        zarrdask.open_array(writer.url, storage_options=options)
+    assert zarrdask.open_array(writer.url, storage_options={**options, "anon": True})[...].tolist() == [9, 9, 9]
+
+
 def test_a_missing_key_is_one_get_and_reads_as_the_fill_value(counting):
     store = _store(counting.url)
     a = zarrdask.create_array(store, shape=(8, 8), dtype="i2", chunks=(2, 2), shards=(4, 4), fill_value=-1)

@@ -45,7 +45,8 @@ from .in_process import CompareUpdate, container_lock
 from .link import link_to
 from .local import MISSING_ERRORS, LocalStore, is_temporary_name
 from .requests import Requests
-from .retry import RetriesExhausted, RetryPolicy, is_changed, is_forbidden, is_range_not_satisfiable, is_transient
+from .retry import (RetriesExhausted, RetryPolicy, is_changed, is_forbidden, is_range_not_satisfiable, is_transient,
+                    missing_credentials)
 
 __all__ = ["FsspecStore", "ZipStore", "fs_protocols"]
 
@@ -312,14 +313,22 @@ class FsspecStore(StreamedReads, Store):
                 size = None
             if size is not None and (size == 0 or (start is not None and start >= size)):
                 return b""
-        hint = ""
-        if is_forbidden(error) and not self.forbidden_is_absent:
-            source = self._source if isinstance(self._source, str) else self.url
-            hint = ("; a server answers 403 also for a key that does not exist where the reader may not list the "
-                    "bucket: if that is so here, pass zarrdask.storage.FsspecStore("
-                    f"{source!r}, forbidden_is_absent=True) (with your storage_options) instead of the URL, and "
-                    "every key it may not read is read as absent (a chunk as the fill value)")
-        raise StoreError(f"cannot read key {key!r} ({self.fs.unstrip_protocol(path)}): {error}{hint}") from error
+        raise StoreError(f"cannot read key {key!r} ({self.fs.unstrip_protocol(path)}): {error}"
+                         f"{self._read_hint(error)}") from error
+
+    def _read_hint(self, error: BaseException) -> str:
+        """What may fix a read refused for want of credentials or permission."""
+        source = self._source if isinstance(self._source, str) else self.url
+        if missing_credentials(error):
+            return ("; for a public bucket pass storage_options={'anon': True}, else give credentials (the AWS_PROFILE "
+                    "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables, or storage_options "
+                    "{'key': ..., 'secret': ...})")
+        if not is_forbidden(error) or self.forbidden_is_absent:
+            return ""
+        return ("; the credentials in use may not read it (see storage_options), or the key does not exist and "
+                "the reader may not list the bucket (S3 then answers 403, not 404): if so, pass "
+                f"zarrdask.storage.FsspecStore({source!r}, forbidden_is_absent=True) (with your storage_options) "
+                "instead of the URL, and every key it may not read is read as absent (a chunk as the fill value)")
 
     def _exists(self, key: str) -> bool:
         return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._base + key))

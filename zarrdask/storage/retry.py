@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValueError
 
-__all__ = ["RetriesExhausted", "RetryPolicy", "is_changed", "is_forbidden", "is_range_not_satisfiable", "is_transient"]
+__all__ = ["RetriesExhausted", "RetryPolicy", "is_changed", "is_forbidden", "is_range_not_satisfiable", "is_transient",
+           "missing_credentials"]
 
 _TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests",
@@ -120,6 +121,12 @@ def is_forbidden(exc: BaseException) -> bool:
     as well, when the reader may not list the bucket."""
     return any(isinstance(e, PermissionError) or _answer(e)[0] == 403 or _answer(e)[1] == "AccessDenied"
                for e in _chain(exc))
+
+
+def missing_credentials(exc: BaseException) -> bool:
+    """Whether a request was never signed for want of credentials (botocore's
+    ``NoCredentialsError``: none in the environment, the config files or the call)."""
+    return any(type(e).__name__ == "NoCredentialsError" for e in _chain(exc))
 
 
 def is_changed(exc: BaseException) -> bool:
