@@ -7,8 +7,11 @@ from __future__ import annotations
 import pickle
 import re
 
+import numpy as np
 import pytest
 from _http import LoopbackServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarrdask
 from zarrdask.errors import StoreError
@@ -128,3 +131,32 @@ def test_a_server_that_answers_403_for_absent_keys(tmp_path):
         assert pickle.loads(pickle.dumps(store)) == store
         assert zarrdask.from_zarr(store, path="a").compute().tolist() == [1, 2, 7, 7]
         assert store != FsspecStore(url)
+
+
+#: node names as zarrdask takes them: any characters but ``/``, ``\`` and NUL, not ``.`` or
+#: ``..``, not ``zarr.json``, not starting with ``__`` (reserved) nor with a drive's ``x:``
+_NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\\\x00"), min_size=1,
+                 max_size=12).filter(lambda n: n not in (".", "..", "zarr.json") and not n.startswith("__")
+                                     and n[1:2] != ":" and len(n.encode()) <= 200)
+
+
+@pytest.fixture(scope="module")
+def names_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("names")
+    with LoopbackServer(root=str(root), listing=True) as server:
+        yield root, server
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=_NAMES, seed=st.integers(0, 2**32 - 1))
+def test_any_node_name_reads_and_lists_over_http(names_server, name, seed):
+    """A member named with ``%``, ``?``, ``#``, spaces or any Unicode is read over HTTP by
+    its name, and a listing names it as written (keys are percent-encoded into URLs and
+    decoded out of a listing's links)."""
+    root, server = names_server
+    group = f"g{seed}"
+    values = np.random.default_rng(seed).integers(0, 100, 5).astype("i2")
+    zarrdask.create_group(str(root / group), overwrite=True).create_array(name, shape=(5,), dtype="i2")[...] = values
+    g = zarrdask.open_group(f"{server.url}/{group}", use_consolidated=False)
+    np.testing.assert_array_equal(g[name][...], values)
+    assert [n for n, _ in g.members()] == [name]

@@ -32,6 +32,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import Any, TypeVar, cast
+from urllib.parse import quote, unquote
 
 import fsspec
 from fsspec.implementations.zip import ZipFileSystem
@@ -142,6 +143,7 @@ class FsspecStore(StreamedReads, Store):
         self._link = link_to(self.url) if self._async else None
         self._requests = Requests(concurrency, self.retry, self._link)
         self.supports_writes = not {"http", "https"} & set(protocols)
+        self._quoted = bool({"http", "https"} & set(protocols))  # (keys in URLs: percent-encoded, see _path)
         self.read_only = read_only or not self.supports_writes
         self._disk = LocalStore(root) if self._local else None
         self._s3 = s3_call(fs) if self._async else None
@@ -175,7 +177,16 @@ class FsspecStore(StreamedReads, Store):
 
     def directory(self, prefix: str) -> str:
         """The filesystem path of the directory of keys below ``prefix``."""
-        return self._base + prefix if prefix else self._root
+        return self._path(prefix) if prefix else self._root
+
+    def _path(self, key: str) -> str:
+        """The filesystem path of ``key``. On HTTP(S) a URL, the key percent-encoded: a key
+        may hold ``%``, ``?``, ``#`` or any character, which a URL's path spells encoded."""
+        return self._base + (quote(key, safe="/") if self._quoted else key)
+
+    def _key(self, name: str) -> str:
+        """A key (or a part of one) from what a listing names it (see :meth:`_path`)."""
+        return unquote(name) if self._quoted else name
 
     def _stream(self, requests: list[Callable[[], Awaitable[T]]]) -> Iterator[tuple[int, T | Exception]]:
         return self._requests.stream(self.fs.loop, requests)
@@ -218,7 +229,7 @@ class FsspecStore(StreamedReads, Store):
                 yield i, b"" if self._exists(key) else None
                 continue
             slots.append(i)
-            paths.append(self._base + key)
+            paths.append(self._path(key))
             starts.append(start)
             ends.append(end)
         if not paths:
@@ -266,7 +277,7 @@ class FsspecStore(StreamedReads, Store):
         from, as they arrive: one GET per range, a HEAD where none is asked for."""
         assert self._s3 is not None
         call, split = self._s3, self.fs.split_path
-        paths = [self._base + key for key, _ in requests]
+        paths = [self._path(key) for key, _ in requests]
         tags: list[Hashable | None] = [None] * len(requests)
 
         async def read(i: int) -> bytes:
@@ -331,7 +342,7 @@ class FsspecStore(StreamedReads, Store):
                 "instead of the URL, and every key it may not read is read as absent (a chunk as the fill value)")
 
     def _exists(self, key: str) -> bool:
-        return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._base + key))
+        return self._call(f"check key {key!r}", lambda: self.fs.isfile(self._path(key)))
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         return iter([key for key, _ in self._found(prefix, detail=False)])
@@ -347,10 +358,10 @@ class FsspecStore(StreamedReads, Store):
             found = self._call(f"list prefix {prefix!r}", lambda: self.fs.find(top, detail=detail))
         except FileNotFoundError:
             return []
-        head = self._base + prefix + "/" if prefix else self._base
+        head = self._path(prefix) + "/" if prefix else self._base
         n = len(self._base)
         items = found.items() if detail else ((p, None) for p in found)
-        return [(p[n:], info) for p, info in items
+        return [(self._key(p[n:]), info) for p, info in items
                 if p.startswith(head) and not (self._local and is_temporary_name(p.rsplit("/", 1)[-1]))]
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
@@ -367,7 +378,7 @@ class FsspecStore(StreamedReads, Store):
             full = entry["name"].rstrip("/")
             if full == top:  # ``ls`` of a file lists the file itself
                 continue
-            name = full.rsplit("/", 1)[-1]
+            name = self._key(full.rsplit("/", 1)[-1])
             if entry["type"] == "directory":
                 dirs.add(name)
             elif not (self._local and is_temporary_name(name)):
@@ -383,10 +394,10 @@ class FsspecStore(StreamedReads, Store):
         data = [v if type(v) is bytes else bytes(v) for v in items.values()]
         if self._async:  # one PUT per key, concurrent; each retried on its own
             pipe = async_pipe_file(self.fs)
-            calls = [lambda k=k, v=v: pipe(self._base + k, v) for k, v in zip(keys, data)]
+            calls = [lambda k=k, v=v: pipe(self._path(k), v) for k, v in zip(keys, data)]
             for i, result in self._stream(calls):
                 if isinstance(result, Exception):
-                    url = self.fs.unstrip_protocol(self._base + keys[i])
+                    url = self.fs.unstrip_protocol(self._path(keys[i]))
                     raise StoreError(f"cannot write key {keys[i]!r} ({url}): {result}") from result
             return
         if self._disk is not None:
@@ -394,7 +405,7 @@ class FsspecStore(StreamedReads, Store):
             return
         try:
             with self._writing:
-                self.fs.pipe({self._base + k: v for k, v in zip(keys, data)})
+                self.fs.pipe({self._path(k): v for k, v in zip(keys, data)})
         except Exception as e:
             shown = ", ".join(repr(k) for k in keys[:5])
             raise StoreError(f"cannot write key(s) {shown} to {self.url}: {e}") from e
@@ -406,7 +417,7 @@ class FsspecStore(StreamedReads, Store):
         if self._disk is not None:
             self._disk.delete_many(keys)
             return
-        paths = [self._base + k for k in keys]
+        paths = [self._path(k) for k in keys]
         shown = ", ".join(repr(k) for k in keys[:5])
         with self._writing:
             try:
