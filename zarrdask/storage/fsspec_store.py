@@ -142,8 +142,9 @@ class FsspecStore(StreamedReads, Store):
         self._async = bool(getattr(fs, "async_impl", False)) and not self._local
         self._link = link_to(self.url) if self._async else None
         self._requests = Requests(concurrency, self.retry, self._link)
-        self.supports_writes = not {"http", "https"} & set(protocols)
-        self._quoted = bool({"http", "https"} & set(protocols))  # (keys in URLs: percent-encoded, see _path)
+        http = bool({"http", "https"} & set(protocols))
+        self.supports_writes = not http
+        self._quoted = http  # (keys in URLs: percent-encoded, see _path)
         self.read_only = read_only or not self.supports_writes
         self._disk = LocalStore(root) if self._local else None
         self._s3 = s3_call(fs) if self._async else None
@@ -328,8 +329,10 @@ class FsspecStore(StreamedReads, Store):
                          f"{self._read_hint(error)}") from error
 
     def _read_hint(self, error: BaseException) -> str:
-        """What may fix a read refused for want of credentials or permission."""
+        """What may fix a remote read refused for want of credentials or permission."""
         source = self._source if isinstance(self._source, str) else self.url
+        if not self._async:
+            return ""
         if missing_credentials(error):
             return ("; for a public bucket pass storage_options={'anon': True}, else give credentials (the AWS_PROFILE "
                     "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables, or storage_options "
