@@ -330,7 +330,6 @@ class FsspecStore(StreamedReads, Store):
 
     def _read_hint(self, error: BaseException) -> str:
         """What may fix a remote read refused for want of credentials or permission."""
-        source = self._source if isinstance(self._source, str) else self.url
         if not self._async:
             return ""
         if missing_credentials(error):
@@ -339,6 +338,7 @@ class FsspecStore(StreamedReads, Store):
                     "{'key': ..., 'secret': ...})")
         if not is_forbidden(error) or self.forbidden_is_absent:
             return ""
+        source = self._source if isinstance(self._source, str) else self.url
         return ("; the credentials in use may not read it (see storage_options), or the key does not exist and "
                 "the reader may not list the bucket (S3 then answers 403, not 404): if so, pass "
                 f"zarrdask.storage.FsspecStore({source!r}, forbidden_is_absent=True) (with your storage_options) "
